@@ -1,0 +1,260 @@
+"""The domain's tables. Rules about one row live here as methods; writes live in services."""
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role in (self.Role.OWNER, self.Role.EDITOR)
+
+
+class StoredBlob(models.Model):
+    """A file kept in PostgreSQL by experiments.storage.DatabaseStorage, as ordered chunks."""
+
+    name = models.CharField(max_length=255, unique=True)
+    size = models.BigIntegerField(default=0)
+    created = models.DateTimeField(default=timezone.now)
+
+
+class StoredChunk(models.Model):
+    blob = models.ForeignKey(StoredBlob, on_delete=models.CASCADE, related_name="chunks")
+    index = models.IntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["blob", "index"], name="one_chunk_per_index")]
+
+
+class Artifact(models.Model):
+    """A file of the domain (dataset, checkpoint, model) in the artifact storage, with its hash."""
+
+    class Kind(models.TextChoices):
+        DATASET_UPLOAD = "dataset_upload", "Uploaded dataset file"
+        DATASET_ARRAYS = "dataset_arrays", "Dataset splits"
+        CHECKPOINT = "checkpoint", "Trial checkpoint"
+        MODEL = "model", "Trained model"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    filename = models.CharField(max_length=255)
+    storage_name = models.CharField(max_length=255, unique=True)
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.filename}"
+
+
+class Dataset(models.Model):
+    class Source(models.TextChoices):
+        BUNDLED = "bundled", "Bundled"
+        UPLOAD = "upload", "Upload"
+
+    class Task(models.TextChoices):
+        CLASSIFICATION = "classification", "Classification"
+        REGRESSION = "regression", "Regression"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=100)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    bundled_name = models.CharField(max_length=50, blank=True)
+    file_format = models.CharField(max_length=10, blank=True)
+    target_column = models.CharField(max_length=200, blank=True)
+    task = models.CharField(max_length=20, choices=Task.choices)
+    n_rows = models.IntegerField()
+    n_features = models.IntegerField()
+    input_shape = models.JSONField(default=list)
+    feature_names = models.JSONField(default=list)
+    classes = models.JSONField(default=list, blank=True)
+    class_counts = models.JSONField(default=dict, blank=True)
+    preview = models.JSONField(default=list, blank=True)
+    val_fraction = models.FloatField()
+    test_fraction = models.FloatField()
+    split_seed = models.IntegerField()
+    split_sizes = models.JSONField(default=dict)
+    upload = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    arrays = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="dataset_name_unique_in_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        CREATED = "created", "Not started"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    class Tuner(models.TextChoices):
+        RANDOM = "random", "Random search"
+        BAYESIAN = "bayesian", "Bayesian optimisation"
+        HYPERBAND = "hyperband", "Hyperband"
+        GRID = "grid", "Grid search"
+
+    class Direction(models.TextChoices):
+        MIN = "min", "minimise"
+        MAX = "max", "maximise"
+
+    class Queue(models.TextChoices):
+        CPU = "cpu", "CPU"
+        GPU = "gpu", "GPU"
+        TPU = "tpu", "TPU"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="studies")
+    name = models.CharField(max_length=100)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="studies")
+    hypermodel = models.CharField(max_length=100)
+    search_space = models.JSONField(default=list)
+    tuner = models.CharField(max_length=10, choices=Tuner.choices, default=Tuner.RANDOM)
+    objective_metric = models.CharField(max_length=50, default="val_loss")
+    objective_direction = models.CharField(max_length=3, choices=Direction.choices, default=Direction.MIN)
+    max_trials = models.PositiveIntegerField(default=10)
+    executions_per_trial = models.PositiveIntegerField(default=1)
+    epochs = models.PositiveIntegerField(default=10)
+    batch_size = models.PositiveIntegerField(default=32)
+    patience = models.PositiveIntegerField(default=3)
+    seed = models.IntegerField(default=1)
+    queue = models.CharField(max_length=3, choices=Queue.choices, default=Queue.CPU)
+    parallelism = models.PositiveIntegerField(default=1)
+    max_retries_per_trial = models.PositiveIntegerField(default=0)
+    max_consecutive_failed_trials = models.PositiveIntegerField(default=3)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CREATED)
+    message = models.TextField(blank=True)
+    oracle_state = models.JSONField(null=True, blank=True)
+    # Bumped on every oracle write, so a worker can tell whether its cached oracle is current.
+    oracle_version = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.RUNNING
+
+    @property
+    def can_start(self) -> bool:
+        return self.status in (self.Status.CREATED, self.Status.CANCELLED, self.Status.FAILED)
+
+
+class Trial(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        LOST = "lost", "Lost"
+
+    FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.LOST)
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="trials")
+    trial_id = models.CharField(max_length=20)
+    # Start order: trial ids are zero-padded strings, so never sort by them.
+    number = models.PositiveIntegerField()
+    # Which run of this KerasTuner trial (a retried trial keeps its id).
+    attempt = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    hyperparameters = models.JSONField(default=dict)
+    kt_state = models.JSONField(default=dict)
+    score = models.FloatField(null=True, blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    tuner_id = models.CharField(max_length=200, blank=True)
+    worker_host = models.CharField(max_length=200, blank=True)
+    checkpoint = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    started = models.DateTimeField(default=timezone.now)
+    heartbeat = models.DateTimeField(default=timezone.now)
+    finished = models.DateTimeField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "trial_id", "attempt"], name="one_row_per_trial_attempt")
+        ]
+        indexes = [models.Index(fields=["study", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.study} trial {self.trial_id}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class TrialEpoch(models.Model):
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="epochs")
+    execution = models.PositiveIntegerField(default=0)
+    epoch = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["execution", "epoch"]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "execution", "epoch"], name="one_row_per_epoch")
+        ]
+
+
+class Worker(models.Model):
+    """A Celery worker process that has served trials; it heartbeats while alive."""
+
+    name = models.CharField(max_length=200, unique=True)
+    hostname = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    devices = models.JSONField(default=list)
+    concurrency = models.PositiveIntegerField(default=1)
+    versions = models.JSONField(default=dict)
+    started = models.DateTimeField(default=timezone.now)
+    last_heartbeat = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,52 @@
+"""Reads for pages and the API. Everything is scoped to a team."""
+
+from django.db.models import Count, F, Q, QuerySet
+
+from experiments.models import Dataset, Study, Team, Trial
+
+
+def team_datasets(*, team: Team) -> QuerySet[Dataset]:
+    return Dataset.objects.filter(team=team).order_by("-created")
+
+
+def team_studies(*, team: Team) -> QuerySet[Study]:
+    return (
+        Study.objects.filter(team=team).select_related("dataset")
+        .annotate(finished_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)))
+        .order_by("-created")
+    )
+
+
+def study_trials_by_score(*, study: Study) -> QuerySet[Trial]:
+    """Completed trials best first, then running, then the rest in start order."""
+    score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(nulls_last=True)
+    status_rank = {Trial.Status.COMPLETED: 0, Trial.Status.RUNNING: 1}
+    trials = list(Trial.objects.filter(study=study).order_by(score_order, "number"))
+    trials.sort(key=lambda t: status_rank.get(t.status, 2))
+    return trials
+
+
+def study_best_trial(*, study: Study) -> Trial | None:
+    order = "-score" if study.objective_direction == "max" else "score"
+    return Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number").first()
+
+
+def study_progress(*, study: Study) -> dict:
+    counts = dict(
+        Trial.objects.filter(study=study).values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    completed = counts.get(Trial.Status.COMPLETED, 0)
+    failed = counts.get(Trial.Status.FAILED, 0)
+    finished = completed + failed
+    return {
+        "completed": completed,
+        "failed": failed,
+        "running": counts.get(Trial.Status.RUNNING, 0),
+        "finished": finished,
+        "max_trials": study.max_trials,
+        "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
+    }
+
+
+def trial_epoch_rows(*, trial: Trial) -> list[dict]:
+    return list(trial.epochs.values("execution", "epoch", "metrics"))

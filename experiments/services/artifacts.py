@@ -1,0 +1,95 @@
+"""Artifacts: files of the domain in the configured storage, each with a recorded sha256."""
+
+import hashlib
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from django.core.files import File
+from django.core.files.storage import storages
+from django.utils.text import get_valid_filename
+
+from experiments.models import Artifact, Team
+
+READ_BLOCK = 1024 * 1024
+
+
+class ArtifactCorrupted(Exception):
+    """The stored bytes no longer match the sha256 recorded when they were saved."""
+
+
+class ArtifactMissing(Exception):
+    pass
+
+
+def _storage():
+    return storages["artifacts"]
+
+
+def _sha256_of(fileobj: BinaryIO) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    fileobj.seek(0)
+    while block := fileobj.read(READ_BLOCK):
+        digest.update(block)
+        size += len(block)
+    fileobj.seek(0)
+    return digest.hexdigest(), size
+
+
+def artifact_create(*, team: Team, kind: str, filename: str, fileobj: BinaryIO) -> Artifact:
+    sha256, size = _sha256_of(fileobj)
+    safe = get_valid_filename(filename) or "file"
+    storage_name = f"team-{team.id}/{kind}/{uuid.uuid4().hex}-{safe}"
+    stored_name = _storage().save(storage_name, File(fileobj, name=safe))
+    return Artifact.objects.create(
+        team=team, kind=kind, filename=safe, storage_name=stored_name, size=size, sha256=sha256
+    )
+
+
+def artifact_create_from_path(*, team: Team, kind: str, path: Path, filename: str | None = None) -> Artifact:
+    with open(path, "rb") as handle:
+        return artifact_create(team=team, kind=kind, filename=filename or Path(path).name, fileobj=handle)
+
+
+def artifact_iter_chunks(*, artifact: Artifact) -> Iterator[bytes]:
+    """Stream the stored bytes; raises ArtifactCorrupted at the end if the hash differs."""
+    try:
+        handle = _storage().open(artifact.storage_name, "rb")
+    except FileNotFoundError as exc:
+        raise ArtifactMissing(f"The file of {artifact} is missing from storage.") from exc
+    digest = hashlib.sha256()
+    with handle:
+        while block := handle.read(READ_BLOCK):
+            digest.update(block)
+            yield block
+    if digest.hexdigest() != artifact.sha256:
+        raise ArtifactCorrupted(
+            f"The stored file of {artifact} does not match its recorded sha256; refusing to use it."
+        )
+
+
+def artifact_verify(*, artifact: Artifact) -> None:
+    for _ in artifact_iter_chunks(artifact=artifact):
+        pass
+
+
+def artifact_copy_to_path(*, artifact: Artifact, path: Path) -> Path:
+    """Write a verified copy to a local path (a worker needs real files for Keras)."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "wb") as out:
+            for block in artifact_iter_chunks(artifact=artifact):
+                out.write(block)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    shutil.move(partial, path)
+    return path
+
+
+def artifact_read_bytes(*, artifact: Artifact) -> bytes:
+    return b"".join(artifact_iter_chunks(artifact=artifact))

@@ -1,0 +1,18 @@
+from django.urls import path
+
+from experiments.views import datasets, studies, teams
+
+urlpatterns = [
+    path("", teams.dashboard, name="dashboard"),
+    path("teams/switch/", teams.switch_team, name="switch_team"),
+    path("datasets/", datasets.dataset_list, name="dataset_list"),
+    path("datasets/upload/", datasets.dataset_upload, name="dataset_upload"),
+    path("datasets/<int:dataset_id>/", datasets.dataset_detail, name="dataset_detail"),
+    path("studies/", studies.study_list, name="study_list"),
+    path("studies/new/", studies.study_new, name="study_new"),
+    path("studies/<int:study_id>/", studies.study_detail, name="study_detail"),
+    path("studies/<int:study_id>/live/", studies.study_live, name="study_live"),
+    path("studies/<int:study_id>/start/", studies.study_start_view, name="study_start"),
+    path("studies/<int:study_id>/cancel/", studies.study_cancel_view, name="study_cancel"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
+]

@@ -1,0 +1,46 @@
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponseForbidden
+from django.shortcuts import get_object_or_404, render
+
+from experiments.models import Dataset, Study, Trial
+
+
+def team_required(view):
+    """Logged in and a member of some team; the current team is request.team."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if request.team is None:
+            return render(request, "no_team.html", status=200)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def editor_required(view):
+    """Viewers see everything in their team but cannot start, cancel or create."""
+
+    @team_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.membership.can_edit:
+            return HttpResponseForbidden("Viewers cannot change anything in this team; ask an owner for the editor role.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def get_dataset_for_user(request, dataset_id: int) -> Dataset:
+    return get_object_or_404(Dataset, pk=dataset_id, team=request.team)
+
+
+def get_study_for_user(request, study_id: int) -> Study:
+    return get_object_or_404(Study.objects.select_related("dataset"), pk=study_id, team=request.team)
+
+
+def get_trial_for_user(request, study_id: int, trial_pk: int) -> Trial:
+    return get_object_or_404(Trial.objects.select_related("study"), pk=trial_pk, study_id=study_id,
+                             study__team=request.team)

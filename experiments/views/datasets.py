@@ -1,0 +1,59 @@
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import redirect, render
+
+from experiments.forms import BundledDatasetForm, DatasetUploadForm
+from experiments.selectors import team_datasets
+from experiments.services.datasets import DatasetError, dataset_create_bundled, dataset_create_upload
+from experiments.views.access import editor_required, get_dataset_for_user, team_required
+
+
+@team_required
+def dataset_list(request):
+    form = BundledDatasetForm(request.POST or None)
+    if request.method == "POST":
+        if not request.membership.can_edit:
+            messages.error(request, "Viewers cannot add datasets.")
+        elif form.is_valid():
+            try:
+                dataset = dataset_create_bundled(team=request.team, user=request.user, **form.cleaned_data)
+            except DatasetError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Added {dataset.name}.")
+                return redirect("dataset_detail", dataset_id=dataset.id)
+    return render(request, "datasets/list.html", {"datasets": team_datasets(team=request.team), "form": form})
+
+
+@editor_required
+def dataset_upload(request):
+    form = DatasetUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data.pop("file")
+        try:
+            if upload.size > settings.UPLOAD_MAX_MB * 1024 * 1024:
+                data = b""  # never read a file we are going to refuse
+            else:
+                data = upload.read()
+            dataset = dataset_create_upload(
+                team=request.team, user=request.user, filename=upload.name, data=data, size=upload.size,
+                limit_mb=settings.UPLOAD_MAX_MB, **form.cleaned_data,
+            )
+        except DatasetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Uploaded {dataset.name}: {dataset.n_rows} rows.")
+            return redirect("dataset_detail", dataset_id=dataset.id)
+    return render(request, "datasets/upload.html", {"form": form, "max_mb": settings.UPLOAD_MAX_MB})
+
+
+@team_required
+def dataset_detail(request, dataset_id: int):
+    dataset = get_dataset_for_user(request, dataset_id)
+    total = sum(dataset.class_counts.values()) or 1
+    balance = [(name, count, round(100 * count / total, 1)) for name, count in dataset.class_counts.items()]
+    columns = list(dataset.preview[0].keys()) if dataset.preview else []
+    return render(request, "datasets/detail.html", {
+        "dataset": dataset, "balance": balance, "preview_columns": columns,
+        "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],
+    })

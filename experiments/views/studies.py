@@ -1,0 +1,109 @@
+import json
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.forms import StudyForm
+from experiments.hypermodel_catalog import hypermodel_entries
+from experiments.models import Study
+from experiments.selectors import (
+    study_best_trial,
+    study_progress,
+    study_trials_by_score,
+    team_studies,
+    trial_epoch_rows,
+)
+from experiments.services.studies import StudyError, study_cancel, study_create, study_start
+from experiments.views.access import (
+    editor_required,
+    get_study_for_user,
+    get_trial_for_user,
+    team_required,
+)
+
+
+@team_required
+def study_list(request):
+    return render(request, "studies/list.html", {"studies": team_studies(team=request.team)})
+
+
+@editor_required
+def study_new(request):
+    initial = {}
+    if "dataset" in request.GET:
+        initial["dataset"] = request.GET["dataset"]
+    form = StudyForm(request.POST or None, team=request.team, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        try:
+            study = study_create(team=request.team, user=request.user, **data)
+            if "start" in request.POST:
+                study_start(study=study)
+        except StudyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Study {study.name} {'started' if 'start' in request.POST else 'saved'}.")
+            return redirect("study_detail", study_id=study.id)
+    spaces = {name: entry.default_space for name, entry in hypermodel_entries().items()}
+    return render(request, "studies/new.html", {
+        "form": form, "search_space_errors": form.search_space_errors, "hypermodel_spaces": spaces,
+    })
+
+
+def _live_context(study: Study) -> dict:
+    return {
+        "study": study,
+        "progress": study_progress(study=study),
+        "best": study_best_trial(study=study),
+        "trials": study_trials_by_score(study=study),
+        "search_space_names": [row["name"] for row in study.search_space],
+    }
+
+
+@team_required
+def study_detail(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    return render(request, "studies/detail.html", _live_context(study))
+
+
+@team_required
+def study_live(request, study_id: int):
+    """The part of the study page that htmx refreshes while the study runs."""
+    study = get_study_for_user(request, study_id)
+    return render(request, "studies/_live.html", _live_context(study))
+
+
+@require_POST
+@editor_required
+def study_start_view(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    try:
+        study_start(study=study)
+        messages.success(request, "Study started." if not study.started else "Study resumed.")
+    except StudyError as exc:
+        messages.error(request, str(exc))
+    return redirect("study_detail", study_id=study.id)
+
+
+@require_POST
+@editor_required
+def study_cancel_view(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    try:
+        study_cancel(study=study)
+        messages.success(request, "Study cancelled; running trials stop at the end of their current epoch.")
+    except StudyError as exc:
+        messages.error(request, str(exc))
+    return redirect("study_detail", study_id=study.id)
+
+
+@team_required
+def trial_detail(request, study_id: int, trial_pk: int):
+    trial = get_trial_for_user(request, study_id, trial_pk)
+    epochs = trial_epoch_rows(trial=trial)
+    metric_names = sorted({name for row in epochs for name in row["metrics"]})
+    return render(request, "studies/trial.html", {
+        "trial": trial, "study": trial.study, "epochs": epochs, "metric_names": metric_names,
+        "curves_json": json.dumps(epochs),
+    })

@@ -1,0 +1,24 @@
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.middleware import SESSION_KEY
+from experiments.models import Membership, Study
+from experiments.views.access import team_required
+
+
+@login_required
+@require_POST
+def switch_team(request):
+    membership = Membership.objects.filter(user=request.user, team_id=request.POST.get("team")).first()
+    if membership is None:
+        raise Http404("No such team.")
+    request.session[SESSION_KEY] = membership.team_id
+    return redirect("dashboard")
+
+
+@team_required
+def dashboard(request):
+    studies = Study.objects.filter(team=request.team).select_related("dataset").order_by("-created")[:10]
+    return render(request, "dashboard.html", {"studies": studies})

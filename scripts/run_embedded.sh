@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The embedded mode: the web server plus a real Celery worker (with beat) on SQLite,
+# Celery's filesystem transport and a local artifact folder. Ctrl-C stops both.
+set -euo pipefail
+PORT="${PORT:-8000}"
+mkdir -p var
+.venv/bin/celery -A webapp worker -B -Q cpu --concurrency 1 --loglevel INFO \
+  --schedule var/celerybeat-schedule --hostname "embedded@%h" > var/worker.log 2>&1 &
+WORKER=$!
+trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
+cat <<MSG
+
+  Tuneboard is starting at  http://127.0.0.1:$PORT/
+  Log in as                 demo / tuneboard-demo
+  Worker log                var/worker.log   (Ctrl-C stops web and worker)
+
+MSG
+.venv/bin/python manage.py runserver "127.0.0.1:$PORT" --noreload

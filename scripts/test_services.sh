@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Make sure a PostgreSQL and a Redis answer on localhost for the test suite, and print the
+# environment the tests use. Running ones are used as they are; otherwise private ones are
+# started (and packages installed with apt-get when missing). Progress goes to stderr.
+set -euo pipefail
+say() { echo "test-services: $*" >&2; }
+
+PG_PORT=5432
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+pg_ready() { local bin; bin="$(pg_bin)"; "${bin:-/usr/bin}/pg_isready" -q -h 127.0.0.1 -p "$1" 2>/dev/null; }
+
+if pg_ready 5432; then
+  say "using PostgreSQL on 127.0.0.1:5432"
+else
+  PG_PORT=55432
+  if ! pg_ready "$PG_PORT"; then
+    if [ -z "$(pg_bin)" ]; then
+      say "installing PostgreSQL"; apt-get update -qq >&2 && apt-get install -y -qq postgresql >&2
+    fi
+    BIN="$(pg_bin)"; DATA=/tmp/tuneboard-test-pg
+    # PostgreSQL refuses to run as root: the cluster belongs to the postgres user.
+    RUN=(); if [ "$(id -u)" = 0 ]; then id postgres >/dev/null 2>&1 || useradd -r postgres; RUN=(runuser -u postgres --); fi
+    if [ ! -f "$DATA/PG_VERSION" ]; then
+      mkdir -p "$DATA"; [ "$(id -u)" = 0 ] && chown postgres "$DATA"
+      "${RUN[@]}" "$BIN/initdb" -D "$DATA" -U postgres --auth=trust >/dev/null
+    fi
+    say "starting a private PostgreSQL on 127.0.0.1:$PG_PORT"
+    "${RUN[@]}" "$BIN/pg_ctl" -D "$DATA" -l "$DATA/log" -w \
+      -o "-p $PG_PORT -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off" start >&2
+  fi
+fi
+
+REDIS_PORT=6379
+if redis-cli -p 6379 ping >/dev/null 2>&1; then
+  say "using Redis on 127.0.0.1:6379"
+else
+  if ! command -v redis-server >/dev/null; then
+    say "installing Redis"; apt-get update -qq >&2 && apt-get install -y -qq redis-server >&2
+  fi
+  say "starting Redis on 127.0.0.1:6379"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >&2
+  for _ in $(seq 50); do redis-cli -p 6379 ping >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  say "installing Chromium for the browser tests"
+  apt-get update -qq >&2 && apt-get install -y -qq chromium >&2
+fi
+
+echo "DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/tuneboard"
+echo "CELERY_BROKER_URL=redis://127.0.0.1:$REDIS_PORT/15"
+echo "TUNEBOARD_TEST_REDIS_PORT=$REDIS_PORT"

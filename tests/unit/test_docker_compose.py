@@ -1,0 +1,190 @@
+"""The docker-compose deployment: services, shared configuration and the image they run.
+
+Reads docker-compose.yml and the Dockerfile as text; starts no containers and needs no
+database. yaml.safe_load resolves the YAML anchors and merge keys the compose file uses.
+"""
+
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from webapp import settings as settings_module
+
+ROOT = Path(__file__).resolve().parents[2]
+APP_SERVICES = ("web", "worker-cpu", "worker-gpu", "beat")
+WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def services(compose) -> dict:
+    return compose["services"]
+
+
+@pytest.fixture(scope="module")
+def app_env(services) -> dict:
+    return services["web"]["environment"]
+
+
+def command_of(service: dict) -> str:
+    command = service["command"]
+    return command if isinstance(command, str) else " ".join(command)
+
+
+def test_the_compose_file_uses_the_compose_spec_without_a_version_key(compose):
+    assert "version" not in compose
+
+
+def test_postgres_redis_web_workers_and_beat_are_all_services(services):
+    assert {"postgres", "redis", *APP_SERVICES} <= set(services)
+
+
+def test_only_the_gpu_worker_is_behind_the_gpu_profile(services):
+    assert services["worker-gpu"]["profiles"] == ["gpu"]
+    for name in set(services) - {"worker-gpu"}:
+        assert "profiles" not in services[name], name
+
+
+def test_the_gpu_worker_reserves_all_nvidia_gpus(services):
+    devices = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]
+    assert {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]} in devices
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_every_app_service_shares_the_web_configuration(services, app_env, name):
+    assert services[name]["environment"] == app_env
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_every_app_service_runs_the_one_tuneboard_image(services, name):
+    assert services[name]["image"] == "tuneboard:latest"
+
+
+def test_only_the_web_service_builds_the_image(services):
+    assert services["web"]["build"] == "."
+    assert [name for name in APP_SERVICES if "build" in services[name]] == ["web"]
+
+
+def test_the_database_url_points_at_the_postgres_service(app_env):
+    url = urlsplit(app_env["DATABASE_URL"])
+    assert url.scheme in ("postgres", "postgresql")
+    assert url.hostname == "postgres"
+
+
+def test_the_database_url_parses_as_postgresql_with_the_settings_logic(app_env):
+    config = settings_module._database(app_env["DATABASE_URL"])
+    assert config["ENGINE"].endswith("postgresql")
+    assert config["HOST"] == "postgres"
+
+
+def test_the_database_url_credentials_match_the_postgres_service(services, app_env):
+    url = urlsplit(app_env["DATABASE_URL"])
+    postgres = services["postgres"]["environment"]
+    assert url.username == postgres["POSTGRES_USER"]
+    assert url.password == postgres["POSTGRES_PASSWORD"]
+    assert url.path.lstrip("/") == postgres["POSTGRES_DB"]
+
+
+def test_the_broker_url_points_at_the_redis_service(app_env):
+    url = urlsplit(app_env["CELERY_BROKER_URL"])
+    assert url.scheme == "redis"
+    assert url.hostname == "redis"
+
+
+def test_the_secret_key_must_be_set_in_the_environment(app_env):
+    assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]+\}", app_env["SECRET_KEY"])
+    assert str(app_env["TUNEBOARD_REQUIRE_SECRET_KEY"]).lower() == "true"
+
+
+def test_debug_is_off_and_artifacts_are_stored_in_the_database(app_env):
+    assert str(app_env["DEBUG"]).lower() == "false"
+    assert app_env["TUNEBOARD_ARTIFACT_STORAGE"] == "database"
+
+
+def test_every_variable_set_for_the_app_is_read_by_the_settings(app_env):
+    settings_text = (ROOT / "webapp" / "settings.py").read_text()
+    unread = [name for name in app_env if f'"{name}"' not in settings_text]
+    assert unread == [], f"docker-compose.yml sets variables settings.py never reads: {unread}"
+
+
+def test_the_web_service_migrates_before_starting_gunicorn(services):
+    command = command_of(services["web"])
+    assert "manage.py migrate --noinput" in command
+    assert "gunicorn webapp.wsgi:application" in command
+    assert command.index("migrate") < command.index("gunicorn")
+    assert re.search(r"migrate --noinput\s*&&\s*gunicorn", command)
+
+
+def test_the_web_service_publishes_port_8000(services):
+    assert "8000:8000" in services["web"]["ports"]
+
+
+@pytest.mark.parametrize(("name", "queue"), WORKERS.items())
+def test_each_worker_consumes_the_queue_it_is_named_for(services, name, queue):
+    command = command_of(services[name])
+    assert command.startswith("celery -A webapp worker ")
+    assert re.search(rf"-Q {queue}(\s|$)", command)
+    assert "--concurrency 1" in command
+    assert f"--hostname {queue}@%h" in command
+
+
+def test_beat_runs_the_celery_scheduler(services):
+    assert command_of(services["beat"]).startswith("celery -A webapp beat")
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_every_app_service_waits_for_healthy_postgres_and_redis(services, name):
+    depends_on = services[name]["depends_on"]
+    assert depends_on["postgres"]["condition"] == "service_healthy"
+    assert depends_on["redis"]["condition"] == "service_healthy"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_every_app_service_restarts_unless_stopped(services, name):
+    assert services[name]["restart"] == "unless-stopped"
+
+
+def test_postgres_and_redis_have_healthchecks(services):
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    assert "redis-cli" in services["redis"]["healthcheck"]["test"]
+
+
+def test_postgres_keeps_its_data_on_a_named_volume_declared_at_top_level(compose, services):
+    volumes = services["postgres"]["volumes"]
+    assert "pgdata:/var/lib/postgresql/data" in volumes
+    assert "pgdata" in compose["volumes"]
+
+
+def test_the_dockerfile_installs_the_package_and_exposes_port_8000():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
+    assert re.search(r"pip install --no-cache-dir \.(\s|$)", dockerfile)
+    assert re.search(r"^EXPOSE 8000$", dockerfile, re.MULTILINE)
+
+
+def test_the_dockerfile_collects_static_files_and_runs_as_a_non_root_user():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "manage.py collectstatic --noinput" in dockerfile
+    assert "TUNEBOARD_VAR_DIR=/app/var" in dockerfile
+    users = re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)
+    assert users and users[-1] not in ("root", "0")
+
+
+@pytest.mark.parametrize(
+    "source", ["manage.py", "webapp", "experiments", "workers", "templates", "static"]
+)
+def test_the_dockerfile_copies_the_application_source(source):
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(rf"^COPY {re.escape(source)}/? ", dockerfile, re.MULTILINE)
+
+
+def test_the_build_context_leaves_out_the_virtualenv_and_local_data():
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".venv", "var", ".git"} <= set(ignored)

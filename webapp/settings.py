@@ -1,0 +1,182 @@
+"""Tuneboard settings. Everything deployment-specific comes from the environment.
+
+With nothing set, Tuneboard runs embedded: SQLite, Celery's filesystem transport and a
+local artifact folder under ./var. Production sets DATABASE_URL (PostgreSQL) and
+CELERY_BROKER_URL (Redis); artifacts then live in PostgreSQL too.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from webapp.env import env_bool, env_choice, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("TUNEBOARD_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set (a long random string).")
+    # Only for the embedded mode on one machine; docker-compose and production set one.
+    SECRET_KEY = "insecure-embedded-key-set-SECRET_KEY-in-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "experiments",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "experiments.middleware.CurrentTeamMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "experiments.context_processors.current_team",
+            ],
+            "builtins": ["experiments.templatetags.tuneboard"],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict:
+    try:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except Exception as exc:  # dj-database-url raises several types for bad URLs
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}): {url!r}") from exc
+    engine = config.get("ENGINE", "")
+    if engine.endswith("sqlite3"):
+        # The embedded worker writes while the web reads: wait for locks instead of failing,
+        # and take the write lock at BEGIN so claims serialise like a row lock would.
+        config["CONN_MAX_AGE"] = 0
+        config["OPTIONS"] = {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    elif not engine.endswith("postgresql"):
+        raise ImproperlyConfigured(f"DATABASE_URL must be postgres:// or sqlite://, got {url!r}.")
+    return config
+
+
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tuneboard.sqlite3'}")
+DATABASES = {"default": _database(DATABASE_URL)}
+USING_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request otherwise
+
+# Artifacts: dataset files, checkpoints and models. "database" keeps the bytes in
+# PostgreSQL (chunked) so a worker host needs nothing but PostgreSQL and Redis.
+ARTIFACT_STORAGE = env_choice(
+    "TUNEBOARD_ARTIFACT_STORAGE",
+    "database" if USING_POSTGRES else "filesystem",
+    ("database", "filesystem"),
+)
+ARTIFACT_DIR = Path(env_str("TUNEBOARD_ARTIFACT_DIR", str(VAR_DIR / "artifacts")))
+ARTIFACT_CHUNK_BYTES = env_int("TUNEBOARD_ARTIFACT_CHUNK_BYTES", 1024 * 1024, minimum=1024)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": (
+        {"BACKEND": "experiments.storage.DatabaseStorage"}
+        if ARTIFACT_STORAGE == "database"
+        else {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(ARTIFACT_DIR)},
+        }
+    ),
+}
+
+UPLOAD_MAX_MB = env_int("TUNEBOARD_UPLOAD_MAX_MB", 50, minimum=1)
+# Uploads above this go to a temp file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# Team-provided hypermodels installed on the workers: "name=pkg.module:build_model,...".
+HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
+
+# Celery. The database decides what runs; the broker only carries wake-ups.
+MAX_TRIAL_SECONDS = env_int("TUNEBOARD_MAX_TRIAL_SECONDS", 6 * 3600, minimum=60)
+TRIAL_HEARTBEAT_SECONDS = env_int("TUNEBOARD_TRIAL_HEARTBEAT_SECONDS", 30, minimum=1)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+_broker_options: dict = {
+    # Longer than the longest trial, so Redis does not redeliver a task still running.
+    "visibility_timeout": MAX_TRIAL_SECONDS + 3600,
+}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "broker"
+    _broker_dir.mkdir(parents=True, exist_ok=True)
+    _broker_options.update(
+        data_folder_in=str(_broker_dir),
+        data_folder_out=str(_broker_dir),
+        store_processed=False,
+    )
+elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
+    raise ImproperlyConfigured(
+        f"CELERY_BROKER_URL must be redis:// (or filesystem:// embedded), got {CELERY_BROKER_URL!r}."
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = _broker_options
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = "cpu"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}
+WHITENOISE_USE_FINDERS = True

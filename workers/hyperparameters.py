@@ -1,0 +1,91 @@
+"""Search-space rows (experiments/search_space.py) -> keras_tuner.HyperParameters, and back.
+
+How KerasTuner 1.4.8 treats what we register (checked in
+keras_tuner/src/engine/hyperparameters/hyperparameters.py):
+
+* A hyperparameter is identified by its name AND its full list of conditions. When a
+  model-building function later calls hp.Int("units", ...) with the same name inside the
+  same conditional scopes, KerasTuner returns the registered value (None when inactive) and
+  ignores the new arguments: range, step, even the type. Called with different scopes
+  (e.g. at top level for a row that has a parent), it registers a second "units" that is
+  always active. Hypermodels should therefore read values with hp.get(name) (raises
+  ValueError when inactive, KeyError when unknown) or hp.values.get(name) (inactive
+  hyperparameters are simply absent from hp.values), or repeat the exact scopes.
+* Conditions compare parent_values lists by ==, order included, so a hypermodel repeating
+  a scope must pass the values in the row's order.
+* conditional_scope(parent) requires the parent to exist under the *current* scopes, so a
+  grandchild must be declared inside its grandparent's scope too: we nest every ancestor.
+* A Choice of bools is stored as ints (True -> 1) because bool is an int subclass; we
+  declare such rows as Boolean (or Fixed) to keep real bools.
+* Int with log sampling and a step yields floats (2.0, 4.0) from GridSearch; active_values()
+  casts them back.
+"""
+
+import contextlib
+from collections.abc import Iterator
+
+import keras_tuner
+from keras_tuner.engine import hyperparameters as hp_types
+
+from experiments.search_space import parents_first, validate_search_space
+
+
+def _declare(hp: keras_tuner.HyperParameters, row: dict) -> None:
+    name, type_ = row["name"], row["type"]
+    if type_ == "int":
+        hp.Int(name, row["min"], row["max"], step=row["step"], sampling=row["sampling"])
+    elif type_ == "float":
+        hp.Float(name, row["min"], row["max"], step=row["step"], sampling=row["sampling"])
+    elif type_ == "boolean":
+        hp.Boolean(name)
+    elif type_ == "fixed":
+        hp.Fixed(name, row["value"])
+    elif isinstance(row["values"][0], bool):
+        if len(row["values"]) == 2:
+            hp.Boolean(name, default=row["values"][0])
+        else:
+            hp.Fixed(name, row["values"][0])
+    else:
+        hp.Choice(name, row["values"], ordered=row["ordered"])
+
+
+@contextlib.contextmanager
+def _ancestor_scopes(
+    hp: keras_tuner.HyperParameters, row: dict, by_name: dict[str, dict]
+) -> Iterator[None]:
+    chain = []  # the row, its parent, grandparent, ... : each contributes its own condition
+    while row["parent"]:
+        chain.append(row)
+        row = by_name[row["parent"]]
+    with contextlib.ExitStack() as stack:
+        for link in reversed(chain):  # outermost ancestor first
+            stack.enter_context(hp.conditional_scope(link["parent"], link["parent_values"]))
+        yield
+
+
+def to_hyperparameters(rows: list[dict]) -> keras_tuner.HyperParameters:
+    """The search space as KerasTuner sees it; rows are validated (and normalised) again."""
+    rows = validate_search_space(rows)
+    by_name = {row["name"]: row for row in rows}
+    hp = keras_tuner.HyperParameters()
+    for row in parents_first(rows):
+        with _ancestor_scopes(hp, row, by_name):
+            _declare(hp, row)
+    return hp
+
+
+def active_values(hp: keras_tuner.HyperParameters) -> dict:
+    """Values of the active hyperparameters only, as plain JSON-safe Python scalars."""
+    found = {}
+    for param in hp.space:
+        if param.name not in hp.values or not hp.is_active(param):
+            continue
+        value = hp.values[param.name]
+        if hasattr(value, "item"):  # numpy scalars are not JSON-serialisable
+            value = value.item()
+        if isinstance(param, hp_types.Int) and not isinstance(value, bool):
+            value = int(value)
+        elif isinstance(param, hp_types.Float):
+            value = float(value)
+        found[param.name] = value
+    return found

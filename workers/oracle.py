@@ -1,0 +1,195 @@
+"""KerasTuner oracles whose state lives in PostgreSQL, touched only under the Study row lock.
+
+Claim and finish each rebuild the study's oracle inside one transaction that holds
+`SELECT ... FOR UPDATE` on the Study row: a fresh oracle of the study's class, its trials
+from the Trial rows, `set_state(study.oracle_state)`; then one oracle call; then the new
+state is written back. The row lock, not the oracle's per-process lock, is what
+serialises claims across worker processes and hosts.
+"""
+
+import collections
+import tempfile
+from dataclasses import dataclass, field
+
+import keras_tuner as kt
+from django.db import transaction
+from keras_tuner.src.engine.trial import Trial as KtTrial
+from keras_tuner.src.engine.trial import TrialStatus
+from keras_tuner.src.tuners.gridsearch import LinkedList
+
+from experiments.models import Study, Trial
+from experiments.services import trials as trial_services
+from workers.hyperparameters import to_hyperparameters
+
+
+class ResumableGridSearchOracle(kt.oracles.GridSearchOracle):
+    """GridSearchOracle keeps its place in the grid outside get_state(); a rebuilt one
+    would answer STOPPED after the first trial. Carry the grid position in the state."""
+
+    def get_state(self):
+        state = super().get_state()
+        ids = self._ordered_ids
+        state["grid"] = {
+            "memory": list(ids._memory),
+            "next_index": [[k, v] for k, v in ids._next_index.items()],
+            "last_index": ids._last_index,
+            "populate_next": list(self._populate_next),
+        }
+        return state
+
+    def set_state(self, state):
+        super().set_state(state)
+        grid = state.get("grid")
+        ids = LinkedList()
+        if grid:
+            ids._memory = list(grid["memory"])
+            ids._data_to_index = {data: i for i, data in enumerate(ids._memory)}
+            ids._next_index = collections.defaultdict(lambda: None, {k: v for k, v in grid["next_index"]})
+            ids._last_index = grid["last_index"]
+            self._populate_next = list(grid["populate_next"])
+        self._ordered_ids = ids
+
+
+def _new_oracle(study: Study):
+    common = dict(
+        objective=kt.Objective(study.objective_metric, direction=study.objective_direction),
+        hyperparameters=to_hyperparameters(study.search_space),
+        # Hyperparameters a hypermodel asks for but the study did not list keep their defaults.
+        tune_new_entries=False,
+        allow_new_entries=True,
+        seed=study.seed,
+        max_retries_per_trial=study.max_retries_per_trial,
+        max_consecutive_failed_trials=study.max_consecutive_failed_trials,
+    )
+    if study.tuner == Study.Tuner.HYPERBAND:
+        oracle = kt.oracles.HyperbandOracle(max_epochs=study.epochs, factor=3, **common)
+        # Hyperband sizes itself from its brackets; the study's budget caps it.
+        oracle.max_trials = study.max_trials
+    elif study.tuner == Study.Tuner.BAYESIAN:
+        oracle = kt.oracles.BayesianOptimizationOracle(max_trials=study.max_trials, **common)
+    elif study.tuner == Study.Tuner.GRID:
+        oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
+    else:
+        oracle = kt.oracles.RandomSearchOracle(max_trials=study.max_trials, **common)
+    oracle.verbose = 0
+    return oracle
+
+
+def load_oracle(study: Study, workdir: str):
+    oracle = _new_oracle(study)
+    oracle._set_project_dir(workdir, "oracle")
+    states = {}
+    for trial_id, state in Trial.objects.filter(study=study).order_by("number").values_list("trial_id", "kt_state"):
+        states[trial_id] = state  # later attempts of a retried trial win
+    oracle.trials = {trial_id: KtTrial.from_state(state) for trial_id, state in states.items()}
+    if study.oracle_state:
+        oracle.set_state(study.oracle_state)
+    return oracle
+
+
+def _save_oracle(study: Study, oracle) -> None:
+    study.oracle_state = oracle.get_state()
+    study.oracle_version += 1
+    study.save(update_fields=["oracle_state", "oracle_version"])
+
+
+@dataclass
+class Claim:
+    status: str  # "running" | "idle" | "stopped"
+    trial: Trial | None = None
+    values: dict = field(default_factory=dict)
+
+
+def claim_trial(*, study_id: int, tuner_id: str, worker_host: str) -> Claim:
+    with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
+        study = Study.objects.select_for_update().get(pk=study_id)
+        if study.status != Study.Status.RUNNING:
+            return Claim("stopped")
+        if trial_services.trial_running_count(study=study) >= study.parallelism:
+            # A duplicated wake-up: the study already has all the trials it may run.
+            return Claim("stopped")
+        oracle = load_oracle(study, workdir)
+        kt_trial = oracle.create_trial(tuner_id)
+        if kt_trial.status == TrialStatus.IDLE:
+            return Claim("idle")
+        if kt_trial.status != TrialStatus.RUNNING:
+            trial_services.study_complete_if_done(study=study)
+            return Claim("stopped")
+        row = trial_services.trial_create_running(
+            study=study, trial_id=kt_trial.trial_id, tuner_id=tuner_id, worker_host=worker_host,
+            hyperparameters=kt_trial.hyperparameters.values, kt_state=kt_trial.get_state(),
+        )
+        _save_oracle(study, oracle)
+        return Claim("running", trial=row, values=dict(kt_trial.hyperparameters.values))
+
+
+@dataclass
+class Outcome:
+    status: str  # "completed" | "failed" | "cancelled"
+    score: float | None = None
+    best_step: int | None = None
+    metrics: dict = field(default_factory=dict)
+    error: str = ""
+    checkpoint_id: int | None = None
+    duration_seconds: float | None = None
+
+
+def finish_trial(*, trial_pk: int, outcome: Outcome) -> bool:
+    """Record the outcome in the oracle and the Trial row. Returns True when the study
+    should run another trial (the caller enqueues it)."""
+    with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
+        study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
+        study = Study.objects.select_for_update().get(pk=study_id)
+        row = Trial.objects.select_for_update().get(pk=trial_pk)
+        if row.status != Trial.Status.RUNNING:
+            return False  # finished trials are immutable (e.g. the reaper got there first)
+        oracle = load_oracle(study, workdir)
+        kt_trial = oracle.trials[row.trial_id]
+        failure_limit = ""
+        if outcome.status == "cancelled" or study.status != Study.Status.RUNNING:
+            _requeue_without_penalty(oracle, kt_trial)
+            trial_services.trial_mark_cancelled(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+        elif outcome.status == "completed":
+            oracle.update_trial(row.trial_id, {study.objective_metric: outcome.score}, step=outcome.best_step)
+            kt_trial.status = TrialStatus.COMPLETED
+            oracle.end_trial(kt_trial)
+            trial_services.trial_mark_completed(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+        else:
+            kt_trial.status = TrialStatus.INVALID  # INVALID is retried up to max_retries_per_trial
+            kt_trial.message = outcome.error
+            try:
+                oracle.end_trial(kt_trial)
+            except RuntimeError:
+                # kt raises when max_consecutive_failed_trials is reached, before its own cleanup.
+                _drop_ongoing(oracle, kt_trial.trial_id)
+                failure_limit = f"{study.max_consecutive_failed_trials} trials failed in a row."
+            trial_services.trial_mark_failed(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+        _save_oracle(study, oracle)
+        if failure_limit:
+            trial_services.study_fail_after_failures(study=study, reason=failure_limit)
+            return False
+        if study.status != Study.Status.RUNNING:
+            return False
+        return not trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle))
+
+
+def _drop_ongoing(oracle, trial_id: str) -> None:
+    for tuner_id, ongoing in list(oracle.ongoing_trials.items()):
+        if ongoing.trial_id == trial_id:
+            oracle.ongoing_trials.pop(tuner_id)
+
+
+def _requeue_without_penalty(oracle, kt_trial) -> None:
+    """A cancelled trial is run again on resume with the same values; it is not a failure."""
+    _drop_ongoing(oracle, kt_trial.trial_id)
+    if kt_trial.trial_id not in oracle._retry_queue:
+        oracle._retry_queue.append(kt_trial.trial_id)
+
+
+def _budget_spent(oracle) -> bool:
+    return bool(
+        oracle.max_trials
+        and len(oracle.trials) >= oracle.max_trials
+        and not oracle.ongoing_trials
+        and not oracle._retry_queue
+    )

@@ -1,0 +1,147 @@
+"""One run-trial task, end to end: claim under the row lock, train outside any
+transaction, finish under the lock, and wake the next trial."""
+
+import logging
+import os
+import socket
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from keras_tuner.src.engine.trial import Trial as KtTrial
+
+from experiments.models import Artifact, Study, Trial
+from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
+from experiments.services.queueing import trial_tasks_enqueue
+from experiments.services.trials import trial_heartbeat, trial_record_epoch
+from workers import hypermodels
+from workers.hypermodels.base import DataInfo
+from workers.oracle import Outcome, claim_trial, finish_trial
+from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSpec, run_trial
+
+log = logging.getLogger(__name__)
+IDLE_COUNTDOWN_SECONDS = 2.0
+
+_datasets: OrderedDict[int, DatasetArrays] = OrderedDict()
+
+
+def load_dataset_arrays(artifact: Artifact) -> DatasetArrays:
+    """Dataset splits, cached per process: consecutive trials of a study reuse them."""
+    if artifact.id in _datasets:
+        _datasets.move_to_end(artifact.id)
+        return _datasets[artifact.id]
+    with tempfile.TemporaryDirectory() as tmp:
+        arrays = DatasetArrays.from_npz(artifact_copy_to_path(artifact=artifact, path=Path(tmp) / "splits.npz"))
+    _datasets[artifact.id] = arrays
+    while len(_datasets) > 2:
+        _datasets.popitem(last=False)
+    return arrays
+
+
+class _DatabaseReporter:
+    def __init__(self, trial_pk: int):
+        self.trial_pk = trial_pk
+
+    def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
+        return trial_record_epoch(trial_pk=self.trial_pk, execution=execution, epoch=epoch, metrics=logs)
+
+
+class _Heartbeat(threading.Thread):
+    """Keeps the trial's heartbeat fresh during long epochs, so the reaper only sees dead workers."""
+
+    def __init__(self, trial_pk: int, interval: float):
+        super().__init__(daemon=True, name=f"heartbeat-{trial_pk}")
+        self.trial_pk = trial_pk
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    trial_heartbeat(trial_pk=self.trial_pk)
+                except Exception:  # a database blip must not kill the trial
+                    log.warning("heartbeat of trial %s failed", self.trial_pk, exc_info=True)
+        finally:
+            connection.close()
+
+
+def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
+    parent_id = values.get("tuner/trial_id")
+    if not parent_id:
+        return None
+    parent = (
+        Trial.objects.filter(study=study, trial_id=parent_id, status=Trial.Status.COMPLETED)
+        .exclude(checkpoint=None).select_related("checkpoint").order_by("-number").first()
+    )
+    if parent is None:
+        raise TrialFailed(f"Hyperband continues trial {parent_id}, but its checkpoint is missing.")
+    return artifact_copy_to_path(artifact=parent.checkpoint, path=workdir / "warm-start.keras")
+
+
+def _train(study: Study, trial: Trial) -> Outcome:
+    import keras
+
+    hp = KtTrial.from_state(trial.kt_state).hyperparameters
+    values = dict(hp.values)
+    heartbeat = _Heartbeat(trial.pk, settings.TRIAL_HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            data = load_dataset_arrays(study.dataset.arrays)
+            info = DataInfo.from_training_split(data.x_train, study.dataset.task, study.dataset.n_classes)
+            spec = TrialSpec(
+                objective=study.objective_metric, direction=study.objective_direction,
+                epochs=int(values.get("tuner/epochs", study.epochs)),
+                initial_epoch=int(values.get("tuner/initial_epoch", 0)),
+                batch_size=study.batch_size, patience=study.patience,
+                executions=study.executions_per_trial, seed=study.seed + trial.number,
+            )
+            result = run_trial(
+                build=lambda: hypermodels.build(study.hypermodel, hp, info), spec=spec, data=data,
+                reporter=_DatabaseReporter(trial.pk), workdir=workdir,
+                warm_start=_warm_start(study, values, workdir),
+            )
+            checkpoint = artifact_create_from_path(
+                team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
+                filename=f"study-{study.id}-trial-{trial.trial_id}.keras",
+            )
+            return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
+                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds)
+    except TrialCancelled:
+        return Outcome("cancelled")
+    except TrialFailed as exc:
+        return Outcome("failed", error=str(exc))
+    except hypermodels.UnknownHypermodel as exc:
+        return Outcome("failed", error=str(exc))
+    except MemoryError:
+        return Outcome("failed", error="The trial ran out of memory; try fewer units or a smaller batch size.")
+    except Exception as exc:  # any other crash becomes a readable FAILED trial; the study goes on
+        log.exception("trial %s crashed", trial.pk)
+        return Outcome("failed", error=f"{type(exc).__name__}: {exc}")
+    finally:
+        heartbeat.stopped.set()
+        heartbeat.join(timeout=5)
+        keras.backend.clear_session()
+
+
+def run_next_trial(*, study_id: int, task_id: str) -> str:
+    close_old_connections()
+    host = socket.gethostname()
+    claim = claim_trial(study_id=study_id, tuner_id=f"{host}:{os.getpid()}:{task_id}", worker_host=host)
+    if claim.status == "idle":
+        study = Study.objects.get(pk=study_id)
+        trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=IDLE_COUNTDOWN_SECONDS)
+        return "idle"
+    if claim.status != "running":
+        return claim.status
+    trial = claim.trial
+    study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
+    outcome = _train(study, trial)
+    if finish_trial(trial_pk=trial.pk, outcome=outcome):
+        trial_tasks_enqueue(study_id=study_id, queue=study.queue)
+    return outcome.status
