@@ -59,7 +59,7 @@ class StudyForm(forms.ModelForm):
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
                   "patience", "seed", "queue", "parallelism"]
-        labels = {"objective_metric": "Objective metric", "max_trials": "Max trials",
+        labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience"}
         help_texts = {"objective_metric": "e.g. val_accuracy or val_loss (never a test metric).",
                       "parallelism": "Trials in flight at once across the workers of the queue."}

@@ -155,6 +155,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_options.update(
         data_folder_in=str(_broker_dir),
         data_folder_out=str(_broker_dir),
+        control_folder=str(_broker_dir / "control"),
         store_processed=False,
     )
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):

@@ -9,3 +9,13 @@ def get_item(mapping, key):
     if not isinstance(mapping, dict):
         return None
     return mapping.get(key)
+
+
+@register.filter
+def hp_value(value):
+    """Hyperparameter values for tables: floats to 4 significant digits, missing as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return value
