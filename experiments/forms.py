@@ -125,3 +125,11 @@ class StudyBudgetForm(forms.ModelForm):
     class Meta:
         model = Study
         fields = ["max_trials", "parallelism"]
+        labels = {"max_trials": "Max trials"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in self.Meta.fields:
+            low, high = StudyForm.LIMITS[name]
+            self.fields[name].validators += [validators.MinValueValidator(low), validators.MaxValueValidator(high)]
+            self.fields[name].widget.attrs.update(min=low, max=high)

@@ -155,7 +155,8 @@ class Study(models.Model):
     seed = models.IntegerField(default=1)
     queue = models.CharField(max_length=3, choices=Queue.choices, default=Queue.CPU)
     parallelism = models.PositiveIntegerField(default=1)
-    max_retries_per_trial = models.PositiveIntegerField(default=0)
+    # A trial lost with its worker is retried this many times (KerasTuner's INVALID status).
+    max_retries_per_trial = models.PositiveIntegerField(default=1)
     max_consecutive_failed_trials = models.PositiveIntegerField(default=3)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.CREATED)
     message = models.TextField(blank=True)
@@ -166,6 +167,8 @@ class Study(models.Model):
     created = models.DateTimeField(default=timezone.now)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
+    # Last claim or finish; a running study quiet for too long gets fresh wake-ups.
+    last_activity = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -208,6 +211,7 @@ class Trial(models.Model):
     error = models.TextField(blank=True)
     tuner_id = models.CharField(max_length=200, blank=True)
     worker_host = models.CharField(max_length=200, blank=True)
+    worker_name = models.CharField(max_length=200, blank=True, db_index=True)
     checkpoint = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     started = models.DateTimeField(default=timezone.now)
     heartbeat = models.DateTimeField(default=timezone.now)
@@ -244,7 +248,7 @@ class TrialEpoch(models.Model):
 
 
 class Worker(models.Model):
-    """A Celery worker process that has served trials; it heartbeats while alive."""
+    """A Celery worker (one node, `concurrency` child processes); it heartbeats while alive."""
 
     name = models.CharField(max_length=200, unique=True)
     hostname = models.CharField(max_length=200)
@@ -255,6 +259,17 @@ class Worker(models.Model):
     versions = models.JSONField(default=dict)
     started = models.DateTimeField(default=timezone.now)
     last_heartbeat = models.DateTimeField(default=timezone.now)
+    stopped = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["hostname", "name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def is_alive(self, now=None) -> bool:
+        from django.conf import settings
+
+        now = now or timezone.now()
+        stale_after = 3 * settings.WORKER_HEARTBEAT_SECONDS
+        return self.stopped is None and (now - self.last_heartbeat).total_seconds() < stale_after

@@ -50,3 +50,25 @@ def study_progress(*, study: Study) -> dict:
 
 def trial_epoch_rows(*, trial: Trial) -> list[dict]:
     return list(trial.epochs.values("execution", "epoch", "metrics"))
+
+
+def fleet_rows(*, now=None) -> list[dict]:
+    """Every registered worker with whether it is alive and the trials it is running."""
+    from django.utils import timezone
+
+    from experiments.models import Worker
+
+    now = now or timezone.now()
+    running = {}
+    for trial in Trial.objects.filter(status=Trial.Status.RUNNING).select_related("study").order_by("number"):
+        running.setdefault(trial.worker_name, []).append(trial)
+    return [
+        {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, [])}
+        for w in Worker.objects.all()
+    ]
+
+
+def queue_has_live_worker(*, queue: str, now=None) -> bool:
+    from experiments.models import Worker
+
+    return any(w.is_alive(now) and queue in w.queues for w in Worker.objects.filter(stopped__isnull=True))

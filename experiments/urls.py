@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments.views import datasets, studies, teams
+from experiments.views import datasets, fleet, studies, teams
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -14,5 +14,7 @@ urlpatterns = [
     path("studies/<int:study_id>/live/", studies.study_live, name="study_live"),
     path("studies/<int:study_id>/start/", studies.study_start_view, name="study_start"),
     path("studies/<int:study_id>/cancel/", studies.study_cancel_view, name="study_cancel"),
+    path("studies/<int:study_id>/budget/", studies.study_budget_view, name="study_budget"),
+    path("workers/", fleet.worker_list, name="worker_list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
 ]

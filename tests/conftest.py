@@ -20,6 +20,7 @@ TEST_HYPERMODELS = ",".join([
     "failing=tests.fixtures.hypermodels:build_failing",
     "nan_loss=tests.fixtures.hypermodels:build_nan_loss",
     "tiny=tests.fixtures.hypermodels:build_tiny",
+    "slow=tests.fixtures.hypermodels:SlowTiny",
 ])
 
 
@@ -75,18 +76,18 @@ def wait_for(predicate, *, timeout: float = 120, interval: float = 0.25, what: s
     raise AssertionError(f"Timed out after {timeout}s waiting for {what}.")
 
 
-class WorkerProcess:
-    """A real `celery worker` process serving the test database and broker."""
+LOG_DIR = ROOT / "var" / "test" / "processes"
 
-    def __init__(self, name: str, env: dict, queues: str = "cpu", concurrency: int = 1, log_dir: Path | None = None):
+
+class CeleryProcess:
+    """A real `celery worker` (or `celery beat`) process on the test database and broker."""
+
+    def __init__(self, name: str, env: dict, args: list[str]):
         self.name = name
-        log_dir = log_dir or ROOT / "var" / "test" / "workers"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"{name}.log"
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", queues, "--concurrency",
-             str(concurrency), "--pool", "prefork", "--hostname", f"{name}@%h", "--loglevel", "INFO",
-             "--without-gossip", "--without-mingle"],
+            [sys.executable, "-m", "celery", "-A", "webapp", *args],
             cwd=ROOT, env=env, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -123,6 +124,10 @@ def worker_env(django_db_setup, django_db_blocker):
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "TUNEBOARD_TF_THREADS": "1",
         "TUNEBOARD_TRIAL_HEARTBEAT_SECONDS": "1",
+        "TUNEBOARD_TRIAL_STALE_SECONDS": "5",
+        "TUNEBOARD_WORKER_HEARTBEAT_SECONDS": "1",
+        "TUNEBOARD_KICK_AFTER_SECONDS": "4",
+        "TUNEBOARD_REAPER_INTERVAL_SECONDS": "1",
         "TUNEBOARD_HYPERMODELS": TEST_HYPERMODELS,
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "PYTHONPATH": str(ROOT),
@@ -131,14 +136,33 @@ def worker_env(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def start_worker(worker_env):
-    """Factory: start real worker processes; all are killed at the end of the test."""
-    started: list[WorkerProcess] = []
+    """Factory: start real worker processes; all are stopped at the end of the test."""
+    started: list[CeleryProcess] = []
 
-    def start(name: str = "w1", **kwargs) -> WorkerProcess:
-        worker = WorkerProcess(name, worker_env, **kwargs)
+    def start(name: str = "w1", queues: str = "cpu", concurrency: int = 1) -> CeleryProcess:
+        worker = CeleryProcess(name, worker_env, [
+            "worker", "-Q", queues, "--concurrency", str(concurrency), "--pool", "prefork",
+            "--hostname", f"{name}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+        ])
         started.append(worker)
         return worker
 
     yield start
     for worker in started:
         worker.kill(signal.SIGTERM)
+
+
+@pytest.fixture
+def start_beat(worker_env, tmp_path):
+    """Factory: a real `celery beat` sending the reaper every second."""
+    started: list[CeleryProcess] = []
+
+    def start(name: str = "beat") -> CeleryProcess:
+        beat = CeleryProcess(name, worker_env, ["beat", "--schedule", str(tmp_path / f"{name}-schedule"),
+                                                "--loglevel", "INFO"])
+        started.append(beat)
+        return beat
+
+    yield start
+    for beat in started:
+        beat.kill(signal.SIGTERM)

@@ -10,7 +10,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.env import env_bool, env_choice, env_int, env_list, env_str
+from webapp.env import env_bool, env_choice, env_int, env_list, env_str, redact_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -74,7 +74,7 @@ def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     except Exception as exc:  # dj-database-url raises several types for bad URLs
-        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}): {url!r}") from exc
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}): {redact_url(url)!r}") from exc
     engine = config.get("ENGINE", "")
     if engine.endswith("sqlite3"):
         # The embedded worker writes while the web reads: wait for locks instead of failing,
@@ -86,7 +86,7 @@ def _database(url: str) -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     elif not engine.endswith("postgresql"):
-        raise ImproperlyConfigured(f"DATABASE_URL must be postgres:// or sqlite://, got {url!r}.")
+        raise ImproperlyConfigured(f"DATABASE_URL must be postgres:// or sqlite://, got {redact_url(url)!r}.")
     return config
 
 
@@ -144,6 +144,12 @@ HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
 # Celery. The database decides what runs; the broker only carries wake-ups.
 MAX_TRIAL_SECONDS = env_int("TUNEBOARD_MAX_TRIAL_SECONDS", 6 * 3600, minimum=60)
 TRIAL_HEARTBEAT_SECONDS = env_int("TUNEBOARD_TRIAL_HEARTBEAT_SECONDS", 30, minimum=1)
+# A RUNNING trial whose heartbeat is older than this is LOST (its worker died).
+TRIAL_STALE_SECONDS = env_int("TUNEBOARD_TRIAL_STALE_SECONDS", max(120, 4 * TRIAL_HEARTBEAT_SECONDS), minimum=2)
+WORKER_HEARTBEAT_SECONDS = env_int("TUNEBOARD_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
+# The reaper also re-sends wake-ups to running studies quiet for this long (lost broker messages).
+KICK_AFTER_SECONDS = env_int("TUNEBOARD_KICK_AFTER_SECONDS", 60, minimum=1)
+REAPER_INTERVAL_SECONDS = env_int("TUNEBOARD_REAPER_INTERVAL_SECONDS", 30, minimum=1)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _broker_options: dict = {
     # Longer than the longest trial, so Redis does not redeliver a task still running.
@@ -160,7 +166,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     )
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured(
-        f"CELERY_BROKER_URL must be redis:// (or filesystem:// embedded), got {CELERY_BROKER_URL!r}."
+        f"CELERY_BROKER_URL must be redis:// (or filesystem:// embedded), got {redact_url(CELERY_BROKER_URL)!r}."
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = _broker_options
 CELERY_TASK_ACKS_LATE = True
@@ -173,6 +179,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "reap-lost-trials": {"task": "workers.tasks.reap_and_kick", "schedule": float(REAPER_INTERVAL_SECONDS)},
+}
 
 LOGGING = {
     "version": 1,

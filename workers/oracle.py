@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import keras_tuner as kt
 from django.db import transaction
+from django.utils import timezone
 from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
@@ -90,7 +91,8 @@ def load_oracle(study: Study, workdir: str):
 def _save_oracle(study: Study, oracle) -> None:
     study.oracle_state = oracle.get_state()
     study.oracle_version += 1
-    study.save(update_fields=["oracle_state", "oracle_version"])
+    study.last_activity = timezone.now()
+    study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
 
 
 @dataclass
@@ -100,7 +102,7 @@ class Claim:
     values: dict = field(default_factory=dict)
 
 
-def claim_trial(*, study_id: int, tuner_id: str, worker_host: str) -> Claim:
+def claim_trial(*, study_id: int, tuner_id: str, worker_host: str, worker_name: str = "") -> Claim:
     with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
         study = Study.objects.select_for_update().get(pk=study_id)
         if study.status != Study.Status.RUNNING:
@@ -117,6 +119,7 @@ def claim_trial(*, study_id: int, tuner_id: str, worker_host: str) -> Claim:
             return Claim("stopped")
         row = trial_services.trial_create_running(
             study=study, trial_id=kt_trial.trial_id, tuner_id=tuner_id, worker_host=worker_host,
+            worker_name=worker_name,
             hyperparameters=kt_trial.hyperparameters.values, kt_state=kt_trial.get_state(),
         )
         _save_oracle(study, oracle)
@@ -125,7 +128,7 @@ def claim_trial(*, study_id: int, tuner_id: str, worker_host: str) -> Claim:
 
 @dataclass
 class Outcome:
-    status: str  # "completed" | "failed" | "cancelled"
+    status: str  # "completed" | "failed" | "cancelled" | "lost"
     score: float | None = None
     best_step: int | None = None
     metrics: dict = field(default_factory=dict)
@@ -134,28 +137,36 @@ class Outcome:
     duration_seconds: float | None = None
 
 
-def finish_trial(*, trial_pk: int, outcome: Outcome) -> bool:
+def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None) -> bool:
     """Record the outcome in the oracle and the Trial row. Returns True when the study
-    should run another trial (the caller enqueues it)."""
+    should run another trial (the caller enqueues it). With `stale_before` (the reaper),
+    only a trial whose heartbeat is older than that is finished."""
     with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
         study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
         study = Study.objects.select_for_update().get(pk=study_id)
         row = Trial.objects.select_for_update().get(pk=trial_pk)
         if row.status != Trial.Status.RUNNING:
-            return False  # finished trials are immutable (e.g. the reaper got there first)
+            return False  # finished trials are immutable (the reaper or a cancel got there first)
+        if stale_before is not None and row.heartbeat >= stale_before:
+            return False  # it heartbeat since the reaper looked: its worker is alive
         oracle = load_oracle(study, workdir)
         kt_trial = oracle.trials[row.trial_id]
         failure_limit = ""
         if outcome.status == "cancelled" or study.status != Study.Status.RUNNING:
             _requeue_without_penalty(oracle, kt_trial)
-            trial_services.trial_mark_cancelled(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+            if outcome.status == "lost":
+                trial_services.trial_mark_lost(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+            else:
+                trial_services.trial_mark_cancelled(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
         elif outcome.status == "completed":
             oracle.update_trial(row.trial_id, {study.objective_metric: outcome.score}, step=outcome.best_step)
             kt_trial.status = TrialStatus.COMPLETED
             oracle.end_trial(kt_trial)
             trial_services.trial_mark_completed(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
         else:
-            kt_trial.status = TrialStatus.INVALID  # INVALID is retried up to max_retries_per_trial
+            # A trial that raised is FAILED for good; a lost one (its worker died) is
+            # INVALID, which KerasTuner retries up to max_retries_per_trial.
+            kt_trial.status = TrialStatus.INVALID if outcome.status == "lost" else TrialStatus.FAILED
             kt_trial.message = outcome.error
             try:
                 oracle.end_trial(kt_trial)
@@ -163,14 +174,18 @@ def finish_trial(*, trial_pk: int, outcome: Outcome) -> bool:
                 # kt raises when max_consecutive_failed_trials is reached, before its own cleanup.
                 _drop_ongoing(oracle, kt_trial.trial_id)
                 failure_limit = f"{study.max_consecutive_failed_trials} trials failed in a row."
-            trial_services.trial_mark_failed(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+            mark = trial_services.trial_mark_lost if outcome.status == "lost" else trial_services.trial_mark_failed
+            mark(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
         _save_oracle(study, oracle)
         if failure_limit:
             trial_services.study_fail_after_failures(study=study, reason=failure_limit)
             return False
         if study.status != Study.Status.RUNNING:
             return False
-        return not trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle))
+        if trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle)):
+            return False
+        # More trials may run: wake one worker, unless parallelism was lowered meanwhile.
+        return trial_services.trial_running_count(study=study) < study.parallelism
 
 
 def _drop_ongoing(oracle, trial_id: str) -> None:

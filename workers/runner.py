@@ -6,17 +6,21 @@ import os
 import socket
 import tempfile
 import threading
+import time
+from datetime import timedelta
 from collections import OrderedDict
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.utils import timezone
 from keras_tuner.src.engine.trial import Trial as KtTrial
 
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.trials import trial_heartbeat, trial_record_epoch
+from experiments.services.recovery import study_touch, studies_kick_quiet
+from experiments.services.trials import trial_heartbeat, trial_record_epoch, trial_stale
 from workers import hypermodels
 from workers.hypermodels.base import DataInfo
 from workers.oracle import Outcome, claim_trial, finish_trial
@@ -24,6 +28,24 @@ from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSp
 
 log = logging.getLogger(__name__)
 IDLE_COUNTDOWN_SECONDS = 2.0
+DB_RETRY_SECONDS = 300
+
+
+def with_db_retry(function, *args, **kwargs):
+    """Run a database step, riding out a PostgreSQL restart: on a connection error, drop the
+    connection and try again for up to DB_RETRY_SECONDS, so a finished trial is not lost."""
+    deadline = time.monotonic() + DB_RETRY_SECONDS
+    delay = 0.5
+    while True:
+        try:
+            return function(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            log.warning("database unavailable; retrying %s in %.1fs", function.__name__, delay)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 10)
 
 _datasets: OrderedDict[int, DatasetArrays] = OrderedDict()
 
@@ -46,7 +68,8 @@ class _DatabaseReporter:
         self.trial_pk = trial_pk
 
     def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
-        return trial_record_epoch(trial_pk=self.trial_pk, execution=execution, epoch=epoch, metrics=logs)
+        return with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
+                             metrics=logs)
 
 
 class _Heartbeat(threading.Thread):
@@ -65,6 +88,7 @@ class _Heartbeat(threading.Thread):
                     trial_heartbeat(trial_pk=self.trial_pk)
                 except Exception:  # a database blip must not kill the trial
                     log.warning("heartbeat of trial %s failed", self.trial_pk, exc_info=True)
+                    connection.close()
         finally:
             connection.close()
 
@@ -104,7 +128,7 @@ def _train(study: Study, trial: Trial) -> Outcome:
             result = run_trial(
                 build=lambda: hypermodels.build(study.hypermodel, hp, info), spec=spec, data=data,
                 reporter=_DatabaseReporter(trial.pk), workdir=workdir,
-                warm_start=_warm_start(study, values, workdir),
+                warm_start=_warm_start(study, values, workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
             )
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
@@ -129,12 +153,15 @@ def _train(study: Study, trial: Trial) -> Outcome:
         keras.backend.clear_session()
 
 
-def run_next_trial(*, study_id: int, task_id: str) -> str:
+def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
     close_old_connections()
     host = socket.gethostname()
-    claim = claim_trial(study_id=study_id, tuner_id=f"{host}:{os.getpid()}:{task_id}", worker_host=host)
+    claim = with_db_retry(claim_trial, study_id=study_id, tuner_id=f"{host}:{os.getpid()}:{task_id}",
+                          worker_host=host, worker_name=worker_name)
     if claim.status == "idle":
+        # The oracle waits for running trials (Hyperband rounds, a grid's last cells): ask again soon.
         study = Study.objects.get(pk=study_id)
+        study_touch(study_id=study_id)
         trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=IDLE_COUNTDOWN_SECONDS)
         return "idle"
     if claim.status != "running":
@@ -142,6 +169,22 @@ def run_next_trial(*, study_id: int, task_id: str) -> str:
     trial = claim.trial
     study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
     outcome = _train(study, trial)
-    if finish_trial(trial_pk=trial.pk, outcome=outcome):
+    if with_db_retry(finish_trial, trial_pk=trial.pk, outcome=outcome):
         trial_tasks_enqueue(study_id=study_id, queue=study.queue)
     return outcome.status
+
+
+def reap_and_kick() -> dict:
+    """The periodic job: RUNNING trials whose heartbeat went stale are LOST (their worker
+    died); the oracle hears of it (so max_retries_per_trial applies) and a replacement is
+    woken. Then quiet running studies get fresh wake-ups."""
+    cutoff = timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
+    reaped = 0
+    for trial_pk in trial_stale(older_than=cutoff):
+        trial = Trial.objects.select_related("study").get(pk=trial_pk)
+        outcome = Outcome("lost", error=f"Lost: the worker {trial.worker_name or trial.worker_host} stopped "
+                          f"heartbeating for over {settings.TRIAL_STALE_SECONDS}s.")
+        if finish_trial(trial_pk=trial_pk, outcome=outcome, stale_before=cutoff):
+            trial_tasks_enqueue(study_id=trial.study_id, queue=trial.study.queue)
+        reaped += 1
+    return {"reaped": reaped, "kicked": studies_kick_quiet()}

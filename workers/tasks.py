@@ -1,15 +1,34 @@
-"""Celery tasks: thin shims. Ids in, one runtime call, retry policy. The runtime (and so
-TensorFlow) is imported inside task bodies so that importing this module stays light."""
+"""Celery tasks and worker signals: thin shims. Ids in, one runtime call, retry policy.
+The runtime (and so TensorFlow) is imported inside task bodies and child-process hooks, so
+importing this module, and the main worker process, stay light."""
 
 from celery import shared_task
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from django.db import InterfaceError, OperationalError
+
+
+@worker_ready.connect
+def _register_worker(sender, **_kwargs) -> None:
+    from workers.fleet import on_worker_ready
+
+    on_worker_ready(sender)
+
+
+@worker_shutdown.connect
+def _unregister_worker(sender, **_kwargs) -> None:
+    from workers.fleet import on_worker_shutdown
+
+    on_worker_shutdown(sender.hostname)
 
 
 @worker_process_init.connect
 def _configure_child(**_kwargs) -> None:
-    from workers.devices import configure_threads
+    """Before TensorFlow loads in this child: pin it to its GPU, cap its threads."""
+    from billiard.process import current_process
 
+    from workers.devices import configure_threads, discover_gpus, pin_child
+
+    pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
     configure_threads()
 
 
@@ -24,4 +43,12 @@ def _configure_child(**_kwargs) -> None:
 def run_trial(self, study_id: int) -> str:
     from workers.runner import run_next_trial
 
-    return run_next_trial(study_id=study_id, task_id=self.request.id or "eager")
+    return run_next_trial(study_id=study_id, task_id=self.request.id or "eager",
+                          worker_name=self.request.hostname or "")
+
+
+@shared_task(name="workers.tasks.reap_and_kick", ignore_result=True)
+def reap_and_kick() -> dict:
+    from workers.runner import reap_and_kick as run
+
+    return run()

@@ -86,9 +86,14 @@ class _Report(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def _keras_fit(model, **kwargs):
+    return model.fit(**kwargs)
+
+
 def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
-              workdir: Path, warm_start: Path | None = None) -> TrialResult:
-    """`build()` returns a fresh compiled model; `warm_start` is a checkpoint whose weights
+              workdir: Path, warm_start: Path | None = None, fit=_keras_fit) -> TrialResult:
+    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
+    KerasTuner HyperModel may bring its own); `warm_start` is a checkpoint whose weights
     continue training (Hyperband's later rounds)."""
     started = time.monotonic()
     best: tuple[float, int, dict, Path] | None = None
@@ -104,15 +109,17 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         checkpoint = Path(workdir) / f"execution-{execution}.keras"
         report = _Report(reporter, execution)
         mode = "min" if spec.direction == "min" else "max"
+        # restore_best_weights keeps the best epoch's weights in memory and puts them back
+        # when training ends: one checkpoint write per execution instead of one per improvement.
         callbacks = [
             report,
             keras.callbacks.TerminateOnNaN(),
-            keras.callbacks.EarlyStopping(monitor=spec.objective, mode=mode, patience=spec.patience),
-            keras.callbacks.ModelCheckpoint(checkpoint, monitor=spec.objective, mode=mode, save_best_only=True),
+            keras.callbacks.EarlyStopping(monitor=spec.objective, mode=mode, patience=spec.patience,
+                                          restore_best_weights=True),
         ]
         try:
-            model.fit(
-                data.x_train, data.y_train, validation_data=(data.x_val, data.y_val),
+            fit(
+                model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val),
                 epochs=spec.epochs, initial_epoch=spec.initial_epoch, batch_size=spec.batch_size,
                 callbacks=callbacks, verbose=0,
             )
@@ -127,9 +134,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         else:
             value, epoch, logs = max(values, key=lambda v: v[0])
         scores.append(value)
-        if not checkpoint.exists():
-            raise TrialFailed("No checkpoint was written (the objective never improved from its initial value).")
         if best is None or _better(value, best[0], spec.direction):
+            model.save(checkpoint)
             best = (value, epoch, logs, checkpoint)
     assert best is not None
     return TrialResult(

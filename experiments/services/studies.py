@@ -33,7 +33,8 @@ def study_start(*, study: Study) -> Study:
         study.message = ""
         study.started = study.started or timezone.now()
         study.finished = None
-        study.save(update_fields=["status", "message", "started", "finished"])
+        study.last_activity = timezone.now()
+        study.save(update_fields=["status", "message", "started", "finished", "last_activity"])
         trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=study.parallelism)
     return study
 
@@ -51,5 +52,19 @@ def study_cancel(*, study: Study) -> Study:
     return study
 
 
-def study_running_trial_count(*, study: Study) -> int:
-    return Trial.objects.filter(study=study, status=Trial.Status.RUNNING).count()
+def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> Study:
+    """Max trials and parallelism may change while a study runs; more parallelism wakes
+    more workers at once, less lets running trials finish without successors."""
+    with transaction.atomic():
+        study = Study.objects.select_for_update().get(pk=study.pk)
+        started = Trial.objects.filter(study=study).order_by().values("trial_id").distinct().count()
+        if max_trials < started:
+            raise StudyError(f"{started} trials have already started; max trials cannot be lower than that.")
+        if not 1 <= parallelism <= 64:
+            raise StudyError("Parallelism must be between 1 and 64.")
+        extra = parallelism - study.parallelism
+        study.max_trials, study.parallelism = max_trials, parallelism
+        study.save(update_fields=["max_trials", "parallelism"])
+        if study.status == Study.Status.RUNNING and extra > 0:
+            trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=extra)
+    return study

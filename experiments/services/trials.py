@@ -10,14 +10,14 @@ def trial_running_count(*, study: Study) -> int:
 
 
 def trial_create_running(*, study: Study, trial_id: str, tuner_id: str, worker_host: str,
-                         hyperparameters: dict, kt_state: dict) -> Trial:
+                         hyperparameters: dict, kt_state: dict, worker_name: str = "") -> Trial:
     previous = Trial.objects.filter(study=study, trial_id=trial_id).count()
     number = Trial.objects.filter(study=study).count() + 1
     now = timezone.now()
     return Trial.objects.create(
         study=study, trial_id=trial_id, number=number, attempt=previous + 1,
         status=Trial.Status.RUNNING, hyperparameters=hyperparameters, kt_state=kt_state,
-        tuner_id=tuner_id, worker_host=worker_host, started=now, heartbeat=now,
+        tuner_id=tuner_id, worker_host=worker_host, worker_name=worker_name, started=now, heartbeat=now,
     )
 
 
@@ -64,6 +64,16 @@ def trial_mark_failed(*, trial: Trial, kt_state: dict, outcome) -> None:
 def trial_mark_cancelled(*, trial: Trial, kt_state: dict, outcome) -> None:
     _finish(trial, Trial.Status.CANCELLED, kt_state, outcome,
             error="Stopped because the study was cancelled; it runs again if the study is resumed.")
+
+
+def trial_mark_lost(*, trial: Trial, kt_state: dict, outcome) -> None:
+    _finish(trial, Trial.Status.LOST, kt_state, outcome, error=outcome.error or "The worker running it stopped.")
+
+
+def trial_stale(*, older_than) -> list[int]:
+    return list(
+        Trial.objects.filter(status=Trial.Status.RUNNING, heartbeat__lt=older_than).values_list("pk", flat=True)
+    )
 
 
 def study_complete_if_done(*, study: Study, oracle_done: bool = True) -> bool:

@@ -51,8 +51,14 @@ def dataset_upload(request):
 def dataset_detail(request, dataset_id: int):
     dataset = get_dataset_for_user(request, dataset_id)
     total = sum(dataset.class_counts.values()) or 1
-    balance = [(name, count, round(100 * count / total, 1)) for name, count in dataset.class_counts.items()]
-    columns = list(dataset.preview[0].keys()) if dataset.preview else []
+    # In label order: jsonb sorts an object's keys by length, so class_counts alone would not.
+    counts = [(name, dataset.class_counts.get(name, 0)) for name in dataset.classes]
+    balance = [(name, count, round(100 * count / total, 1)) for name, count in counts]
+    columns = []
+    if dataset.preview:
+        # PostgreSQL's jsonb does not keep key order: show the file's column order, target last.
+        features = set(dataset.feature_names)
+        columns = [*dataset.feature_names, *(key for key in dataset.preview[0] if key not in features)]
     return render(request, "datasets/detail.html", {
         "dataset": dataset, "balance": balance, "preview_columns": columns,
         "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],

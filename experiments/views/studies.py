@@ -4,17 +4,24 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.forms import StudyForm
+from experiments.forms import StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
 from experiments.models import Study
 from experiments.selectors import (
+    queue_has_live_worker,
     study_best_trial,
     study_progress,
     study_trials_by_score,
     team_studies,
     trial_epoch_rows,
 )
-from experiments.services.studies import StudyError, study_cancel, study_create, study_start
+from experiments.services.studies import (
+    StudyError,
+    study_cancel,
+    study_create,
+    study_start,
+    study_update_budget,
+)
 from experiments.views.access import (
     editor_required,
     get_study_for_user,
@@ -58,13 +65,16 @@ def _live_context(study: Study) -> dict:
         "best": study_best_trial(study=study),
         "trials": study_trials_by_score(study=study),
         "search_space_names": [row["name"] for row in study.search_space],
+        "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
     }
 
 
 @team_required
 def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
-    return render(request, "studies/detail.html", _live_context(study))
+    context = _live_context(study)
+    context["budget_form"] = StudyBudgetForm(instance=study)
+    return render(request, "studies/detail.html", context)
 
 
 @team_required
@@ -95,6 +105,22 @@ def study_cancel_view(request, study_id: int):
         messages.success(request, "Study cancelled; running trials stop at the end of their current epoch.")
     except StudyError as exc:
         messages.error(request, str(exc))
+    return redirect("study_detail", study_id=study.id)
+
+
+@require_POST
+@editor_required
+def study_budget_view(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    form = StudyBudgetForm(request.POST, instance=Study.objects.get(pk=study.pk))
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+    else:
+        try:
+            study_update_budget(study=study, **form.cleaned_data)
+            messages.success(request, "Budget updated.")
+        except StudyError as exc:
+            messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)
 
 

@@ -11,7 +11,11 @@ from experiments.views.access import team_required
 @login_required
 @require_POST
 def switch_team(request):
-    membership = Membership.objects.filter(user=request.user, team_id=request.POST.get("team")).first()
+    try:
+        team_id = int(request.POST.get("team", ""))
+    except ValueError:  # a tampered or empty value is a team that does not exist, not a server error
+        raise Http404("No such team.") from None
+    membership = Membership.objects.filter(user=request.user, team_id=team_id).first()
     if membership is None:
         raise Http404("No such team.")
     request.session[SESSION_KEY] = membership.team_id

@@ -1,7 +1,7 @@
 """The registry of model families: built-in ones and those a team installs on its workers.
 
 A hypermodel is `build_model(hp)` or `build_model(hp, data)` returning a compiled Keras
-model; `data` (a DataInfo) tells shapes, task and feature statistics, so one function
+model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training; `data` (a DataInfo) tells shapes, task and feature statistics, so one function
 serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS.
 """
 
@@ -34,7 +34,26 @@ def resolve(name: str) -> Callable:
         raise UnknownHypermodel(f"Hypermodel {name!r} ({entry.target}) cannot be loaded here: {exc}") from exc
 
 
+def _as_hypermodel(target):
+    import keras_tuner as kt
+
+    if isinstance(target, type) and issubclass(target, kt.HyperModel):
+        return target()
+    return target if isinstance(target, kt.HyperModel) else None
+
+
 def build(name: str, hp, data: DataInfo):
-    function = resolve(name)
-    wants_data = len(inspect.signature(function).parameters) >= 2
-    return function(hp, data) if wants_data else function(hp)
+    target = resolve(name)
+    hypermodel = _as_hypermodel(target)
+    if hypermodel is not None:
+        return hypermodel.build(hp)
+    wants_data = len(inspect.signature(target).parameters) >= 2
+    return target(hp, data) if wants_data else target(hp)
+
+
+def fit_function(name: str, hp):
+    """How to train: a KerasTuner HyperModel's own `fit(hp, model, ...)`, else `model.fit`."""
+    hypermodel = _as_hypermodel(resolve(name))
+    if hypermodel is None:
+        return lambda model, **kwargs: model.fit(**kwargs)
+    return lambda model, **kwargs: hypermodel.fit(hp, model, **kwargs)

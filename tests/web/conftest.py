@@ -1,0 +1,49 @@
+"""Objects of alice's team (acme) that the web tests look at."""
+
+import pytest
+
+from experiments.models import Study, Trial, TrialEpoch
+from experiments.services.studies import study_create, study_start
+from experiments.services.datasets import dataset_create_bundled
+from tests.integration.helpers import TINY_SPACE
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The personas' passwords are hashed once per test; the default hasher takes ~0.3 s each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def acme_dataset(acme, alice):
+    # iris: the smallest bundled dataset, so each test's setup stays fast.
+    return dataset_create_bundled(team=acme, user=alice, bundled_name="iris")
+
+
+@pytest.fixture
+def acme_study(acme, alice, acme_dataset) -> Study:
+    """Saved, not started."""
+    return study_create(
+        team=acme, user=alice, dataset=acme_dataset, name="acme study", hypermodel="dense",
+        search_space=TINY_SPACE, tuner="random", objective_metric="val_accuracy",
+        objective_direction="max", max_trials=3, epochs=2, batch_size=32, patience=2, seed=1,
+    )
+
+
+@pytest.fixture
+def acme_running_study(acme_study) -> Study:
+    # Inside the test's transaction the enqueue-on-commit never fires: no worker is needed.
+    return study_start(study=acme_study)
+
+
+@pytest.fixture
+def acme_trial(acme_study) -> Trial:
+    trial = Trial.objects.create(
+        study=acme_study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
+        hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2,
+        metrics={"val_accuracy": 0.9, "val_loss": 0.3},
+    )
+    for epoch in (0, 1):
+        TrialEpoch.objects.create(trial=trial, epoch=epoch, metrics={"loss": 1.0 - epoch / 2, "val_accuracy": 0.8})
+    return trial
+

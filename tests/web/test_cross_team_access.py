@@ -1,0 +1,175 @@
+"""Another team's objects are invisible: every page that takes an object id answers 404 to
+users of other teams and changes nothing; anonymous users are sent to the login page."""
+
+import pytest
+from django.urls import reverse
+
+from experiments import urls as experiment_urls
+from experiments.models import Dataset, Membership, Study, Trial
+from experiments.services.datasets import dataset_create_bundled
+from experiments.services.studies import study_create, study_start
+from experiments.services.teams import membership_add
+from tests.integration.helpers import TINY_SPACE
+from tests.web.pages import page_text
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail"]
+# Each action with the form data a real page posts and the study state it is tried on.
+ACTIONS = {
+    "study_start": ({}, Study.Status.CREATED),
+    "study_cancel": ({}, Study.Status.RUNNING),
+    "study_budget": ({"max_trials": 50, "parallelism": 4}, Study.Status.RUNNING),
+}
+POST_ONLY = {*ACTIONS, "switch_team"}
+STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
+
+
+def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial) -> str:
+    kwargs = {
+        "dataset_detail": {"dataset_id": dataset.id},
+        "study_detail": {"study_id": study.id},
+        "study_live": {"study_id": study.id},
+        "study_start": {"study_id": study.id},
+        "study_cancel": {"study_id": study.id},
+        "study_budget": {"study_id": study.id},
+        "trial_detail": {"study_id": study.id, "trial_pk": trial.pk},
+    }.get(name, {})
+    return reverse(name, kwargs=kwargs)
+
+
+@pytest.fixture
+def acme_objects(acme_dataset, acme_study, acme_trial) -> dict:
+    return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial}
+
+
+@pytest.fixture
+def charlie_client(client, charlie):
+    client.force_login(charlie)
+    return client
+
+
+def _globex_study(globex, charlie) -> Study:
+    dataset = dataset_create_bundled(team=globex, user=charlie, bundled_name="iris")
+    return study_create(
+        team=globex, user=charlie, dataset=dataset, name="globex study", hypermodel="dense",
+        search_space=TINY_SPACE, tuner="random", objective_metric="val_accuracy", objective_direction="max",
+    )
+
+
+def test_every_route_that_takes_an_object_id_is_covered_here():
+    with_ids = {pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters}
+    assert with_ids == set(PAGES) | set(ACTIONS), "a new page or action needs its cross-team check here"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_another_team_gets_404_for_acme_pages(charlie_client, acme_objects, name):
+    response = charlie_client.get(_url(name, **acme_objects))
+    assert response.status_code == 404
+    assert acme_objects["dataset"].name not in page_text(response)
+
+
+def _state(study: Study) -> dict:
+    study.refresh_from_db()
+    return {field: getattr(study, field) for field in STUDY_STATE}
+
+
+@pytest.mark.parametrize("name", list(ACTIONS))
+def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(charlie_client, acme_objects, name):
+    data, status = ACTIONS[name]
+    study = acme_objects["study"]
+    if status == Study.Status.RUNNING:
+        study_start(study=study)
+    before = _state(study)
+    response = charlie_client.post(_url(name, **acme_objects), data)
+    assert response.status_code == 404
+    assert _state(study) == before
+    assert study.status == status
+
+
+def test_another_team_cannot_reach_acme_trial_through_its_own_study(charlie_client, globex, charlie, acme_trial):
+    own_study = _globex_study(globex, charlie)
+    response = charlie_client.get(reverse("trial_detail", kwargs={"study_id": own_study.id, "trial_pk": acme_trial.pk}))
+    assert response.status_code == 404
+
+
+def test_another_team_does_not_see_acme_objects_in_its_lists(charlie_client, acme_objects):
+    for name in ("dashboard", "dataset_list", "study_list"):
+        response = charlie_client.get(reverse(name))
+        assert response.status_code == 200
+        assert acme_objects["study"].name not in page_text(response)
+        assert reverse("dataset_detail", args=[acme_objects["dataset"].id]) not in page_text(response)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_alice_sees_her_own_pages(alice_client, acme_objects, name):
+    response = alice_client.get(_url(name, **acme_objects))
+    assert response.status_code == 200
+
+
+def test_alice_starts_rebudgets_and_cancels_her_own_study(alice_client, acme_objects):
+    study = acme_objects["study"]
+    assert alice_client.post(_url("study_start", **acme_objects)).status_code == 302
+    study.refresh_from_db()
+    assert study.status == Study.Status.RUNNING
+    response = alice_client.post(_url("study_budget", **acme_objects), {"max_trials": 50, "parallelism": 4})
+    assert response.status_code == 302
+    study.refresh_from_db()
+    assert (study.max_trials, study.parallelism) == (50, 4)
+    assert alice_client.post(_url("study_cancel", **acme_objects)).status_code == 302
+    study.refresh_from_db()
+    assert study.status == Study.Status.CANCELLED
+
+
+def test_a_trial_is_not_found_under_a_study_it_does_not_belong_to(alice_client, acme, alice, acme_dataset, acme_trial):
+    other = study_create(team=acme, user=alice, dataset=acme_dataset, name="other", hypermodel="dense",
+                         search_space=TINY_SPACE)
+    response = alice_client.get(reverse("trial_detail", kwargs={"study_id": other.id, "trial_pk": acme_trial.pk}))
+    assert response.status_code == 404
+
+
+def test_switching_to_a_team_you_are_not_a_member_of_is_404(alice_client, globex, acme_dataset):
+    response = alice_client.post(reverse("switch_team"), {"team": globex.id})
+    assert response.status_code == 404
+    # Still working in acme.
+    assert alice_client.get(reverse("dataset_detail", args=[acme_dataset.id])).status_code == 200
+
+
+def test_switching_to_a_team_that_does_not_exist_is_404(alice_client):
+    assert alice_client.post(reverse("switch_team"), {"team": 999_999}).status_code == 404
+    assert alice_client.post(reverse("switch_team"), {"team": "not a number"}).status_code == 404
+
+
+def test_switching_to_another_of_your_teams_changes_what_you_see(alice_client, alice, globex, charlie, acme_dataset):
+    membership_add(team=globex, user=alice, role=Membership.Role.VIEWER)
+    globex_study = _globex_study(globex, charlie)
+
+    response = alice_client.post(reverse("switch_team"), {"team": globex.id})
+    assert response.status_code == 302
+
+    assert alice_client.get(reverse("study_detail", args=[globex_study.id])).status_code == 200
+    assert alice_client.get(reverse("dataset_detail", args=[acme_dataset.id])).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["dashboard", "dataset_list", "dataset_upload", "study_list", "study_new", "worker_list", *PAGES])
+def test_a_user_with_no_team_sees_the_no_team_yet_page(client, django_user_model, acme_objects, name):
+    client.force_login(django_user_model.objects.create_user(username="dora", password="x" * 12))
+    response = client.get(_url(name, **acme_objects))
+    assert response.status_code == 200
+    assert "No team yet" in page_text(response)
+    assert acme_objects["dataset"].name not in page_text(response)
+
+
+@pytest.mark.parametrize("name", [p.name for p in experiment_urls.urlpatterns])
+def test_anonymous_users_are_redirected_to_login(client, acme_objects, name):
+    url = _url(name, **acme_objects)
+    response = client.post(url) if name in POST_ONLY else client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login") + "?next=")
+
+
+def test_anonymous_posts_change_nothing(client, acme_objects):
+    study = acme_objects["study"]
+    client.post(_url("study_start", **acme_objects))
+    study.refresh_from_db()
+    assert study.status == Study.Status.CREATED

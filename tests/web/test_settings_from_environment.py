@@ -1,0 +1,114 @@
+"""Settings come from the environment: a bad value fails at start-up with
+ImproperlyConfigured naming the variable, and the defaults run embedded (SQLite, the
+filesystem broker and filesystem artifacts) while PostgreSQL keeps artifacts in the database."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "RESULT:"
+
+# Loads the settings (and the hypermodel catalog, which reads them) in a fresh interpreter.
+SCRIPT = r'''
+import json
+from django.core.exceptions import ImproperlyConfigured
+
+try:
+    from django.conf import settings
+    from experiments.hypermodel_catalog import hypermodel_entries
+
+    result = {
+        "engine": settings.DATABASES["default"]["ENGINE"],
+        "database_name": str(settings.DATABASES["default"]["NAME"]),
+        "using_postgres": settings.USING_POSTGRES,
+        "broker": settings.CELERY_BROKER_URL,
+        "artifact_storage": settings.ARTIFACT_STORAGE,
+        "artifacts_backend": settings.STORAGES["artifacts"]["BACKEND"],
+        "debug": settings.DEBUG,
+        "upload_max_mb": settings.UPLOAD_MAX_MB,
+        "hypermodels": sorted(hypermodel_entries()),
+    }
+except ImproperlyConfigured as exc:
+    result = {"error": "ImproperlyConfigured", "message": str(exc)}
+print("RESULT:" + json.dumps(result))
+'''
+
+
+def _settings_with(tmp_path: Path, **variables: str) -> dict:
+    # Start from a clean slate: none of the test run's own deployment variables leak in.
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY"))}
+    env.update({"DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(ROOT),
+                "TUNEBOARD_VAR_DIR": str(tmp_path / "var"), **variables})
+    completed = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True,
+                               text=True, timeout=120)
+    line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
+    assert line, f"exit {completed.returncode}; stderr:\n{completed.stderr[-5000:]}"
+    return json.loads(line[len(MARKER):])
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("DEBUG", "maybe"),
+    ("DATABASE_URL", "mysql://user:secret@db.example.com/tuneboard"),
+    ("DATABASE_URL", "not a url at all"),
+    ("CELERY_BROKER_URL", "amqp://x"),
+    ("TUNEBOARD_UPLOAD_MAX_MB", "0"),
+    ("TUNEBOARD_UPLOAD_MAX_MB", "fifty"),
+    ("TUNEBOARD_ARTIFACT_STORAGE", "s3"),
+    ("TUNEBOARD_ARTIFACT_CHUNK_BYTES", "10"),
+    ("TUNEBOARD_HYPERMODELS", "nonsense"),
+    ("TUNEBOARD_HYPERMODELS", "dense=my.models:build"),
+])
+def test_a_bad_value_fails_with_improperly_configured_naming_the_variable(tmp_path, variable, value):
+    result = _settings_with(tmp_path, **{variable: value})
+
+    assert result.get("error") == "ImproperlyConfigured", result
+    assert variable in result["message"]
+
+
+def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesystem_artifacts(tmp_path):
+    result = _settings_with(tmp_path)
+
+    assert "error" not in result, result
+    assert result["engine"] == "django.db.backends.sqlite3"
+    assert result["database_name"] == str(tmp_path / "var" / "tuneboard.sqlite3")
+    assert result["using_postgres"] is False
+    assert result["broker"] == "filesystem://"
+    assert result["artifact_storage"] == "filesystem"
+    assert result["artifacts_backend"] == "django.core.files.storage.FileSystemStorage"
+    assert result["debug"] is False
+    assert result["upload_max_mb"] == 50
+    assert result["hypermodels"] == ["dense"]
+
+
+def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
+    result = _settings_with(tmp_path, DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
+                            CELERY_BROKER_URL="redis://redis.example.com:6379/0")
+
+    assert "error" not in result, result
+    assert result["engine"] == "django.db.backends.postgresql"
+    assert result["using_postgres"] is True
+    assert result["artifact_storage"] == "database"
+    assert result["artifacts_backend"] == "experiments.storage.DatabaseStorage"
+    assert result["broker"] == "redis://redis.example.com:6379/0"
+
+
+def test_postgres_can_still_keep_artifacts_on_a_shared_filesystem_when_asked(tmp_path):
+    result = _settings_with(tmp_path, DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
+                            TUNEBOARD_ARTIFACT_STORAGE="filesystem")
+
+    assert result["artifact_storage"] == "filesystem"
+    assert result["artifacts_backend"] == "django.core.files.storage.FileSystemStorage"
+
+
+def test_good_values_are_read(tmp_path):
+    result = _settings_with(tmp_path, DEBUG="yes", TUNEBOARD_UPLOAD_MAX_MB="5",
+                            TUNEBOARD_HYPERMODELS="tiny=tests.fixtures.hypermodels:build_tiny, other=pkg.mod:build")
+
+    assert (result["debug"], result["upload_max_mb"]) == (True, 5)
+    assert result["hypermodels"] == ["dense", "other", "tiny"]

@@ -1,0 +1,176 @@
+"""The web process never imports TensorFlow, Keras or KerasTuner: a fresh interpreter
+serves every page of the project (and the admin) and none of them is in sys.modules."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, get_resolver
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("tensorflow", "keras", "keras_tuner")
+MARKER = "RESULT:"
+
+# Runs in a fresh interpreter against its own SQLite database; prints MARKER + JSON.
+SCRIPT = r'''
+import io, json, sys
+import django
+
+django.setup()
+from django.test.utils import setup_test_environment
+
+setup_test_environment()  # lets the test client's "testserver" host through ALLOWED_HOSTS
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from experiments.models import Study, Trial, TrialEpoch, Worker
+from experiments.services.datasets import dataset_create_bundled
+from experiments.services.studies import study_create
+from experiments.services.teams import team_create
+
+call_command("migrate", verbosity=0, interactive=False)
+
+user = get_user_model().objects.create_superuser("alice", "alice@example.com", "correct horse battery")
+team = team_create(name="Acme", owner=user)
+dataset = dataset_create_bundled(team=team, user=user, bundled_name="iris")
+space = [
+    {"name": "units", "type": "int", "min": 4, "max": 16, "step": 4, "sampling": "linear",
+     "parent": None, "parent_values": []},
+    {"name": "learning_rate", "type": "float", "min": 0.001, "max": 0.1, "step": None,
+     "sampling": "log", "parent": None, "parent_values": []},
+]
+study = study_create(team=team, user=user, dataset=dataset, name="study", hypermodel="dense",
+                     search_space=space, objective_metric="val_accuracy", objective_direction="max")
+trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
+                             hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9,
+                             metrics={"val_accuracy": 0.9})
+TrialEpoch.objects.create(trial=trial, epoch=0, metrics={"loss": 0.5, "val_accuracy": 0.9})
+Worker.objects.create(name="w1@host", hostname="host", pid=1, queues=["cpu"])
+ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk}
+
+client = Client()
+client.force_login(user)
+visited, errors = [], []
+
+
+def visit(name, method, path, data=None):
+    try:
+        response = client.post(path, data or {}) if method == "POST" else client.get(path)
+        status = response.status_code
+    except Exception as exc:  # record it; the test shows which page failed and why
+        status = 500
+        errors.append(f"{method} {path}: {type(exc).__name__}: {exc}")
+    visited.append({"name": name, "method": method, "path": path, "status": status})
+    return status
+
+
+def walk(patterns, namespace=None):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from walk(pattern.url_patterns, pattern.namespace or namespace)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield namespace, pattern
+
+
+POST_DATA = {
+    "switch_team": {"team": team.id},
+    "study_budget": {"max_trials": 12, "parallelism": 2},
+}
+needs_post = []
+for namespace, pattern in walk(get_resolver().url_patterns):
+    if namespace == "admin":
+        continue  # visited below: index, app lists, and every registered model's pages
+    try:
+        path = reverse(pattern.name, kwargs={key: ids[key] for key in pattern.pattern.converters})
+    except KeyError as exc:
+        errors.append(f"No object to fill {exc} of {pattern.name}")
+        continue
+    if visit(pattern.name, "GET", path) == 405:
+        needs_post.append((pattern.name, path))
+
+# Forms that do real work on the web side: bundled dataset, CSV upload, a started study.
+csv = io.BytesIO(b"a,b,label\n" + b"".join(f"{i},{i % 7},{i % 2}\n".encode() for i in range(40)))
+csv.name = "small.csv"
+visit("dataset_list", "POST", reverse("dataset_list"),
+      {"bundled_name": "wine", "name": "", "val_fraction": 0.15, "test_fraction": 0.15, "seed": 0})
+visit("dataset_upload", "POST", reverse("dataset_upload"),
+      {"name": "small", "file": csv, "target_column": "label", "task": "auto",
+       "val_fraction": 0.15, "test_fraction": 0.15, "seed": 0})
+visit("study_new", "POST", reverse("study_new"),
+      {"name": "started", "dataset": dataset.id, "hypermodel": "dense", "search_space": json.dumps(space),
+       "tuner": "random", "objective_metric": "val_accuracy", "objective_direction": "auto",
+       "max_trials": 3, "executions_per_trial": 1, "epochs": 2, "batch_size": 32, "patience": 2,
+       "seed": 1, "queue": "cpu", "parallelism": 1, "start": "1"})
+
+visit("admin:index", "GET", reverse("admin:index"))
+for app_label in sorted({model._meta.app_label for model in admin.site._registry}):
+    visit("admin:app_list", "GET", reverse("admin:app_list", args=[app_label]))
+for model in admin.site._registry:
+    prefix = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+    visit(f"{prefix}_changelist", "GET", reverse(f"{prefix}_changelist"))
+    visit(f"{prefix}_add", "GET", reverse(f"{prefix}_add"))
+    first = model._default_manager.order_by("pk").first()
+    if first is not None:
+        visit(f"{prefix}_change", "GET", reverse(f"{prefix}_change", args=[first.pk]))
+
+# Actions last, in URL order (start before cancel), and logging out at the very end.
+for name, path in sorted(needs_post, key=lambda item: item[0] == "logout"):
+    visit(name, "POST", path, POST_DATA.get(name))
+
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "keras_tuner"))
+print("RESULT:" + json.dumps({"visited": visited, "errors": errors, "heavy": heavy,
+                               "started": Study.objects.filter(status=Study.Status.RUNNING).count()}))
+'''
+
+
+def _named_routes(patterns, namespace=None):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _named_routes(pattern.url_patterns, pattern.namespace or namespace)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield namespace, pattern.name
+
+
+def _run_web_process(tmp_path: Path) -> dict:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_"))}
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
+        "CELERY_BROKER_URL": "memory://",  # the started study's wake-ups go nowhere
+        "PYTHONPATH": str(ROOT),
+    })
+    completed = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-5000:]
+    line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
+    assert line, f"no result printed; stderr:\n{completed.stderr[-5000:]}"
+    return json.loads(line[len(MARKER):])
+
+
+def test_the_web_serves_every_page_without_importing_tensorflow_keras_or_keras_tuner(tmp_path):
+    result = _run_web_process(tmp_path)
+
+    assert result["errors"] == []
+    failing = [v for v in result["visited"] if v["status"] not in (200, 302) and
+               not (v["status"] == 405 and v["method"] == "GET")]
+    assert failing == []
+    assert result["started"] == 1, "the study form's 'start' ran the whole start path"
+
+    visited = {v["name"] for v in result["visited"] if v["status"] in (200, 302)}
+    project_routes = {name for namespace, name in _named_routes(get_resolver().url_patterns)
+                      if namespace != "admin"}
+    assert project_routes - visited == set(), "every named route of the project is visited"
+    changelists = {f"admin:{m._meta.app_label}_{m._meta.model_name}_changelist" for m in admin.site._registry}
+    assert {"admin:index", *changelists} <= visited
+
+    assert result["heavy"] == [], f"the web process imported {result['heavy'][:10]}"
+    assert not any(name in result["heavy"] for name in HEAVY)

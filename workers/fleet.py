@@ -1,0 +1,84 @@
+"""Worker registration and heartbeat, from the main Celery process (which never loads
+TensorFlow: it forks the children that do)."""
+
+import logging
+import os
+import platform
+import socket
+import threading
+from importlib import metadata
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from experiments.models import Worker
+from workers.devices import host_devices
+
+log = logging.getLogger(__name__)
+PACKAGES = ("tensorflow", "keras", "keras-tuner", "celery", "django", "numpy")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "missing"
+    return versions
+
+
+def worker_register(*, name: str, queues: list[str], concurrency: int) -> Worker:
+    now = timezone.now()
+    worker, _ = Worker.objects.update_or_create(
+        name=name,
+        defaults={
+            "hostname": socket.gethostname(), "pid": os.getpid(), "queues": sorted(queues),
+            "devices": host_devices(), "concurrency": concurrency, "versions": package_versions(),
+            "started": now, "last_heartbeat": now, "stopped": None,
+        },
+    )
+    return worker
+
+
+class Heartbeat(threading.Thread):
+    def __init__(self, name: str):
+        super().__init__(daemon=True, name="tuneboard-worker-heartbeat")
+        self.worker_name = name
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(settings.WORKER_HEARTBEAT_SECONDS):
+            try:
+                Worker.objects.filter(name=self.worker_name).update(last_heartbeat=timezone.now())
+            except Exception:
+                log.warning("worker heartbeat failed; retrying", exc_info=True)
+                connection.close()  # reconnect next time (e.g. PostgreSQL restarted)
+        connection.close()
+
+
+_heartbeat: Heartbeat | None = None
+
+
+def on_worker_ready(consumer) -> None:
+    global _heartbeat
+    queues = [q.name for q in consumer.app.amqp.queues.consume_from.values()]
+    concurrency = getattr(consumer.pool, "limit", None) or consumer.app.conf.worker_concurrency or 1
+    try:
+        worker_register(name=consumer.hostname, queues=queues, concurrency=int(concurrency))
+    except Exception:
+        log.exception("could not register worker %s", consumer.hostname)
+    finally:
+        connection.close()  # never hand a connection to forked children
+    _heartbeat = Heartbeat(consumer.hostname)
+    _heartbeat.start()
+
+
+def on_worker_shutdown(name: str) -> None:
+    if _heartbeat is not None:
+        _heartbeat.stop_event.set()
+    try:
+        Worker.objects.filter(name=name).update(stopped=timezone.now())
+    except Exception:
+        log.warning("could not mark worker %s stopped", name, exc_info=True)
