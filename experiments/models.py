@@ -205,6 +205,9 @@ class Trial(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     hyperparameters = models.JSONField(default=dict)
     kt_state = models.JSONField(default=dict)
+    # The study's oracle_version when kt_state was last written: a worker whose cached
+    # oracle is at version v refreshes only the rows above v.
+    oracle_version = models.PositiveIntegerField(default=0)
     score = models.FloatField(null=True, blank=True)
     best_epoch = models.PositiveIntegerField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
@@ -223,7 +226,7 @@ class Trial(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "trial_id", "attempt"], name="one_row_per_trial_attempt")
         ]
-        indexes = [models.Index(fields=["study", "status"])]
+        indexes = [models.Index(fields=["study", "status"]), models.Index(fields=["study", "oracle_version"])]
 
     def __str__(self) -> str:
         return f"{self.study} trial {self.trial_id}"

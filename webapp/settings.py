@@ -74,7 +74,9 @@ def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     except Exception as exc:  # dj-database-url raises several types for bad URLs
-        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}): {redact_url(url)!r}") from exc
+        raise ImproperlyConfigured(
+            f"DATABASE_URL is not a database URL ({exc}): {redact_url(url)!r}"
+        ) from exc
     engine = config.get("ENGINE", "")
     if engine.endswith("sqlite3"):
         # The embedded worker writes while the web reads: wait for locks instead of failing,
@@ -86,7 +88,9 @@ def _database(url: str) -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     elif not engine.endswith("postgresql"):
-        raise ImproperlyConfigured(f"DATABASE_URL must be postgres:// or sqlite://, got {redact_url(url)!r}.")
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be postgres:// or sqlite://, got {redact_url(url)!r}."
+        )
     return config
 
 
@@ -166,7 +170,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     )
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured(
-        f"CELERY_BROKER_URL must be redis:// (or filesystem:// embedded), got {redact_url(CELERY_BROKER_URL)!r}."
+        "CELERY_BROKER_URL must be redis:// (or filesystem:// embedded), "
+        f"got {redact_url(CELERY_BROKER_URL)!r}."
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = _broker_options
 CELERY_TASK_ACKS_LATE = True

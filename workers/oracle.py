@@ -8,12 +8,14 @@ serialises claims across worker processes and hosts.
 """
 
 import collections
+import copy
 import tempfile
 from dataclasses import dataclass, field
 
 import keras_tuner as kt
 from django.db import transaction
 from django.utils import timezone
+from keras_tuner.src.engine import metrics_tracking
 from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
@@ -63,9 +65,8 @@ def _new_oracle(study: Study):
         max_consecutive_failed_trials=study.max_consecutive_failed_trials,
     )
     if study.tuner == Study.Tuner.HYPERBAND:
+        # Hyperband sizes itself from its brackets; the study's max_trials caps it (load_oracle).
         oracle = kt.oracles.HyperbandOracle(max_epochs=study.epochs, factor=3, **common)
-        # Hyperband sizes itself from its brackets; the study's budget caps it.
-        oracle.max_trials = study.max_trials
     elif study.tuner == Study.Tuner.BAYESIAN:
         oracle = kt.oracles.BayesianOptimizationOracle(max_trials=study.max_trials, **common)
     elif study.tuner == Study.Tuner.GRID:
@@ -76,23 +77,69 @@ def _new_oracle(study: Study):
     return oracle
 
 
+def compact_trial_state(kt_trial) -> dict:
+    """A kt trial's state without its copy of the search space: every trial of a study
+    shares the study's space, and its values are the Trial row's `hyperparameters`.
+    Rebuilding a thousand full states costs seconds; this costs milliseconds."""
+    state = kt_trial.get_state()
+    state.pop("hyperparameters")
+    return state
+
+
+def _trial_from_row(space, values: dict, state: dict) -> KtTrial:
+    hp = copy.copy(space)  # shares the (read-only) space; values and scopes are its own
+    hp.values = dict(values)
+    hp._conditions = []
+    hp._name_scopes = []
+    trial = KtTrial(hyperparameters=hp, trial_id=state["trial_id"], status=state["status"])
+    trial.metrics = metrics_tracking.MetricsTracker.from_config(state["metrics"])
+    trial.score = state["score"]
+    trial.best_step = state["best_step"]
+    trial.message = state["message"]
+    return trial
+
+
+# One rebuilt oracle per study per process, reused while nobody else wrote the study's
+# oracle state (its version is read under the row lock). A single busy worker then
+# never rebuilds; after another worker's write it rebuilds once.
+_cache: dict[int, tuple[int, object, object]] = {}
+
+
 def load_oracle(study: Study, workdir: str):
-    oracle = _new_oracle(study)
+    cached = _cache.pop(study.id, None)
+    if cached is not None and cached[0] <= study.oracle_version:
+        version, oracle, space = cached
+    else:
+        version, oracle = 0, _new_oracle(study)
+        space = oracle.hyperparameters
+        oracle.trials = {}
+    if version < study.oracle_version:
+        # Only the trials written since our version; later attempts of a retried trial win.
+        rows = (Trial.objects.filter(study=study, oracle_version__gt=version).order_by("number")
+                .values_list("hyperparameters", "kt_state"))
+        for values, state in rows:
+            oracle.trials[state["trial_id"]] = _trial_from_row(space, values, state)
+        if study.oracle_state:
+            oracle.set_state(study.oracle_state)
     oracle._set_project_dir(workdir, "oracle")
-    states = {}
-    for trial_id, state in Trial.objects.filter(study=study).order_by("number").values_list("trial_id", "kt_state"):
-        states[trial_id] = state  # later attempts of a retried trial win
-    oracle.trials = {trial_id: KtTrial.from_state(state) for trial_id, state in states.items()}
-    if study.oracle_state:
-        oracle.set_state(study.oracle_state)
+    oracle.max_trials = study.max_trials  # editable while the study runs
+    oracle._tuneboard_space = space
     return oracle
 
 
-def _save_oracle(study: Study, oracle) -> None:
+def _remember(study: Study, oracle) -> None:
+    """Keep the oracle for the next claim once the transaction that saved it commits."""
+    entry = (study.oracle_version, oracle, oracle._tuneboard_space)
+    transaction.on_commit(lambda: _cache.__setitem__(study.id, entry))
+
+
+def _save_oracle(study: Study, oracle, trial: Trial) -> None:
     study.oracle_state = oracle.get_state()
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
+    Trial.objects.filter(pk=trial.pk).update(oracle_version=study.oracle_version)
+    _remember(study, oracle)
 
 
 @dataclass
@@ -120,9 +167,9 @@ def claim_trial(*, study_id: int, tuner_id: str, worker_host: str, worker_name: 
         row = trial_services.trial_create_running(
             study=study, trial_id=kt_trial.trial_id, tuner_id=tuner_id, worker_host=worker_host,
             worker_name=worker_name,
-            hyperparameters=kt_trial.hyperparameters.values, kt_state=kt_trial.get_state(),
+            hyperparameters=kt_trial.hyperparameters.values, kt_state=compact_trial_state(kt_trial),
         )
-        _save_oracle(study, oracle)
+        _save_oracle(study, oracle, row)
         return Claim("running", trial=row, values=dict(kt_trial.hyperparameters.values))
 
 
@@ -155,14 +202,14 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None) -> bool:
         if outcome.status == "cancelled" or study.status != Study.Status.RUNNING:
             _requeue_without_penalty(oracle, kt_trial)
             if outcome.status == "lost":
-                trial_services.trial_mark_lost(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+                trial_services.trial_mark_lost(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
             else:
-                trial_services.trial_mark_cancelled(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+                trial_services.trial_mark_cancelled(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
         elif outcome.status == "completed":
             oracle.update_trial(row.trial_id, {study.objective_metric: outcome.score}, step=outcome.best_step)
             kt_trial.status = TrialStatus.COMPLETED
             oracle.end_trial(kt_trial)
-            trial_services.trial_mark_completed(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
+            trial_services.trial_mark_completed(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
         else:
             # A trial that raised is FAILED for good; a lost one (its worker died) is
             # INVALID, which KerasTuner retries up to max_retries_per_trial.
@@ -175,8 +222,8 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None) -> bool:
                 _drop_ongoing(oracle, kt_trial.trial_id)
                 failure_limit = f"{study.max_consecutive_failed_trials} trials failed in a row."
             mark = trial_services.trial_mark_lost if outcome.status == "lost" else trial_services.trial_mark_failed
-            mark(trial=row, kt_state=kt_trial.get_state(), outcome=outcome)
-        _save_oracle(study, oracle)
+            mark(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
+        _save_oracle(study, oracle, row)
         if failure_limit:
             trial_services.study_fail_after_failures(study=study, reason=failure_limit)
             return False

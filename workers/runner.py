@@ -14,7 +14,6 @@ from pathlib import Path
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 from django.utils import timezone
-from keras_tuner.src.engine.trial import Trial as KtTrial
 
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
@@ -23,6 +22,7 @@ from experiments.services.recovery import study_touch, studies_kick_quiet
 from experiments.services.trials import trial_heartbeat, trial_record_epoch, trial_stale
 from workers import hypermodels
 from workers.hypermodels.base import DataInfo
+from workers.hyperparameters import to_hyperparameters
 from workers.oracle import Outcome, claim_trial, finish_trial
 from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSpec, run_trial
 
@@ -109,7 +109,8 @@ def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
 def _train(study: Study, trial: Trial) -> Outcome:
     import keras
 
-    hp = KtTrial.from_state(trial.kt_state).hyperparameters
+    hp = to_hyperparameters(study.search_space)  # the study's space, as the oracle has it
+    hp.values = dict(trial.hyperparameters)
     values = dict(hp.values)
     heartbeat = _Heartbeat(trial.pk, settings.TRIAL_HEARTBEAT_SECONDS)
     heartbeat.start()

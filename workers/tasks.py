@@ -30,6 +30,7 @@ def _configure_child(**_kwargs) -> None:
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
     configure_threads()
+    import workers.runner  # noqa: F401  load TensorFlow, Keras and KerasTuner now, not in the first trial
 
 
 @shared_task(

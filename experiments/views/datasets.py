@@ -58,7 +58,8 @@ def dataset_detail(request, dataset_id: int):
     if dataset.preview:
         # PostgreSQL's jsonb does not keep key order: show the file's column order, target last.
         features = set(dataset.feature_names)
-        columns = [*dataset.feature_names, *(key for key in dataset.preview[0] if key not in features)]
+        target = [key for key in dataset.preview[0] if key not in features]
+        columns = [*dataset.feature_names, *target]
     return render(request, "datasets/detail.html", {
         "dataset": dataset, "balance": balance, "preview_columns": columns,
         "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],

@@ -13,7 +13,7 @@ from experiments.views.access import team_required
 def switch_team(request):
     try:
         team_id = int(request.POST.get("team", ""))
-    except ValueError:  # a tampered or empty value is a team that does not exist, not a server error
+    except ValueError:  # a tampered or empty value: no such team, not a server error
         raise Http404("No such team.") from None
     membership = Membership.objects.filter(user=request.user, team_id=team_id).first()
     if membership is None:

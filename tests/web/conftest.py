@@ -3,8 +3,8 @@
 import pytest
 
 from experiments.models import Study, Trial, TrialEpoch
-from experiments.services.studies import study_create, study_start
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.studies import study_create, study_start
 from tests.integration.helpers import TINY_SPACE
 
 
@@ -24,9 +24,20 @@ def acme_dataset(acme, alice):
 def acme_study(acme, alice, acme_dataset) -> Study:
     """Saved, not started."""
     return study_create(
-        team=acme, user=alice, dataset=acme_dataset, name="acme study", hypermodel="dense",
-        search_space=TINY_SPACE, tuner="random", objective_metric="val_accuracy",
-        objective_direction="max", max_trials=3, epochs=2, batch_size=32, patience=2, seed=1,
+        team=acme,
+        user=alice,
+        dataset=acme_dataset,
+        name="acme study",
+        hypermodel="dense",
+        search_space=TINY_SPACE,
+        tuner="random",
+        objective_metric="val_accuracy",
+        objective_direction="max",
+        max_trials=3,
+        epochs=2,
+        batch_size=32,
+        patience=2,
+        seed=1,
     )
 
 
@@ -39,11 +50,17 @@ def acme_running_study(acme_study) -> Study:
 @pytest.fixture
 def acme_trial(acme_study) -> Trial:
     trial = Trial.objects.create(
-        study=acme_study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
-        hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2,
+        study=acme_study,
+        trial_id="0",
+        number=1,
+        status=Trial.Status.COMPLETED,
+        hyperparameters={"units": 8, "learning_rate": 0.01},
+        score=0.9,
+        best_epoch=2,
         metrics={"val_accuracy": 0.9, "val_loss": 0.3},
     )
     for epoch in (0, 1):
-        TrialEpoch.objects.create(trial=trial, epoch=epoch, metrics={"loss": 1.0 - epoch / 2, "val_accuracy": 0.8})
+        TrialEpoch.objects.create(
+            trial=trial, epoch=epoch, metrics={"loss": 1.0 - epoch / 2, "val_accuracy": 0.8}
+        )
     return trial
-

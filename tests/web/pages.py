@@ -17,7 +17,9 @@ def shows(response, message: str) -> bool:
 
 def json_script(response, element_id: str):
     match = re.search(
-        rf'<script id="{re.escape(element_id)}" type="application/json">(.*?)</script>', page_text(response), re.S
+        rf'<script id="{re.escape(element_id)}" type="application/json">(.*?)</script>',
+        page_text(response),
+        re.S,
     )
     assert match, f"The page has no json_script with id {element_id!r}."
     return json.loads(match.group(1))

@@ -26,16 +26,9 @@ STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parall
 
 
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial) -> str:
-    kwargs = {
-        "dataset_detail": {"dataset_id": dataset.id},
-        "study_detail": {"study_id": study.id},
-        "study_live": {"study_id": study.id},
-        "study_start": {"study_id": study.id},
-        "study_cancel": {"study_id": study.id},
-        "study_budget": {"study_id": study.id},
-        "trial_detail": {"study_id": study.id, "trial_pk": trial.pk},
-    }.get(name, {})
-    return reverse(name, kwargs=kwargs)
+    ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk}
+    pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
+    return reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
 
 
 @pytest.fixture
@@ -52,14 +45,25 @@ def charlie_client(client, charlie):
 def _globex_study(globex, charlie) -> Study:
     dataset = dataset_create_bundled(team=globex, user=charlie, bundled_name="iris")
     return study_create(
-        team=globex, user=charlie, dataset=dataset, name="globex study", hypermodel="dense",
-        search_space=TINY_SPACE, tuner="random", objective_metric="val_accuracy", objective_direction="max",
+        team=globex,
+        user=charlie,
+        dataset=dataset,
+        name="globex study",
+        hypermodel="dense",
+        search_space=TINY_SPACE,
+        tuner="random",
+        objective_metric="val_accuracy",
+        objective_direction="max",
     )
 
 
 def test_every_route_that_takes_an_object_id_is_covered_here():
-    with_ids = {pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters}
-    assert with_ids == set(PAGES) | set(ACTIONS), "a new page or action needs its cross-team check here"
+    with_ids = {
+        pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
+    }
+    assert with_ids == set(PAGES) | set(ACTIONS), (
+        "a new page or action needs its cross-team check here"
+    )
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -75,7 +79,9 @@ def _state(study: Study) -> dict:
 
 
 @pytest.mark.parametrize("name", list(ACTIONS))
-def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(charlie_client, acme_objects, name):
+def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
+    charlie_client, acme_objects, name
+):
     data, status = ACTIONS[name]
     study = acme_objects["study"]
     if status == Study.Status.RUNNING:
@@ -87,9 +93,13 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(charli
     assert study.status == status
 
 
-def test_another_team_cannot_reach_acme_trial_through_its_own_study(charlie_client, globex, charlie, acme_trial):
+def test_another_team_cannot_reach_acme_trial_through_its_own_study(
+    charlie_client, globex, charlie, acme_trial
+):
     own_study = _globex_study(globex, charlie)
-    response = charlie_client.get(reverse("trial_detail", kwargs={"study_id": own_study.id, "trial_pk": acme_trial.pk}))
+    response = charlie_client.get(
+        reverse("trial_detail", kwargs={"study_id": own_study.id, "trial_pk": acme_trial.pk})
+    )
     assert response.status_code == 404
 
 
@@ -98,7 +108,9 @@ def test_another_team_does_not_see_acme_objects_in_its_lists(charlie_client, acm
         response = charlie_client.get(reverse(name))
         assert response.status_code == 200
         assert acme_objects["study"].name not in page_text(response)
-        assert reverse("dataset_detail", args=[acme_objects["dataset"].id]) not in page_text(response)
+        assert reverse("dataset_detail", args=[acme_objects["dataset"].id]) not in page_text(
+            response
+        )
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -112,7 +124,9 @@ def test_alice_starts_rebudgets_and_cancels_her_own_study(alice_client, acme_obj
     assert alice_client.post(_url("study_start", **acme_objects)).status_code == 302
     study.refresh_from_db()
     assert study.status == Study.Status.RUNNING
-    response = alice_client.post(_url("study_budget", **acme_objects), {"max_trials": 50, "parallelism": 4})
+    response = alice_client.post(
+        _url("study_budget", **acme_objects), {"max_trials": 50, "parallelism": 4}
+    )
     assert response.status_code == 302
     study.refresh_from_db()
     assert (study.max_trials, study.parallelism) == (50, 4)
@@ -121,10 +135,20 @@ def test_alice_starts_rebudgets_and_cancels_her_own_study(alice_client, acme_obj
     assert study.status == Study.Status.CANCELLED
 
 
-def test_a_trial_is_not_found_under_a_study_it_does_not_belong_to(alice_client, acme, alice, acme_dataset, acme_trial):
-    other = study_create(team=acme, user=alice, dataset=acme_dataset, name="other", hypermodel="dense",
-                         search_space=TINY_SPACE)
-    response = alice_client.get(reverse("trial_detail", kwargs={"study_id": other.id, "trial_pk": acme_trial.pk}))
+def test_a_trial_is_not_found_under_a_study_it_does_not_belong_to(
+    alice_client, acme, alice, acme_dataset, acme_trial
+):
+    other = study_create(
+        team=acme,
+        user=alice,
+        dataset=acme_dataset,
+        name="other",
+        hypermodel="dense",
+        search_space=TINY_SPACE,
+    )
+    response = alice_client.get(
+        reverse("trial_detail", kwargs={"study_id": other.id, "trial_pk": acme_trial.pk})
+    )
     assert response.status_code == 404
 
 
@@ -140,7 +164,9 @@ def test_switching_to_a_team_that_does_not_exist_is_404(alice_client):
     assert alice_client.post(reverse("switch_team"), {"team": "not a number"}).status_code == 404
 
 
-def test_switching_to_another_of_your_teams_changes_what_you_see(alice_client, alice, globex, charlie, acme_dataset):
+def test_switching_to_another_of_your_teams_changes_what_you_see(
+    alice_client, alice, globex, charlie, acme_dataset
+):
     membership_add(team=globex, user=alice, role=Membership.Role.VIEWER)
     globex_study = _globex_study(globex, charlie)
 
@@ -151,8 +177,21 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(alice_client, a
     assert alice_client.get(reverse("dataset_detail", args=[acme_dataset.id])).status_code == 404
 
 
-@pytest.mark.parametrize("name", ["dashboard", "dataset_list", "dataset_upload", "study_list", "study_new", "worker_list", *PAGES])
-def test_a_user_with_no_team_sees_the_no_team_yet_page(client, django_user_model, acme_objects, name):
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dashboard",
+        "dataset_list",
+        "dataset_upload",
+        "study_list",
+        "study_new",
+        "worker_list",
+        *PAGES,
+    ],
+)
+def test_a_user_with_no_team_sees_the_no_team_yet_page(
+    client, django_user_model, acme_objects, name
+):
     client.force_login(django_user_model.objects.create_user(username="dora", password="x" * 12))
     response = client.get(_url(name, **acme_objects))
     assert response.status_code == 200

@@ -27,20 +27,30 @@ def _good_csv(n: int = 60) -> bytes:
 
 def _post(client, filename: str, data: bytes, **fields):
     form = {
-        "name": "shapes", "target_column": "label", "task": "auto",
-        "val_fraction": 0.15, "test_fraction": 0.15, "seed": 0, **fields,
+        "name": "shapes",
+        "target_column": "label",
+        "task": "auto",
+        "val_fraction": 0.15,
+        "test_fraction": 0.15,
+        "seed": 0,
+        **fields,
         "file": SimpleUploadedFile(filename, data),
     }
     return client.post(reverse("dataset_upload"), form)
 
 
 def _saved() -> dict:
-    return {"datasets": Dataset.objects.count(), "artifacts": Artifact.objects.count(),
-            "blobs": StoredBlob.objects.count()}
+    return {
+        "datasets": Dataset.objects.count(),
+        "artifacts": Artifact.objects.count(),
+        "blobs": StoredBlob.objects.count(),
+    }
 
 
 def _splits(dataset: Dataset) -> dict:
-    with np.load(io.BytesIO(artifact_read_bytes(artifact=dataset.arrays)), allow_pickle=False) as arrays:
+    with np.load(
+        io.BytesIO(artifact_read_bytes(artifact=dataset.arrays)), allow_pickle=False
+    ) as arrays:
         return {key: arrays[key] for key in arrays.files}
 
 
@@ -60,7 +70,11 @@ def test_a_good_csv_is_stored_with_its_split_and_shown(alice_client, acme):
     assert storages["artifacts"].exists(dataset.upload.storage_name)
     assert artifact_read_bytes(artifact=dataset.upload) == _good_csv(60)
     splits = _splits(dataset)
-    sizes = {"train": len(splits["y_train"]), "validation": len(splits["y_val"]), "test": len(splits["y_test"])}
+    sizes = {
+        "train": len(splits["y_train"]),
+        "validation": len(splits["y_val"]),
+        "test": len(splits["y_test"]),
+    }
     assert sizes == dataset.split_sizes
     assert sum(sizes.values()) == 60
     assert sizes["validation"] == sizes["test"] == 9
@@ -91,7 +105,10 @@ def test_the_dataset_page_keeps_the_file_column_order_and_the_class_order(alice_
     # PostgreSQL's jsonb reorders object keys (shorter first), so this catches pages that
     # trust the stored dict order.
     labels = ["bumblebee", "ant", "cat"]
-    data = _csv([f"{i},{i % 5},{i % 4},{labels[i % 3]}" for i in range(30)], header="zeta,mu,alphabet,insect")
+    data = _csv(
+        [f"{i},{i % 5},{i % 4},{labels[i % 3]}" for i in range(30)],
+        header="zeta,mu,alphabet,insect",
+    )
     response = _post(alice_client, "insects.csv", data, name="insects", target_column="insect")
     text = page_text(alice_client.get(response["Location"]))
 
@@ -108,11 +125,18 @@ def test_an_npz_upload_works(alice_client, acme):
     buffer = io.BytesIO()
     np.savez(buffer, x=rng.normal(size=(50, 4)).astype(np.float32), y=np.arange(50) % 5)
 
-    response = _post(alice_client, "vectors.npz", buffer.getvalue(), name="vectors", target_column="")
+    response = _post(
+        alice_client, "vectors.npz", buffer.getvalue(), name="vectors", target_column=""
+    )
 
     dataset = Dataset.objects.get(team=acme, name="vectors")
     assert response.status_code == 302
-    assert (dataset.n_rows, dataset.n_features, dataset.task, dataset.file_format) == (50, 4, "classification", "npz")
+    assert (dataset.n_rows, dataset.n_features, dataset.task, dataset.file_format) == (
+        50,
+        4,
+        "classification",
+        "npz",
+    )
     assert dataset.class_counts == {str(k): 10 for k in range(5)}
     assert sum(dataset.split_sizes.values()) == 50
     page = alice_client.get(response["Location"])
@@ -133,37 +157,99 @@ def test_a_file_over_the_configured_limit_is_refused(alice_client, settings):
 
 
 BAD_FILES = {
-    "unparseable": ("data.csv", b"\x00\x01\x02\x03 binary \xff\xfe junk", {},
-                    "This looks like a binary file, not CSV text."),
-    "ragged rows": ("data.csv", _csv(["1,2,cat", "3,dog", "5,6,cat"]), {},
-                    "Row 3 has 2 values, but the header has 3 columns."),
-    "not utf-8": ("data.csv", "a,b,label\n1,2,caf\xe9\n".encode("latin-1"), {},
-                  "The file is not UTF-8 text"),
-    "broken npz": ("data.npz", b"this is not a zip archive", {"target_column": ""},
-                   "The file is not a valid .npz archive."),
+    "unparseable": (
+        "data.csv",
+        b"\x00\x01\x02\x03 binary \xff\xfe junk",
+        {},
+        "This looks like a binary file, not CSV text.",
+    ),
+    "ragged rows": (
+        "data.csv",
+        _csv(["1,2,cat", "3,dog", "5,6,cat"]),
+        {},
+        "Row 3 has 2 values, but the header has 3 columns.",
+    ),
+    "not utf-8": (
+        "data.csv",
+        "a,b,label\n1,2,caf\xe9\n".encode("latin-1"),
+        {},
+        "The file is not UTF-8 text",
+    ),
+    "broken npz": (
+        "data.npz",
+        b"this is not a zip archive",
+        {"target_column": ""},
+        "The file is not a valid .npz archive.",
+    ),
     "empty": ("data.csv", b"", {}, "The submitted file is empty."),
     "blank": ("data.csv", b"\n\n  \n", {}, "The file is empty."),
-    "header only": ("data.csv", b"width,height,label\n", {}, "The file has a header row but no data rows."),
-    "target missing": ("data.csv", _good_csv(), {"target_column": "species"},
-                       "There is no column named 'species'. Available columns: width, height, label."),
-    "no target given": ("data.csv", _good_csv(), {"target_column": ""},
-                        "Name the target column of the CSV (the column to predict)."),
-    "non-numeric features": ("data.csv", _csv(["1,2,cat", "3,tall,dog", "5,6,cat"] * 5), {},
-                             "Column 'height' must contain numbers, but row 3 has 'tall'"),
-    "missing feature": ("data.csv", _csv(["1,2,cat", "3,,dog", "5,6,cat"] * 5), {},
-                        "Some feature values are missing: column 'height'"),
-    "NaN labels": ("data.csv", _csv(["1,2,cat", "3,4,NaN", "5,6,dog"] * 5), {},
-                   "5 rows have no value in the target column 'label'"),
-    "NaN labels in npz": ("data.npz", None, {"target_column": ""},
-                          "1 row has a missing (NaN or empty) label in y."),
-    "one class only": ("data.csv", _csv([f"{i},{i},cat" for i in range(30)]), {},
-                       "The target column 'label' has only one class ('cat'); classification needs at least two."),
-    "too few rows": ("data.csv", _csv(["1,2,3.5", "3,4,1.25"]), {},
-                     "The dataset has 2 rows, but a split with 15% validation and 15% test needs at least 3 rows"),
-    "wrong extension": ("data.xlsx", _good_csv(), {},
-                        "Upload a .csv file (with a header row) or a .npz file with arrays x and y."),
-    "fractions leave no training rows": ("data.csv", _good_csv(), {"val_fraction": 0.5, "test_fraction": 0.5},
-                                         "they must add up to less than 1"),
+    "header only": (
+        "data.csv",
+        b"width,height,label\n",
+        {},
+        "The file has a header row but no data rows.",
+    ),
+    "target missing": (
+        "data.csv",
+        _good_csv(),
+        {"target_column": "species"},
+        "There is no column named 'species'. Available columns: width, height, label.",
+    ),
+    "no target given": (
+        "data.csv",
+        _good_csv(),
+        {"target_column": ""},
+        "Name the target column of the CSV (the column to predict).",
+    ),
+    "non-numeric features": (
+        "data.csv",
+        _csv(["1,2,cat", "3,tall,dog", "5,6,cat"] * 5),
+        {},
+        "Column 'height' must contain numbers, but row 3 has 'tall'",
+    ),
+    "missing feature": (
+        "data.csv",
+        _csv(["1,2,cat", "3,,dog", "5,6,cat"] * 5),
+        {},
+        "Some feature values are missing: column 'height'",
+    ),
+    "NaN labels": (
+        "data.csv",
+        _csv(["1,2,cat", "3,4,NaN", "5,6,dog"] * 5),
+        {},
+        "5 rows have no value in the target column 'label'",
+    ),
+    "NaN labels in npz": (
+        "data.npz",
+        None,
+        {"target_column": ""},
+        "1 row has a missing (NaN or empty) label in y.",
+    ),
+    "one class only": (
+        "data.csv",
+        _csv([f"{i},{i},cat" for i in range(30)]),
+        {},
+        "The target column 'label' has only one class ('cat'); classification needs at least two.",
+    ),
+    "too few rows": (
+        "data.csv",
+        _csv(["1,2,3.5", "3,4,1.25"]),
+        {},
+        "The dataset has 2 rows, but a split with 15% validation and 15% test "
+        "needs at least 3 rows",
+    ),
+    "wrong extension": (
+        "data.xlsx",
+        _good_csv(),
+        {},
+        "Upload a .csv file (with a header row) or a .npz file with arrays x and y.",
+    ),
+    "fractions leave no training rows": (
+        "data.csv",
+        _good_csv(),
+        {"val_fraction": 0.5, "test_fraction": 0.5},
+        "they must add up to less than 1",
+    ),
 }
 
 
@@ -208,14 +294,26 @@ def test_the_same_name_in_another_team_is_fine(alice_client, acme, globex, charl
 
 
 def test_adding_a_bundled_dataset_from_the_list_page_works(alice_client, acme):
-    response = alice_client.post(reverse("dataset_list"), {
-        "bundled_name": "wine", "name": "", "val_fraction": 0.2, "test_fraction": 0.1, "seed": 3,
-    })
+    response = alice_client.post(
+        reverse("dataset_list"),
+        {
+            "bundled_name": "wine",
+            "name": "",
+            "val_fraction": 0.2,
+            "test_fraction": 0.1,
+            "seed": 3,
+        },
+    )
 
     dataset = Dataset.objects.get(team=acme, name="wine")
     assert response.status_code == 302
     assert response["Location"] == reverse("dataset_detail", args=[dataset.id])
-    assert (dataset.source, dataset.bundled_name, dataset.n_rows, dataset.n_features) == ("bundled", "wine", 178, 13)
+    assert (dataset.source, dataset.bundled_name, dataset.n_rows, dataset.n_features) == (
+        "bundled",
+        "wine",
+        178,
+        13,
+    )
     assert dataset.split_sizes == {"train": 124, "validation": 36, "test": 18}
     assert dataset.upload is None
     assert sum(len(v) for k, v in _splits(dataset).items() if k.startswith("y_")) == 178
@@ -225,7 +323,13 @@ def test_adding_a_bundled_dataset_from_the_list_page_works(alice_client, acme):
 
 
 def test_adding_the_same_bundled_dataset_twice_is_refused(alice_client, acme):
-    form = {"bundled_name": "iris", "name": "", "val_fraction": 0.15, "test_fraction": 0.15, "seed": 0}
+    form = {
+        "bundled_name": "iris",
+        "name": "",
+        "val_fraction": 0.15,
+        "test_fraction": 0.15,
+        "seed": 0,
+    }
     assert alice_client.post(reverse("dataset_list"), form).status_code == 302
     before = _saved()
 

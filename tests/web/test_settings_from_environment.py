@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = "RESULT:"
 
 # Loads the settings (and the hypermodel catalog, which reads them) in a fresh interpreter.
-SCRIPT = r'''
+SCRIPT = r"""
 import json
 from django.core.exceptions import ImproperlyConfigured
 
@@ -36,42 +36,64 @@ try:
 except ImproperlyConfigured as exc:
     result = {"error": "ImproperlyConfigured", "message": str(exc)}
 print("RESULT:" + json.dumps(result))
-'''
+"""
 
 
 def _settings_with(tmp_path: Path, **variables: str) -> dict:
     # Start from a clean slate: none of the test run's own deployment variables leak in.
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY"))}
-    env.update({"DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(ROOT),
-                "TUNEBOARD_VAR_DIR": str(tmp_path / "var"), **variables})
-    completed = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True,
-                               text=True, timeout=120)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY"))
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "PYTHONPATH": str(ROOT),
+            "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
+            **variables,
+        }
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
     assert line, f"exit {completed.returncode}; stderr:\n{completed.stderr[-5000:]}"
-    return json.loads(line[len(MARKER):])
+    return json.loads(line[len(MARKER) :])
 
 
-@pytest.mark.parametrize("variable, value", [
-    ("DEBUG", "maybe"),
-    ("DATABASE_URL", "mysql://user:secret@db.example.com/tuneboard"),
-    ("DATABASE_URL", "not a url at all"),
-    ("CELERY_BROKER_URL", "amqp://x"),
-    ("TUNEBOARD_UPLOAD_MAX_MB", "0"),
-    ("TUNEBOARD_UPLOAD_MAX_MB", "fifty"),
-    ("TUNEBOARD_ARTIFACT_STORAGE", "s3"),
-    ("TUNEBOARD_ARTIFACT_CHUNK_BYTES", "10"),
-    ("TUNEBOARD_HYPERMODELS", "nonsense"),
-    ("TUNEBOARD_HYPERMODELS", "dense=my.models:build"),
-])
-def test_a_bad_value_fails_with_improperly_configured_naming_the_variable(tmp_path, variable, value):
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("DEBUG", "maybe"),
+        ("DATABASE_URL", "mysql://user:secret@db.example.com/tuneboard"),
+        ("DATABASE_URL", "not a url at all"),
+        ("CELERY_BROKER_URL", "amqp://x"),
+        ("TUNEBOARD_UPLOAD_MAX_MB", "0"),
+        ("TUNEBOARD_UPLOAD_MAX_MB", "fifty"),
+        ("TUNEBOARD_ARTIFACT_STORAGE", "s3"),
+        ("TUNEBOARD_ARTIFACT_CHUNK_BYTES", "10"),
+        ("TUNEBOARD_HYPERMODELS", "nonsense"),
+        ("TUNEBOARD_HYPERMODELS", "dense=my.models:build"),
+    ],
+)
+def test_a_bad_value_fails_with_improperly_configured_naming_the_variable(
+    tmp_path, variable, value
+):
     result = _settings_with(tmp_path, **{variable: value})
 
     assert result.get("error") == "ImproperlyConfigured", result
     assert variable in result["message"]
 
 
-def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesystem_artifacts(tmp_path):
+def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesystem_artifacts(
+    tmp_path,
+):
     result = _settings_with(tmp_path)
 
     assert "error" not in result, result
@@ -87,8 +109,11 @@ def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesyste
 
 
 def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
-    result = _settings_with(tmp_path, DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
-                            CELERY_BROKER_URL="redis://redis.example.com:6379/0")
+    result = _settings_with(
+        tmp_path,
+        DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
+        CELERY_BROKER_URL="redis://redis.example.com:6379/0",
+    )
 
     assert "error" not in result, result
     assert result["engine"] == "django.db.backends.postgresql"
@@ -99,16 +124,38 @@ def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
 
 
 def test_postgres_can_still_keep_artifacts_on_a_shared_filesystem_when_asked(tmp_path):
-    result = _settings_with(tmp_path, DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
-                            TUNEBOARD_ARTIFACT_STORAGE="filesystem")
+    result = _settings_with(
+        tmp_path,
+        DATABASE_URL="postgres://tuneboard@db.example.com:5432/tuneboard",
+        TUNEBOARD_ARTIFACT_STORAGE="filesystem",
+    )
 
     assert result["artifact_storage"] == "filesystem"
     assert result["artifacts_backend"] == "django.core.files.storage.FileSystemStorage"
 
 
 def test_good_values_are_read(tmp_path):
-    result = _settings_with(tmp_path, DEBUG="yes", TUNEBOARD_UPLOAD_MAX_MB="5",
-                            TUNEBOARD_HYPERMODELS="tiny=tests.fixtures.hypermodels:build_tiny, other=pkg.mod:build")
+    result = _settings_with(
+        tmp_path,
+        DEBUG="yes",
+        TUNEBOARD_UPLOAD_MAX_MB="5",
+        TUNEBOARD_HYPERMODELS="tiny=tests.fixtures.hypermodels:build_tiny, other=pkg.mod:build",
+    )
 
     assert (result["debug"], result["upload_max_mb"]) == (True, 5)
     assert result["hypermodels"] == ["dense", "other", "tiny"]
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("DATABASE_URL", "mysql://tuneboard:hunter2secret@db.example.com/tuneboard"),
+        ("CELERY_BROKER_URL", "amqp://tuneboard:hunter2secret@rabbit.example.com//"),
+    ],
+)
+def test_a_bad_url_is_reported_without_its_password(tmp_path, variable, value):
+    result = _settings_with(tmp_path, **{variable: value})
+
+    assert variable in result["message"]
+    assert "hunter2secret" not in result["message"]
+    assert "tuneboard:***@" in result["message"]

@@ -20,11 +20,23 @@ def _row(name: str, type_: str, **spec) -> dict:
 
 def _form(dataset, *, space=TINY_SPACE, button: str = "start", **fields) -> dict:
     return {
-        "name": "my study", "dataset": dataset.id, "hypermodel": "dense",
+        "name": "my study",
+        "dataset": dataset.id,
+        "hypermodel": "dense",
         "search_space": space if isinstance(space, str) else json.dumps(space),
-        "tuner": "random", "objective_metric": "val_accuracy", "objective_direction": "auto",
-        "max_trials": 5, "executions_per_trial": 1, "epochs": 4, "batch_size": 32, "patience": 2,
-        "seed": 1, "queue": "cpu", "parallelism": 1, button: "1", **fields,
+        "tuner": "random",
+        "objective_metric": "val_accuracy",
+        "objective_direction": "auto",
+        "max_trials": 5,
+        "executions_per_trial": 1,
+        "epochs": 4,
+        "batch_size": 32,
+        "patience": 2,
+        "seed": 1,
+        "queue": "cpu",
+        "parallelism": 1,
+        button: "1",
+        **fields,
     }
 
 
@@ -67,22 +79,38 @@ def test_the_new_study_page_renders_with_the_dataset_preselected(alice_client, a
 # name -> (rows, index of the bad row, a phrase of its message)
 BAD_SPACES = {
     "min greater than max": (
-        [_row("units", "int", min=64, max=8, step=8, sampling="linear")], 0, "greater than max"),
+        [_row("units", "int", min=64, max=8, step=8, sampling="linear")],
+        0,
+        "greater than max",
+    ),
     "empty choices": (
-        [TINY_SPACE[0], _row("activation", "choice", values=[], ordered=False)], 1, "at least one value"),
+        [TINY_SPACE[0], _row("activation", "choice", values=[], ordered=False)],
+        1,
+        "at least one value",
+    ),
     "log sampling with min 0": (
-        [_row("learning_rate", "float", min=0.0, max=0.1, step=None, sampling="log")], 0, "min greater than 0"),
+        [_row("learning_rate", "float", min=0.0, max=0.1, step=None, sampling="log")],
+        0,
+        "min greater than 0",
+    ),
     "log sampling with a negative min": (
-        [_row("learning_rate", "float", min=-1.0, max=0.1, step=None, sampling="log")], 0, "min greater than 0"),
+        [_row("learning_rate", "float", min=-1.0, max=0.1, step=None, sampling="log")],
+        0,
+        "min greater than 0",
+    ),
     "duplicate names": ([TINY_SPACE[0], TINY_SPACE[1], TINY_SPACE[0]], 2, "already named units"),
     "unknown parent": (
-        [TINY_SPACE[0], {**TINY_SPACE[1], "parent": "optimizer", "parent_values": ["sgd"]}], 1,
-        "optimizer, which is not in this space"),
+        [TINY_SPACE[0], {**TINY_SPACE[1], "parent": "optimizer", "parent_values": ["sgd"]}],
+        1,
+        "optimizer, which is not in this space",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_SPACES))
-def test_a_bad_search_space_row_is_shown_on_its_row_and_saves_no_study(alice_client, acme_dataset, case):
+def test_a_bad_search_space_row_is_shown_on_its_row_and_saves_no_study(
+    alice_client, acme_dataset, case
+):
     rows, index, phrase = BAD_SPACES[case]
     posted = _form(acme_dataset, space=rows)
 
@@ -98,13 +126,21 @@ def test_a_bad_search_space_row_is_shown_on_its_row_and_saves_no_study(alice_cli
     assert shows(response, posted["search_space"])
 
 
-@pytest.mark.parametrize("space, message", [
-    ('[{"name": "units", "type": "int", "min": 1, "max": 4,', "The search space is not valid JSON"),
-    ("", "This field is required."),
-    ("[]", "Add at least one hyperparameter."),
-    ('{"name": "units"}', "The search space must be a list of hyperparameters."),
-])
-def test_a_search_space_that_is_not_a_list_of_rows_is_refused(alice_client, acme_dataset, space, message):
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        (
+            '[{"name": "units", "type": "int", "min": 1, "max": 4,',
+            "The search space is not valid JSON",
+        ),
+        ("", "This field is required."),
+        ("[]", "Add at least one hyperparameter."),
+        ('{"name": "units"}', "The search space must be a list of hyperparameters."),
+    ],
+)
+def test_a_search_space_that_is_not_a_list_of_rows_is_refused(
+    alice_client, acme_dataset, space, message
+):
     response = _post(alice_client, _form(acme_dataset, space=space))
 
     assert response.status_code == 200
@@ -123,12 +159,17 @@ def test_a_dataset_of_another_team_is_rejected(alice_client, globex, charlie):
     assert not Study.objects.exists()
 
 
-def test_an_objective_the_builtin_hypermodel_does_not_report_is_rejected(alice_client, acme_dataset):
+def test_an_objective_the_builtin_hypermodel_does_not_report_is_rejected(
+    alice_client, acme_dataset
+):
     response = _post(alice_client, _form(acme_dataset, objective_metric="val_auc"))
 
     assert response.status_code == 200
-    assert shows(response, "The dense hypermodel on a classification dataset reports "
-                           "val_accuracy, val_loss, accuracy, loss; choose one of them.")
+    assert shows(
+        response,
+        "The dense hypermodel on a classification dataset reports "
+        "val_accuracy, val_loss, accuracy, loss; choose one of them.",
+    )
     assert not Study.objects.exists()
 
 
@@ -140,7 +181,9 @@ def test_a_test_split_metric_is_rejected(alice_client, acme_dataset):
     assert not Study.objects.exists()
 
 
-def test_a_test_split_metric_is_rejected_for_a_team_hypermodel_too(alice_client, acme_dataset, settings):
+def test_a_test_split_metric_is_rejected_for_a_team_hypermodel_too(
+    alice_client, acme_dataset, settings
+):
     settings.HYPERMODELS = ["tiny=tests.fixtures.hypermodels:build_tiny"]
     form = _form(acme_dataset, hypermodel="tiny")
     assert _post(alice_client, form).status_code == 302, "the team hypermodel itself is accepted"
@@ -156,7 +199,9 @@ def test_an_unknown_hypermodel_is_rejected(alice_client, acme_dataset):
     response = _post(alice_client, _form(acme_dataset, hypermodel="transformer"))
 
     assert response.status_code == 200
-    assert shows(response, "Select a valid choice. transformer is not one of the available choices.")
+    assert shows(
+        response, "Select a valid choice. transformer is not one of the available choices."
+    )
     assert not Study.objects.exists()
 
 
@@ -175,12 +220,15 @@ def test_grid_search_over_a_finite_grid_is_accepted(alice_client, acme_dataset):
     assert Study.objects.get().tuner == Study.Tuner.GRID
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("max_trials", 0, "Ensure this value is greater than or equal to 1."),
-    ("epochs", 1001, "Ensure this value is less than or equal to 1000."),
-    ("parallelism", 65, "Ensure this value is less than or equal to 64."),
-    ("name", "   ", "This field is required."),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("max_trials", 0, "Ensure this value is greater than or equal to 1."),
+        ("epochs", 1001, "Ensure this value is less than or equal to 1000."),
+        ("parallelism", 65, "Ensure this value is less than or equal to 64."),
+        ("name", "   ", "This field is required."),
+    ],
+)
 def test_out_of_range_settings_are_rejected(alice_client, acme_dataset, field, value, message):
     response = _post(alice_client, _form(acme_dataset, **{field: value}))
 

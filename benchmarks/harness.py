@@ -1,0 +1,89 @@
+"""Shared set-up for benchmarks: a database of their own next to the tests', the test
+Redis on another db number, and real worker processes."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+HYPERMODELS = "sleep=benchmarks.sleep_hypermodel:SleepHyperModel"
+
+
+def bench_database_url() -> str:
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tuneboard")
+    parts = urlparse(base)
+    if parts.scheme not in ("postgres", "postgresql"):
+        sys.exit("Benchmarks run against PostgreSQL: set DATABASE_URL=postgres://... (make bench does).")
+    return urlunparse(parts._replace(path="/tuneboard_bench"))
+
+
+def setup_django() -> dict:
+    """Recreate the benchmark database, migrate it, and configure Django in this process."""
+    import psycopg
+
+    url = bench_database_url()
+    admin = urlunparse(urlparse(url)._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS tuneboard_bench WITH (FORCE)")
+        conn.execute("CREATE DATABASE tuneboard_bench")
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/14"),
+        "TUNEBOARD_HYPERMODELS": HYPERMODELS,
+        "TUNEBOARD_TF_THREADS": "1",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "PYTHONPATH": str(ROOT),
+        "TUNEBOARD_VAR_DIR": str(ROOT / "var" / "bench"),
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    import django
+
+    django.setup()
+    import redis
+
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
+    return env
+
+
+class Worker:
+    def __init__(self, env: dict, name: str, concurrency: int):
+        log_dir = ROOT / "var" / "bench"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-Q", "cpu", "--concurrency",
+             str(concurrency), "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle",
+             "--loglevel", "WARNING"],
+            cwd=ROOT, env=env, stdout=open(log_dir / f"{name}.log", "wb"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+def wait_finished(study, timeout: float = 1800) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        study.refresh_from_db()
+        if study.status != "running":
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"study {study.id} did not finish in {timeout}s")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]

@@ -1,0 +1,169 @@
+"""How much the distributed search costs around the trials themselves.
+
+    python -m benchmarks.orchestration        (or `make bench`)
+
+Runs against PostgreSQL and Redis like the tests, in a database of its own. Prints one
+JSON object as its last line and writes benchmarks/results/orchestration.json:
+- overhead_ms_per_trial: (wall - summed trial time) / trials, one worker process, trials
+  that only sleep; keras_tuner_overhead_ms_per_trial: the same trials in KerasTuner's own
+  in-process search.
+- efficiency_by_workers: summed trial time / (workers x wall) for 2-second trials.
+- claim_ms_p95_by_stored_trials: p95 latency of a claim with 10, 100 and 1,000 trials
+  stored, each claim following another worker's claim and finish (so the claiming
+  worker's cached oracle is stale and refreshes); also the warm (same worker) and cold
+  (fresh process) figures.
+"""
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+
+from benchmarks.harness import RESULTS, Worker, percentile, setup_django, wait_finished
+
+OVERHEAD_TRIALS = 60
+SLEEP_SECONDS = 0.2
+
+
+def _space(sleep: float) -> list[dict]:
+    return [
+        {"name": "x", "type": "float", "min": 0.0, "max": 1.0, "step": None, "sampling": "linear",
+         "parent": None, "parent_values": []},
+        {"name": "sleep_seconds", "type": "fixed", "value": sleep, "parent": None, "parent_values": []},
+    ]
+
+
+def _study(team, dataset, *, trials: int, sleep: float, parallelism: int = 1, start: bool = True):
+    from experiments.services.studies import study_create, study_start
+
+    study = study_create(
+        team=team, user=None, dataset=dataset, name=f"bench {trials}x{sleep}s p{parallelism}",
+        hypermodel="sleep", search_space=_space(sleep), tuner="random", objective_metric="val_loss",
+        objective_direction="min", max_trials=trials, epochs=1, batch_size=32, patience=1,
+        parallelism=parallelism,
+    )
+    return study_start(study=study) if start else study
+
+
+def _run(team, dataset, *, trials: int, sleep: float, parallelism: int) -> tuple[float, int]:
+    study = _study(team, dataset, trials=trials, sleep=sleep, parallelism=parallelism)
+    wait_finished(study)
+    assert study.status == "completed", study.message
+    done = study.trials.filter(status="completed").count()
+    assert done == trials, f"{done} of {trials} trials completed"
+    return (study.finished - study.started).total_seconds(), done
+
+
+def measure_overhead(env, team, dataset) -> float:
+    worker = Worker(env, "overhead", concurrency=1)
+    try:
+        _run(team, dataset, trials=3, sleep=0.01, parallelism=1)  # warm the worker up
+        wall, done = _run(team, dataset, trials=OVERHEAD_TRIALS, sleep=SLEEP_SECONDS, parallelism=1)
+    finally:
+        worker.stop()
+    return (wall - done * SLEEP_SECONDS) / done * 1000
+
+
+def measure_keras_tuner_overhead() -> float:
+    import keras_tuner as kt
+    import numpy as np
+
+    from benchmarks.sleep_hypermodel import SleepHyperModel
+
+    x = np.zeros((8, 1), "float32")
+    with tempfile.TemporaryDirectory() as tmp:
+        tuner = kt.RandomSearch(SleepHyperModel(), objective="val_loss", max_trials=OVERHEAD_TRIALS,
+                                directory=tmp, project_name="bench", overwrite=True, seed=1)
+        started = time.monotonic()
+        tuner.search(x, x, validation_data=(x, x), epochs=1, verbose=0)
+        wall = time.monotonic() - started
+        done = len(tuner.oracle.trials)
+    return (wall - done * SLEEP_SECONDS) / done * 1000
+
+
+def measure_efficiency(env, team, dataset) -> dict[str, float]:
+    efficiency = {}
+    for workers in (1, 2, 4, 8):
+        worker = Worker(env, f"scale{workers}", concurrency=workers)
+        try:
+            _run(team, dataset, trials=2 * workers, sleep=0.01, parallelism=workers)  # every child warm
+            trials = 4 * workers
+            wall, done = _run(team, dataset, trials=trials, sleep=2.0, parallelism=workers)
+        finally:
+            worker.stop()
+        efficiency[str(workers)] = round(done * 2.0 / (workers * wall), 3)
+        print(f"efficiency with {workers} workers: {efficiency[str(workers)]}", file=sys.stderr)
+    return efficiency
+
+
+def measure_claims(team, dataset) -> dict:
+    """In this process: claim/finish directly, without training."""
+    from experiments.models import Study
+    from workers import oracle
+
+    def claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> None:
+        started = time.perf_counter()
+        claim = oracle.claim_trial(study_id=study_id, tuner_id=tuner, worker_host="bench")
+        if timed is not None:
+            timed.append((time.perf_counter() - started) * 1000)
+        oracle.finish_trial(trial_pk=claim.trial.pk,
+                            outcome=oracle.Outcome("completed", score=0.5, best_step=0, metrics={}))
+
+    results = {"interleaved": {}, "warm": {}, "cold": {}}
+    for stored in (10, 100, 1000):
+        study = _study(team, dataset, trials=stored + 200, sleep=0.0, start=False)
+        Study.objects.filter(pk=study.pk).update(status="running", parallelism=1)
+        for i in range(stored):
+            claim_and_finish(study.id, f"fill-{i}")
+        samples = {"interleaved": [], "warm": [], "cold": []}
+        for i in range(40):
+            mine = oracle._cache.get(study.id)
+            oracle._cache.clear()
+            claim_and_finish(study.id, f"other-{i}")  # another worker's claim and finish
+            oracle._cache.clear()
+            if mine is not None:
+                oracle._cache[study.id] = mine  # this worker's cache, now two versions behind
+            claim_and_finish(study.id, f"mine-{i}", samples["interleaved"])
+            claim_and_finish(study.id, f"warm-{i}", samples["warm"])
+            if i < 15:
+                oracle._cache.clear()
+                claim_and_finish(study.id, f"cold-{i}", samples["cold"])
+        for kind, values in samples.items():
+            results[kind][str(stored)] = round(percentile(values, 95), 1)
+        print(f"claims with {stored} stored: p95 {[(k, results[k][str(stored)]) for k in results]}, "
+              f"median interleaved {statistics.median(samples['interleaved']):.1f} ms", file=sys.stderr)
+    return results
+
+
+def main() -> None:
+    env = setup_django()
+    from experiments.services.datasets import dataset_create_bundled
+    from experiments.services.teams import team_create
+
+    team = team_create(name="bench")
+    dataset = dataset_create_bundled(team=team, user=None, bundled_name="iris")
+    claims = measure_claims(team, dataset)
+    overhead = measure_overhead(env, team, dataset)
+    print(f"overhead per trial: {overhead:.1f} ms", file=sys.stderr)
+    kt_overhead = measure_keras_tuner_overhead()
+    print(f"keras tuner overhead per trial: {kt_overhead:.1f} ms", file=sys.stderr)
+    efficiency = measure_efficiency(env, team, dataset)
+    result = {
+        "overhead_ms_per_trial": round(overhead, 1),
+        "keras_tuner_overhead_ms_per_trial": round(kt_overhead, 1),
+        "overhead_trials": OVERHEAD_TRIALS,
+        "trial_sleep_seconds": SLEEP_SECONDS,
+        "efficiency_by_workers": efficiency,
+        "claim_ms_p95_by_stored_trials": claims["interleaved"],
+        "claim_ms_p95_warm_by_stored_trials": claims["warm"],
+        "claim_ms_p95_cold_by_stored_trials": claims["cold"],
+        "targets": {"overhead_ms_per_trial": 50, "efficiency_at_8": 0.9, "claim_ms_p95_at_1000": 100},
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "orchestration.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
