@@ -16,7 +16,8 @@ METRICS_BY_TASK = {
 
 
 def infer_direction(metric: str) -> str:
-    return Study.Direction.MAX if any(k in metric for k in ("acc", "auc", "precision", "recall")) else Study.Direction.MIN
+    maximised = any(k in metric for k in ("acc", "auc", "precision", "recall"))
+    return Study.Direction.MAX if maximised else Study.Direction.MIN
 
 
 def _fraction_field(initial: float) -> forms.FloatField:

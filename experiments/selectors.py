@@ -19,7 +19,8 @@ def team_studies(*, team: Team) -> QuerySet[Study]:
 
 def study_trials_by_score(*, study: Study) -> QuerySet[Trial]:
     """Completed trials best first, then running, then the rest in start order."""
-    score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(nulls_last=True)
+    score = F("score")
+    score_order = score.desc(nulls_last=True) if study.objective_direction == "max" else score.asc(nulls_last=True)
     status_rank = {Trial.Status.COMPLETED: 0, Trial.Status.RUNNING: 1}
     trials = list(Trial.objects.filter(study=study).order_by(score_order, "number"))
     trials.sort(key=lambda t: status_rank.get(t.status, 2))

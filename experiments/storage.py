@@ -57,12 +57,16 @@ class DatabaseStorage(Storage):
 
         return StoredBlob.objects.filter(name=name).first()
 
+    def get_available_name(self, name: str, max_length: int | None = None) -> str:
+        # Artifact names carry a uuid; skip the existence query FileSystemStorage would need.
+        return name
+
     def _save(self, name: str, content) -> str:
         from experiments.models import StoredBlob, StoredChunk
 
         chunk_bytes = settings.ARTIFACT_CHUNK_BYTES
         with transaction.atomic():
-            blob = StoredBlob.objects.create(name=name)
+            blob = StoredBlob.objects.create(name=name, size=getattr(content, "size", 0) or 0)
             size = 0
             pending = b""
             index = 0
@@ -78,8 +82,9 @@ class DatabaseStorage(Storage):
             if pending:
                 StoredChunk.objects.create(blob=blob, index=index, data=pending)
                 size += len(pending)
-            blob.size = size
-            blob.save(update_fields=["size"])
+            if blob.size != size:
+                blob.size = size
+                blob.save(update_fields=["size"])
         return name
 
     def _open(self, name: str, mode: str = "rb") -> File:
@@ -88,7 +93,8 @@ class DatabaseStorage(Storage):
         blob = self._blob(name)
         if blob is None:
             raise FileNotFoundError(f"No stored file named {name!r}.")
-        return File(io.BufferedReader(_ChunkReader(blob.id, blob.size), buffer_size=settings.ARTIFACT_CHUNK_BYTES), name=name)
+        reader = io.BufferedReader(_ChunkReader(blob.id, blob.size), buffer_size=settings.ARTIFACT_CHUNK_BYTES)
+        return File(reader, name=name)
 
     def exists(self, name: str) -> bool:
         from experiments.models import StoredBlob

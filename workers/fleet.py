@@ -6,6 +6,7 @@ import os
 import platform
 import socket
 import threading
+import time
 from importlib import metadata
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from experiments.models import Worker
 from workers.devices import host_devices
 
 log = logging.getLogger(__name__)
+REAPER_TASK = "workers.tasks.reap_and_kick"
 PACKAGES = ("tensorflow", "keras", "keras-tuner", "celery", "django", "numpy")
 
 
@@ -42,16 +44,31 @@ def worker_register(*, name: str, queues: list[str], concurrency: int) -> Worker
     return worker
 
 
+def is_reaper_leader(name: str, now=None) -> bool:
+    """The live worker with the smallest name also schedules the reaper, so lost trials are
+    reaped even when beat is not running (or died with the worker that ran it)."""
+    now = now or timezone.now()
+    alive = [w.name for w in Worker.objects.filter(stopped__isnull=True).order_by("name") if w.is_alive(now)]
+    return bool(alive) and alive[0] == name
+
+
 class Heartbeat(threading.Thread):
-    def __init__(self, name: str):
+    def __init__(self, name: str, queue: str, send_task):
         super().__init__(daemon=True, name="tuneboard-worker-heartbeat")
         self.worker_name = name
+        self.queue = queue
+        self.send_task = send_task
         self.stop_event = threading.Event()
 
     def run(self) -> None:
+        last_reap = time.monotonic()
         while not self.stop_event.wait(settings.WORKER_HEARTBEAT_SECONDS):
             try:
                 Worker.objects.filter(name=self.worker_name).update(last_heartbeat=timezone.now())
+                due = time.monotonic() - last_reap >= settings.REAPER_INTERVAL_SECONDS
+                if due and is_reaper_leader(self.worker_name):
+                    self.send_task(REAPER_TASK, queue=self.queue)
+                    last_reap = time.monotonic()
             except Exception:
                 log.warning("worker heartbeat failed; retrying", exc_info=True)
                 connection.close()  # reconnect next time (e.g. PostgreSQL restarted)
@@ -71,7 +88,7 @@ def on_worker_ready(consumer) -> None:
         log.exception("could not register worker %s", consumer.hostname)
     finally:
         connection.close()  # never hand a connection to forked children
-    _heartbeat = Heartbeat(consumer.hostname)
+    _heartbeat = Heartbeat(consumer.hostname, sorted(queues)[0], consumer.app.send_task)
     _heartbeat.start()
 
 

@@ -9,7 +9,6 @@ serialises claims across worker processes and hosts.
 
 import collections
 import copy
-import tempfile
 from dataclasses import dataclass, field
 
 import keras_tuner as kt
@@ -25,7 +24,30 @@ from experiments.services import trials as trial_services
 from workers.hyperparameters import to_hyperparameters
 
 
-class ResumableGridSearchOracle(kt.oracles.GridSearchOracle):
+class _StateInPostgres:
+    """KerasTuner oracles save their state and every trial to JSON files on each call;
+    ours live in PostgreSQL (written by this module), so those writes are skipped."""
+
+    def save(self):
+        pass
+
+    def _save_trial(self, trial):
+        pass
+
+
+class RandomSearchOracle(_StateInPostgres, kt.oracles.RandomSearchOracle):
+    pass
+
+
+class BayesianOptimizationOracle(_StateInPostgres, kt.oracles.BayesianOptimizationOracle):
+    pass
+
+
+class HyperbandOracle(_StateInPostgres, kt.oracles.HyperbandOracle):
+    pass
+
+
+class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
     """GridSearchOracle keeps its place in the grid outside get_state(); a rebuilt one
     would answer STOPPED after the first trial. Carry the grid position in the state."""
 
@@ -66,13 +88,13 @@ def _new_oracle(study: Study):
     )
     if study.tuner == Study.Tuner.HYPERBAND:
         # Hyperband sizes itself from its brackets; the study's max_trials caps it (load_oracle).
-        oracle = kt.oracles.HyperbandOracle(max_epochs=study.epochs, factor=3, **common)
+        oracle = HyperbandOracle(max_epochs=study.epochs, factor=3, **common)
     elif study.tuner == Study.Tuner.BAYESIAN:
-        oracle = kt.oracles.BayesianOptimizationOracle(max_trials=study.max_trials, **common)
+        oracle = BayesianOptimizationOracle(max_trials=study.max_trials, **common)
     elif study.tuner == Study.Tuner.GRID:
         oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
     else:
-        oracle = kt.oracles.RandomSearchOracle(max_trials=study.max_trials, **common)
+        oracle = RandomSearchOracle(max_trials=study.max_trials, **common)
     oracle.verbose = 0
     return oracle
 
@@ -105,7 +127,7 @@ def _trial_from_row(space, values: dict, state: dict) -> KtTrial:
 _cache: dict[int, tuple[int, object, object]] = {}
 
 
-def load_oracle(study: Study, workdir: str):
+def load_oracle(study: Study):
     cached = _cache.pop(study.id, None)
     if cached is not None and cached[0] <= study.oracle_version:
         version, oracle, space = cached
@@ -121,7 +143,6 @@ def load_oracle(study: Study, workdir: str):
             oracle.trials[state["trial_id"]] = _trial_from_row(space, values, state)
         if study.oracle_state:
             oracle.set_state(study.oracle_state)
-    oracle._set_project_dir(workdir, "oracle")
     oracle.max_trials = study.max_trials  # editable while the study runs
     oracle._tuneboard_space = space
     return oracle
@@ -133,12 +154,13 @@ def _remember(study: Study, oracle) -> None:
     transaction.on_commit(lambda: _cache.__setitem__(study.id, entry))
 
 
-def _save_oracle(study: Study, oracle, trial: Trial) -> None:
+def _save_oracle(study: Study, oracle) -> None:
+    """Write the oracle state as the next version (the changed Trial row was written with
+    that version already)."""
     study.oracle_state = oracle.get_state()
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
-    Trial.objects.filter(pk=trial.pk).update(oracle_version=study.oracle_version)
     _remember(study, oracle)
 
 
@@ -149,28 +171,43 @@ class Claim:
     values: dict = field(default_factory=dict)
 
 
-def claim_trial(*, study_id: int, tuner_id: str, worker_host: str, worker_name: str = "") -> Claim:
-    with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
+@dataclass
+class Claimant:
+    tuner_id: str  # unique per claim: KerasTuner hands a known tuner id its old trial back
+    worker_host: str
+    worker_name: str = ""
+
+
+def _claim_locked(study: Study, oracle, claimant: Claimant) -> Claim:
+    """Ask the oracle for a trial and write its row; the caller holds the lock and saves
+    the oracle state afterwards."""
+    kt_trial = oracle.create_trial(claimant.tuner_id)
+    if kt_trial.status == TrialStatus.IDLE:
+        return Claim("idle")
+    if kt_trial.status != TrialStatus.RUNNING:
+        trial_services.study_complete_if_done(study=study)
+        return Claim("stopped")
+    row = trial_services.trial_create_running(
+        study=study, trial_id=kt_trial.trial_id, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
+        worker_name=claimant.worker_name, hyperparameters=kt_trial.hyperparameters.values,
+        kt_state=compact_trial_state(kt_trial), oracle_version=study.oracle_version + 1,
+    )
+    return Claim("running", trial=row, values=dict(kt_trial.hyperparameters.values))
+
+
+def claim_trial(*, study_id: int, claimant: Claimant) -> Claim:
+    with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study_id)
         if study.status != Study.Status.RUNNING:
             return Claim("stopped")
         if trial_services.trial_running_count(study=study) >= study.parallelism:
             # A duplicated wake-up: the study already has all the trials it may run.
             return Claim("stopped")
-        oracle = load_oracle(study, workdir)
-        kt_trial = oracle.create_trial(tuner_id)
-        if kt_trial.status == TrialStatus.IDLE:
-            return Claim("idle")
-        if kt_trial.status != TrialStatus.RUNNING:
-            trial_services.study_complete_if_done(study=study)
-            return Claim("stopped")
-        row = trial_services.trial_create_running(
-            study=study, trial_id=kt_trial.trial_id, tuner_id=tuner_id, worker_host=worker_host,
-            worker_name=worker_name,
-            hyperparameters=kt_trial.hyperparameters.values, kt_state=compact_trial_state(kt_trial),
-        )
-        _save_oracle(study, oracle, row)
-        return Claim("running", trial=row, values=dict(kt_trial.hyperparameters.values))
+        oracle = load_oracle(study)
+        claim = _claim_locked(study, oracle, claimant)
+        if claim.status == "running":
+            _save_oracle(study, oracle)
+        return claim
 
 
 @dataclass
@@ -184,19 +221,29 @@ class Outcome:
     duration_seconds: float | None = None
 
 
-def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None) -> bool:
-    """Record the outcome in the oracle and the Trial row. Returns True when the study
-    should run another trial (the caller enqueues it). With `stale_before` (the reaper),
-    only a trial whose heartbeat is older than that is finished."""
-    with transaction.atomic(), tempfile.TemporaryDirectory() as workdir:
-        study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
+@dataclass
+class Finish:
+    wake: bool = False  # the study should run another trial: send a wake-up
+    claim: Claim | None = None  # or the next trial, claimed in the same transaction
+
+
+def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None, study_id: int | None = None,
+                 next_claimant: Claimant | None = None) -> Finish:
+    """Record the outcome in the oracle and the Trial row, and say what comes next: with
+    `next_claimant`, the next trial is claimed under the same lock (no second oracle load,
+    no trip through the broker); otherwise `wake` asks for a wake-up. With `stale_before`
+    (the reaper), only a trial whose heartbeat is older than that is finished."""
+    with transaction.atomic():
+        if study_id is None:
+            study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
         study = Study.objects.select_for_update().get(pk=study_id)
         row = Trial.objects.select_for_update().get(pk=trial_pk)
+        row.study = study
         if row.status != Trial.Status.RUNNING:
-            return False  # finished trials are immutable (the reaper or a cancel got there first)
+            return Finish()  # finished trials are immutable (the reaper or a cancel got there first)
         if stale_before is not None and row.heartbeat >= stale_before:
-            return False  # it heartbeat since the reaper looked: its worker is alive
-        oracle = load_oracle(study, workdir)
+            return Finish()  # it heartbeat since the reaper looked: its worker is alive
+        oracle = load_oracle(study)
         kt_trial = oracle.trials[row.trial_id]
         failure_limit = ""
         if outcome.status == "cancelled" or study.status != Study.Status.RUNNING:
@@ -223,16 +270,26 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None) -> bool:
                 failure_limit = f"{study.max_consecutive_failed_trials} trials failed in a row."
             mark = trial_services.trial_mark_lost if outcome.status == "lost" else trial_services.trial_mark_failed
             mark(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
-        _save_oracle(study, oracle, row)
-        if failure_limit:
-            trial_services.study_fail_after_failures(study=study, reason=failure_limit)
-            return False
-        if study.status != Study.Status.RUNNING:
-            return False
-        if trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle)):
-            return False
-        # More trials may run: wake one worker, unless parallelism was lowered meanwhile.
-        return trial_services.trial_running_count(study=study) < study.parallelism
+        following = _what_next(study, oracle, failure_limit, next_claimant)
+        _save_oracle(study, oracle)
+        return following
+
+
+def _what_next(study: Study, oracle, failure_limit: str, next_claimant: Claimant | None) -> Finish:
+    if failure_limit:
+        trial_services.study_fail_after_failures(study=study, reason=failure_limit)
+        return Finish()
+    if study.status != Study.Status.RUNNING:
+        return Finish()
+    running = trial_services.trial_running_count(study=study)
+    if trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle), running=running):
+        return Finish()
+    if running >= study.parallelism:
+        return Finish()  # parallelism was lowered meanwhile: this slot closes
+    if next_claimant is None:
+        return Finish(wake=True)
+    claim = _claim_locked(study, oracle, next_claimant)
+    return Finish(wake=claim.status == "idle", claim=claim)
 
 
 def _drop_ongoing(oracle, trial_id: str) -> None:

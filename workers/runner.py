@@ -1,14 +1,15 @@
 """One run-trial task, end to end: claim under the row lock, train outside any
 transaction, finish under the lock, and wake the next trial."""
 
+import itertools
 import logging
 import os
 import socket
 import tempfile
 import threading
 import time
-from datetime import timedelta
 from collections import OrderedDict
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -18,16 +19,18 @@ from django.utils import timezone
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.recovery import study_touch, studies_kick_quiet
+from experiments.services.recovery import studies_kick_quiet, study_touch
 from experiments.services.trials import trial_heartbeat, trial_record_epoch, trial_stale
 from workers import hypermodels
 from workers.hypermodels.base import DataInfo
 from workers.hyperparameters import to_hyperparameters
-from workers.oracle import Outcome, claim_trial, finish_trial
+from workers.oracle import Claimant, Outcome, claim_trial, finish_trial
 from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSpec, run_trial
 
 log = logging.getLogger(__name__)
 IDLE_COUNTDOWN_SECONDS = 2.0
+# A task keeps claiming the study's next trial itself for this long, then goes back to the queue.
+CONTINUE_SECONDS = 60.0
 DB_RETRY_SECONDS = 300
 
 
@@ -47,20 +50,34 @@ def with_db_retry(function, *args, **kwargs):
             time.sleep(delay)
             delay = min(delay * 2, 10)
 
-_datasets: OrderedDict[int, DatasetArrays] = OrderedDict()
+_datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
+_trials_since_gc = 0
 
 
-def load_dataset_arrays(artifact: Artifact) -> DatasetArrays:
-    """Dataset splits, cached per process: consecutive trials of a study reuse them."""
+def load_dataset(dataset) -> tuple[DatasetArrays, DataInfo]:
+    """Dataset splits and their statistics, cached per process: consecutive trials of a
+    study reuse them."""
+    artifact = dataset.arrays
     if artifact.id in _datasets:
         _datasets.move_to_end(artifact.id)
         return _datasets[artifact.id]
     with tempfile.TemporaryDirectory() as tmp:
         arrays = DatasetArrays.from_npz(artifact_copy_to_path(artifact=artifact, path=Path(tmp) / "splits.npz"))
-    _datasets[artifact.id] = arrays
+    _datasets[artifact.id] = arrays, DataInfo.from_training_split(arrays.x_train, dataset.task, dataset.n_classes)
     while len(_datasets) > 2:
         _datasets.popitem(last=False)
-    return arrays
+    return _datasets[artifact.id]
+
+
+def _release_memory(keras, *, trial_seconds: float) -> None:
+    """Drop Keras's global state after every trial; run the (slow, ~0.2 s) full garbage
+    collection after long trials, where it costs nothing relatively, and every 20th short one."""
+    global _trials_since_gc
+    _trials_since_gc += 1
+    collect = trial_seconds > 10 or _trials_since_gc >= 20
+    keras.backend.clear_session(free_memory=collect)
+    if collect:
+        _trials_since_gc = 0
 
 
 class _DatabaseReporter:
@@ -112,13 +129,13 @@ def _train(study: Study, trial: Trial) -> Outcome:
     hp = to_hyperparameters(study.search_space)  # the study's space, as the oracle has it
     hp.values = dict(trial.hyperparameters)
     values = dict(hp.values)
+    started = time.monotonic()
     heartbeat = _Heartbeat(trial.pk, settings.TRIAL_HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            data = load_dataset_arrays(study.dataset.arrays)
-            info = DataInfo.from_training_split(data.x_train, study.dataset.task, study.dataset.n_classes)
+            data, info = load_dataset(study.dataset)
             spec = TrialSpec(
                 objective=study.objective_metric, direction=study.objective_direction,
                 epochs=int(values.get("tuner/epochs", study.epochs)),
@@ -151,28 +168,41 @@ def _train(study: Study, trial: Trial) -> Outcome:
     finally:
         heartbeat.stopped.set()
         heartbeat.join(timeout=5)
-        keras.backend.clear_session()
+        _release_memory(keras, trial_seconds=time.monotonic() - started)
 
 
 def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
+    """Claim a trial of the study and train it; while trials are short, finish each one and
+    claim the next under the same lock, for up to CONTINUE_SECONDS, then hand the slot back
+    to the broker (so other studies on the queue get their turn)."""
     close_old_connections()
     host = socket.gethostname()
-    claim = with_db_retry(claim_trial, study_id=study_id, tuner_id=f"{host}:{os.getpid()}:{task_id}",
-                          worker_host=host, worker_name=worker_name)
-    if claim.status == "idle":
+    claims = itertools.count()
+
+    def claimant() -> Claimant:
+        return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
+                        worker_name=worker_name)
+
+    claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant())
+    study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
+    deadline = time.monotonic() + CONTINUE_SECONDS
+    status = claim.status
+    while claim is not None and claim.status == "running":
+        outcome = _train(study, claim.trial)
+        status = outcome.status
+        keep_going = time.monotonic() < deadline and outcome.status == "completed"
+        finish = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, study_id=study_id,
+                               next_claimant=claimant() if keep_going else None)
+        claim = finish.claim
+        if finish.wake:
+            idle = claim is not None and claim.status == "idle"
+            countdown = IDLE_COUNTDOWN_SECONDS if idle else None
+            trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=countdown)
+    if status == "idle":
         # The oracle waits for running trials (Hyperband rounds, a grid's last cells): ask again soon.
-        study = Study.objects.get(pk=study_id)
         study_touch(study_id=study_id)
         trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=IDLE_COUNTDOWN_SECONDS)
-        return "idle"
-    if claim.status != "running":
-        return claim.status
-    trial = claim.trial
-    study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
-    outcome = _train(study, trial)
-    if with_db_retry(finish_trial, trial_pk=trial.pk, outcome=outcome):
-        trial_tasks_enqueue(study_id=study_id, queue=study.queue)
-    return outcome.status
+    return status
 
 
 def reap_and_kick() -> dict:
@@ -185,7 +215,7 @@ def reap_and_kick() -> dict:
         trial = Trial.objects.select_related("study").get(pk=trial_pk)
         outcome = Outcome("lost", error=f"Lost: the worker {trial.worker_name or trial.worker_host} stopped "
                           f"heartbeating for over {settings.TRIAL_STALE_SECONDS}s.")
-        if finish_trial(trial_pk=trial_pk, outcome=outcome, stale_before=cutoff):
+        if finish_trial(trial_pk=trial_pk, outcome=outcome, stale_before=cutoff, study_id=trial.study_id).wake:
             trial_tasks_enqueue(study_id=trial.study_id, queue=trial.study.queue)
         reaped += 1
     return {"reaped": reaped, "kicked": studies_kick_quiet()}

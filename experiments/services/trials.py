@@ -1,5 +1,6 @@
 """Trials: the rows workers write while a study runs. Finished trials are immutable."""
 
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from experiments.models import Study, Trial, TrialEpoch
@@ -10,14 +11,16 @@ def trial_running_count(*, study: Study) -> int:
 
 
 def trial_create_running(*, study: Study, trial_id: str, tuner_id: str, worker_host: str,
-                         hyperparameters: dict, kt_state: dict, worker_name: str = "") -> Trial:
-    previous = Trial.objects.filter(study=study, trial_id=trial_id).count()
-    number = Trial.objects.filter(study=study).count() + 1
+                         hyperparameters: dict, kt_state: dict, oracle_version: int, worker_name: str = "") -> Trial:
+    counts = Trial.objects.filter(study=study).aggregate(
+        started=Count("id"), attempts=Count("id", filter=Q(trial_id=trial_id))
+    )
     now = timezone.now()
     return Trial.objects.create(
-        study=study, trial_id=trial_id, number=number, attempt=previous + 1,
+        study=study, trial_id=trial_id, number=counts["started"] + 1, attempt=counts["attempts"] + 1,
         status=Trial.Status.RUNNING, hyperparameters=hyperparameters, kt_state=kt_state,
-        tuner_id=tuner_id, worker_host=worker_host, worker_name=worker_name, started=now, heartbeat=now,
+        oracle_version=oracle_version, tuner_id=tuner_id, worker_host=worker_host, worker_name=worker_name,
+        started=now, heartbeat=now,
     )
 
 
@@ -27,9 +30,10 @@ def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: di
     alive = Trial.objects.filter(
         pk=trial_pk, status=Trial.Status.RUNNING, study__status=Study.Status.RUNNING
     ).update(heartbeat=timezone.now())
-    if alive:
-        TrialEpoch.objects.update_or_create(
-            trial_id=trial_pk, execution=execution, epoch=epoch, defaults={"metrics": metrics}
+    if alive:  # one INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row
+        TrialEpoch.objects.bulk_create(
+            [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics)],
+            update_conflicts=True, unique_fields=["trial", "execution", "epoch"], update_fields=["metrics"],
         )
     return bool(alive)
 
@@ -44,6 +48,7 @@ def _finish(trial: Trial, status: str, kt_state: dict, outcome, **fields) -> Non
     now = timezone.now()
     trial.status = status
     trial.kt_state = kt_state
+    trial.oracle_version = trial.study.oracle_version + 1  # the version the caller is about to save
     trial.finished = now
     trial.duration_seconds = outcome.duration_seconds or (now - trial.started).total_seconds()
     for name, value in fields.items():
@@ -76,11 +81,13 @@ def trial_stale(*, older_than) -> list[int]:
     )
 
 
-def study_complete_if_done(*, study: Study, oracle_done: bool = True) -> bool:
+def study_complete_if_done(*, study: Study, oracle_done: bool = True, running: int | None = None) -> bool:
     """Mark a running study COMPLETED when the oracle has nothing left and no trial runs."""
     if not oracle_done or study.status != Study.Status.RUNNING:
         return False
-    if Trial.objects.filter(study=study, status=Trial.Status.RUNNING).exists():
+    if running is None:
+        running = trial_running_count(study=study)
+    if running:
         return False
     Study.objects.filter(pk=study.pk, status=Study.Status.RUNNING).update(
         status=Study.Status.COMPLETED, finished=timezone.now(), message=""

@@ -27,7 +27,9 @@ def editor_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.membership.can_edit:
-            return HttpResponseForbidden("Viewers cannot change anything in this team; ask an owner for the editor role.")
+            return HttpResponseForbidden(
+                "Viewers cannot change anything in this team; ask an owner for the editor role."
+            )
         return view(request, *args, **kwargs)
 
     return wrapped

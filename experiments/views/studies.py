@@ -84,28 +84,29 @@ def study_live(request, study_id: int):
     return render(request, "studies/_live.html", _live_context(study))
 
 
-@require_POST
-@editor_required
-def study_start_view(request, study_id: int):
+def _act_on_study(request, study_id: int, action, success: str):
+    """Run one study service for a POST and report its outcome as a message."""
     study = get_study_for_user(request, study_id)
     try:
-        study_start(study=study)
-        messages.success(request, "Study started." if not study.started else "Study resumed.")
+        action(study=study)
+        messages.success(request, success)
     except StudyError as exc:
         messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)
+
+
+@require_POST
+@editor_required
+def study_start_view(request, study_id: int):
+    resumed = get_study_for_user(request, study_id).started is not None
+    return _act_on_study(request, study_id, study_start, "Study resumed." if resumed else "Study started.")
 
 
 @require_POST
 @editor_required
 def study_cancel_view(request, study_id: int):
-    study = get_study_for_user(request, study_id)
-    try:
-        study_cancel(study=study)
-        messages.success(request, "Study cancelled; running trials stop at the end of their current epoch.")
-    except StudyError as exc:
-        messages.error(request, str(exc))
-    return redirect("study_detail", study_id=study.id)
+    return _act_on_study(request, study_id, study_cancel,
+                         "Study cancelled; running trials stop at the end of their current epoch.")
 
 
 @require_POST

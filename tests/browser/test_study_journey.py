@@ -2,7 +2,6 @@
 and watches it complete — in a real Chromium against a real worker."""
 
 import csv
-import io
 
 import pytest
 from sklearn.datasets import load_iris
@@ -25,7 +24,9 @@ def _iris_csv(path) -> None:
 
 
 
-def test_a_study_defined_in_the_browser_runs_to_completion(live_server, page, screenshot, alice, start_worker, tmp_path):
+def test_a_study_defined_in_the_browser_runs_to_completion(
+    live_server, page, screenshot, alice, start_worker, tmp_path
+):
     start_worker()
     log_in(page, live_server, "alice", PASSWORD)
 

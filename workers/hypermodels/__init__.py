@@ -1,7 +1,8 @@
 """The registry of model families: built-in ones and those a team installs on its workers.
 
 A hypermodel is `build_model(hp)` or `build_model(hp, data)` returning a compiled Keras
-model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training; `data` (a DataInfo) tells shapes, task and feature statistics, so one function
+model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training;
+`data` (a DataInfo) tells shapes, task and feature statistics, so one function
 serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS.
 """
 

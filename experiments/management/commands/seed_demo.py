@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         User = get_user_model()
-        user, created = User.objects.get_or_create(username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True})
+        user, created = User.objects.get_or_create(
+            username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+        )
         if created:
             user.set_password(DEMO_PASSWORD)
             user.save()

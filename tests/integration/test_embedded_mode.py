@@ -1,0 +1,64 @@
+"""The README's `make run` mode: SQLite, Celery's filesystem transport and a local artifact
+folder, with a real worker (and beat) beside it — the same code paths, no services."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.worker
+
+SCRIPT = """
+import json, sys, time
+from experiments.models import Dataset, Study, Team
+from experiments.hypermodel_catalog import DENSE_DEFAULT_SPACE
+from experiments.services.studies import study_create, study_start
+team = Team.objects.get(name="Demo team")
+dataset = Dataset.objects.get(team=team, bundled_name="iris")
+study = study_start(study=study_create(
+    team=team, user=None, dataset=dataset, name="embedded", hypermodel="dense",
+    search_space=DENSE_DEFAULT_SPACE, tuner="bayesian", objective_metric="val_accuracy",
+    objective_direction="max", max_trials=2, epochs=2, batch_size=16))
+deadline = time.monotonic() + 180
+while study.status == "running" and time.monotonic() < deadline:
+    time.sleep(0.5)
+    study.refresh_from_db()
+print(json.dumps({"status": study.status, "message": study.message,
+                  "trials": [t.status for t in study.trials.all()],
+                  "checkpoints": [t.checkpoint.storage_name for t in study.trials.all() if t.checkpoint]}))
+"""
+
+
+def test_the_embedded_mode_runs_a_study_with_no_external_service(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env.update(TUNEBOARD_VAR_DIR=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="2", TUNEBOARD_TF_THREADS="1",
+               PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="webapp.settings")
+
+    def manage(*args, **kwargs):
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                              capture_output=True, text=True, **kwargs)
+
+    manage("migrate", "--noinput")
+    assert "demo / tuneboard-demo" in manage("seed_demo").stdout
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-B", "-Q", "cpu", "--concurrency", "1",
+         "--schedule", str(tmp_path / "beat-schedule"), "--loglevel", "WARNING"],
+        cwd=ROOT, env=env, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out = manage("shell", "-c", SCRIPT, timeout=240).stdout
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["status"] == "completed", (result, (tmp_path / "worker.log").read_text()[-3000:])
+    assert result["trials"] == ["completed", "completed"]
+    assert (tmp_path / "tuneboard.sqlite3").exists()
+    for name in result["checkpoints"]:
+        assert (tmp_path / "artifacts" / name).stat().st_size > 0  # a plain local folder
