@@ -57,10 +57,6 @@ class DatabaseStorage(Storage):
 
         return StoredBlob.objects.filter(name=name).first()
 
-    def get_available_name(self, name: str, max_length: int | None = None) -> str:
-        # Artifact names carry a uuid; skip the existence query FileSystemStorage would need.
-        return name
-
     def _save(self, name: str, content) -> str:
         from experiments.models import StoredBlob, StoredChunk
 
