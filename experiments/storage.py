@@ -3,7 +3,8 @@
 With it, a worker on another host needs nothing but PostgreSQL and Redis: checkpoints,
 datasets and models travel through the database. Files are written in chunks of
 ARTIFACT_CHUNK_BYTES and read back one chunk per query, so neither side ever holds a
-whole file in memory.
+whole file in memory. There is deliberately no url(): artifacts are only served by
+permission-checked views.
 """
 
 import io
@@ -116,6 +117,3 @@ class DatabaseStorage(Storage):
         files = [n[len(prefix):] for n in names if "/" not in n[len(prefix):]]
         dirs = sorted({n[len(prefix):].split("/", 1)[0] for n in names if "/" in n[len(prefix):]})
         return dirs, files
-
-    def url(self, name: str) -> str:
-        raise NotImplementedError("Artifacts are served by permission-checked views, not by URL.")

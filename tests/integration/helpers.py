@@ -23,11 +23,14 @@ def digits(team, user, name="digits"):
     return dataset_create_bundled(team=team, user=user, bundled_name="digits", name=name)
 
 
-def started_study(team, user, dataset, **options) -> Study:
+def saved_study(team, user, dataset, **options) -> Study:
     options = {
         "name": "test study", "hypermodel": "tiny", "search_space": TINY_SPACE, "tuner": "random",
         "objective_metric": "val_accuracy", "objective_direction": "max", "max_trials": 3,
         "epochs": 2, "batch_size": 64, "patience": 2, "seed": 7, **options,
     }
-    study = study_create(team=team, user=user, dataset=dataset, **options)
-    return study_start(study=study)
+    return study_create(team=team, user=user, dataset=dataset, **options)
+
+
+def started_study(team, user, dataset, **options) -> Study:
+    return study_start(study=saved_study(team, user, dataset, **options))

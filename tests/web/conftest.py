@@ -4,8 +4,8 @@ import pytest
 
 from experiments.models import Study, Trial, TrialEpoch
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.studies import study_create, study_start
-from tests.integration.helpers import TINY_SPACE
+from experiments.services.studies import study_start
+from tests.integration.helpers import saved_study
 
 
 @pytest.fixture(autouse=True)
@@ -23,22 +23,7 @@ def acme_dataset(acme, alice):
 @pytest.fixture
 def acme_study(acme, alice, acme_dataset) -> Study:
     """Saved, not started."""
-    return study_create(
-        team=acme,
-        user=alice,
-        dataset=acme_dataset,
-        name="acme study",
-        hypermodel="dense",
-        search_space=TINY_SPACE,
-        tuner="random",
-        objective_metric="val_accuracy",
-        objective_direction="max",
-        max_trials=3,
-        epochs=2,
-        batch_size=32,
-        patience=2,
-        seed=1,
-    )
+    return saved_study(acme, alice, acme_dataset, name="acme study", hypermodel="dense", batch_size=32, seed=1)
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from django.urls import reverse
 from experiments import urls as experiment_urls
 from experiments.models import Dataset, Membership, Study, Trial
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.studies import study_create, study_start
+from experiments.services.studies import study_start
 from experiments.services.teams import membership_add
-from tests.integration.helpers import TINY_SPACE
+from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
 
 pytestmark = pytest.mark.django_db
@@ -44,17 +44,7 @@ def charlie_client(client, charlie):
 
 def _globex_study(globex, charlie) -> Study:
     dataset = dataset_create_bundled(team=globex, user=charlie, bundled_name="iris")
-    return study_create(
-        team=globex,
-        user=charlie,
-        dataset=dataset,
-        name="globex study",
-        hypermodel="dense",
-        search_space=TINY_SPACE,
-        tuner="random",
-        objective_metric="val_accuracy",
-        objective_direction="max",
-    )
+    return saved_study(globex, charlie, dataset, name="globex study", hypermodel="dense")
 
 
 def test_every_route_that_takes_an_object_id_is_covered_here():
@@ -138,14 +128,7 @@ def test_alice_starts_rebudgets_and_cancels_her_own_study(alice_client, acme_obj
 def test_a_trial_is_not_found_under_a_study_it_does_not_belong_to(
     alice_client, acme, alice, acme_dataset, acme_trial
 ):
-    other = study_create(
-        team=acme,
-        user=alice,
-        dataset=acme_dataset,
-        name="other",
-        hypermodel="dense",
-        search_space=TINY_SPACE,
-    )
+    other = saved_study(acme, alice, acme_dataset, name="other", hypermodel="dense")
     response = alice_client.get(
         reverse("trial_detail", kwargs={"study_id": other.id, "trial_pk": acme_trial.pk})
     )

@@ -2,16 +2,11 @@
 ImproperlyConfigured naming the variable, and the defaults run embedded (SQLite, the
 filesystem broker and filesystem artifacts) while PostgreSQL keeps artifacts in the database."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-MARKER = "RESULT:"
+from tests.web.fresh_process import run_in_fresh_process
 
 # Loads the settings (and the hypermodel catalog, which reads them) in a fresh interpreter.
 SCRIPT = r"""
@@ -41,30 +36,7 @@ print("RESULT:" + json.dumps(result))
 
 def _settings_with(tmp_path: Path, **variables: str) -> dict:
     # Start from a clean slate: none of the test run's own deployment variables leak in.
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY"))
-    }
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "webapp.settings",
-            "PYTHONPATH": str(ROOT),
-            "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
-            **variables,
-        }
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
-    assert line, f"exit {completed.returncode}; stderr:\n{completed.stderr[-5000:]}"
-    return json.loads(line[len(MARKER) :])
+    return run_in_fresh_process(SCRIPT, {"TUNEBOARD_VAR_DIR": str(tmp_path / "var"), **variables}, timeout=120)
 
 
 @pytest.mark.parametrize(

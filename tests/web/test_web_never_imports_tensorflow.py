@@ -1,20 +1,16 @@
 """The web process never imports TensorFlow, Keras or KerasTuner: a fresh interpreter
 serves every page of the project (and the admin) and none of them is in sys.modules."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver
 
-ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("tensorflow", "keras", "keras_tuner")
-MARKER = "RESULT:"
+from tests.web.fresh_process import run_in_fresh_process
 
-# Runs in a fresh interpreter against its own SQLite database; prints MARKER + JSON.
+HEAVY = ("tensorflow", "keras", "keras_tuner")
+
+# Runs in a fresh interpreter against its own SQLite database; prints RESULT: + JSON.
 SCRIPT = r"""
 import io, json, sys
 import django
@@ -141,32 +137,11 @@ def _named_routes(patterns, namespace=None):
 
 
 def _run_web_process(tmp_path: Path) -> dict:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("TUNEBOARD_", "DATABASE_URL", "CELERY_"))
-    }
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "webapp.settings",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
-            "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
-            "CELERY_BROKER_URL": "memory://",  # the started study's wake-ups go nowhere
-            "PYTHONPATH": str(ROOT),
-        }
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-5000:]
-    line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
-    assert line, f"no result printed; stderr:\n{completed.stderr[-5000:]}"
-    return json.loads(line[len(MARKER) :])
+    return run_in_fresh_process(SCRIPT, {
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
+        "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
+        "CELERY_BROKER_URL": "memory://",  # the started study's wake-ups go nowhere
+    }, timeout=300)
 
 
 def test_the_web_serves_every_page_without_importing_tensorflow_keras_or_keras_tuner(tmp_path):

@@ -1,0 +1,23 @@
+"""Run a script in a fresh interpreter (nothing this test process imported leaks in) and
+read the JSON result it prints behind MARKER."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "RESULT:"
+DEPLOYMENT_PREFIXES = ("TUNEBOARD_", "DATABASE_URL", "CELERY_", "DEBUG", "SECRET_KEY")
+
+
+def run_in_fresh_process(script: str, variables: dict[str, str], *, timeout: float) -> dict:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(DEPLOYMENT_PREFIXES)}
+    env.update({"DJANGO_SETTINGS_MODULE": "webapp.settings", "PYTHONPATH": str(ROOT), **variables})
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    line = next((ln for ln in completed.stdout.splitlines() if ln.startswith(MARKER)), None)
+    assert line, f"exit {completed.returncode}; stderr:\n{completed.stderr[-5000:]}"
+    return json.loads(line[len(MARKER) :])
