@@ -109,7 +109,12 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
     for workers in (1, 2, 4, 8):  # six 2-second trials per worker process
         worker = Worker(env, f"scale{workers}", concurrency=workers)
         try:
-            _run(team, dataset, trials=2 * workers, sleep=0.01, parallelism=workers)  # every child warm
+            # Warm every child process (its first trial loads the dataset and builds Keras and
+            # oracle state): trials long enough that all `workers` tasks start before one ends.
+            warm = _study(team, dataset, trials=2 * workers, sleep=0.5, parallelism=workers)
+            wait_finished(warm)
+            warmed = {t.split(":")[1] for t in warm.trials.values_list("tuner_id", flat=True)}
+            assert len(warmed) == workers, f"only {len(warmed)} of {workers} child processes warmed up"
             trials = 6 * workers
             wall, done, _ = _run(team, dataset, trials=trials, sleep=2.0, parallelism=workers)
         finally:

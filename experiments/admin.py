@@ -57,3 +57,17 @@ class StoredBlobAdmin(admin.ModelAdmin):
 
 
 admin.site.register(models.StoredChunk)
+
+
+class ModelFileInline(admin.TabularInline):
+    model = models.ModelFile
+    extra = 0
+    readonly_fields = ["format", "artifact"]
+
+
+@admin.register(models.TrainedModel)
+class TrainedModelAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "team", "method", "status", "study", "created"]
+    list_filter = ["team", "status", "method"]
+    search_fields = ["name"]
+    inlines = [ModelFileInline]

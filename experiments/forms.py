@@ -6,8 +6,9 @@ from django.core import validators
 
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries
-from experiments.models import Dataset, Study
+from experiments.models import Dataset, Study, TrainedModel
 from experiments.search_space import SearchSpaceError, grid_size, validate_search_space
+from experiments.services.trained_models import MAX_EPOCH_CAP
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],
@@ -134,3 +135,23 @@ class StudyBudgetForm(forms.ModelForm):
             low, high = StudyForm.LIMITS[name]
             self.fields[name].validators += [validators.MinValueValidator(low), validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
+
+
+class ModelRequestForm(forms.Form):
+    """Retrain (or promote) the top trials of a study, or one trial when `top_n` is hidden."""
+
+    top_n = forms.IntegerField(label="How many of the best trials", initial=3, min_value=1, max_value=20)
+    method = forms.ChoiceField(choices=TrainedModel.Method.choices, initial=TrainedModel.Method.RETRAIN,
+                               widget=forms.RadioSelect)
+    epoch_source = forms.ChoiceField(label="Best epoch", choices=TrainedModel.EpochSource.choices,
+                                     initial=TrainedModel.EpochSource.DETECT, widget=forms.RadioSelect,
+                                     help_text="Only for retraining.")
+    epoch_cap = forms.IntegerField(label="Epoch cap for best-epoch detection", initial=100, min_value=1,
+                                   max_value=MAX_EPOCH_CAP)
+    name = forms.SlugField(label="Model name", max_length=80, required=False,
+                           help_text="Versions count up per name; defaults to the study's name.")
+
+    def __init__(self, *args, single_trial: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if single_trial:
+            del self.fields["top_n"]

@@ -276,3 +276,99 @@ class Worker(models.Model):
         now = now or timezone.now()
         stale_after = 3 * settings.WORKER_HEARTBEAT_SECONDS
         return self.stopped is None and (now - self.last_heartbeat).total_seconds() < stale_after
+
+
+class TrainedModel(models.Model):
+    """A model made from a trial's configuration and handed to users: retrained on
+    train+validation for 1.2x its best epoch, or the trial's checkpoint promoted as is.
+    Versions count up per (team, name), as TF Serving's version directories do."""
+
+    class Method(models.TextChoices):
+        RETRAIN = "retrain", "Retrained on train+validation"
+        PROMOTE = "promote", "Promoted trial checkpoint"
+
+    class EpochSource(models.TextChoices):
+        DETECT = "detect", "Detected again (EarlyStopping on val_loss, patience 10)"
+        RECORDED = "recorded", "The trial's recorded best epoch"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="trained_models")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="trained_models")
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="trained_models")
+    trial = models.ForeignKey(Trial, on_delete=models.PROTECT, related_name="trained_models")
+    name = models.SlugField(max_length=80)
+    version = models.PositiveIntegerField()
+    method = models.CharField(max_length=10, choices=Method.choices)
+    epoch_source = models.CharField(max_length=10, choices=EpochSource.choices, blank=True)
+    epoch_cap = models.PositiveIntegerField(default=100)
+    seed = models.IntegerField()
+    hyperparameters = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    epochs = models.PositiveIntegerField(null=True, blank=True)
+    val_metrics = models.JSONField(default=dict, blank=True)
+    test_metrics = models.JSONField(default=dict, blank=True)
+    # Input and output tensors of the exported model, and the packages that made it.
+    signature = models.JSONField(default=dict, blank=True)
+    versions = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker_host = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name", "version"], name="model_version_unique_in_team")
+        ]
+        indexes = [models.Index(fields=["status", "heartbeat"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class TrainedModelEpoch(models.Model):
+    class Phase(models.TextChoices):
+        BEST_EPOCH = "best_epoch", "Best-epoch detection (train, validated)"
+        RETRAIN = "retrain", "Retraining (train+validation)"
+
+    model = models.ForeignKey(TrainedModel, on_delete=models.CASCADE, related_name="epoch_rows")
+    phase = models.CharField(max_length=10, choices=Phase.choices)
+    epoch = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["phase", "epoch"]
+        constraints = [models.UniqueConstraint(fields=["model", "phase", "epoch"], name="one_row_per_model_epoch")]
+
+
+class ModelFile(models.Model):
+    """One downloadable format of a trained model."""
+
+    class Format(models.TextChoices):
+        KERAS = "keras", "Keras (.keras)"
+        SAVEDMODEL = "savedmodel", "SavedModel for TF Serving (.zip)"
+        TFLITE = "tflite", "TFLite, float32"
+        TFLITE_INT8 = "tflite_int8", "TFLite, dynamic-range int8"
+
+    model = models.ForeignKey(TrainedModel, on_delete=models.CASCADE, related_name="files")
+    format = models.CharField(max_length=12, choices=Format.choices)
+    artifact = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["model", "format"], name="one_file_per_format")]

@@ -2,7 +2,7 @@
 
 from django.db.models import Count, F, Q, QuerySet
 
-from experiments.models import Dataset, Study, Team, Trial
+from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
 
 
 def team_datasets(*, team: Team) -> QuerySet[Dataset]:
@@ -30,6 +30,27 @@ def study_trials_by_score(*, study: Study) -> QuerySet[Trial]:
 def study_best_trial(*, study: Study) -> Trial | None:
     order = "-score" if study.objective_direction == "max" else "score"
     return Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number").first()
+
+
+def study_top_trials(*, study: Study, n: int) -> list[Trial]:
+    order = "-score" if study.objective_direction == "max" else "score"
+    return list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number")[:n])
+
+
+def team_models(*, team: Team) -> QuerySet[TrainedModel]:
+    return TrainedModel.objects.filter(team=team).select_related("study", "trial", "dataset").order_by("-created")
+
+
+def study_models(*, study: Study) -> QuerySet[TrainedModel]:
+    return TrainedModel.objects.filter(study=study).select_related("trial").order_by("-created")
+
+
+def model_epoch_rows(*, model: TrainedModel) -> list[dict]:
+    return list(model.epoch_rows.values("phase", "epoch", "metrics"))
+
+
+def model_files(*, model: TrainedModel) -> list[ModelFile]:
+    return list(model.files.select_related("artifact"))
 
 
 def study_progress(*, study: Study) -> dict:

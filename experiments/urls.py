@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments.views import datasets, fleet, studies, teams
+from experiments.views import datasets, fleet, models, studies, teams
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -15,6 +15,14 @@ urlpatterns = [
     path("studies/<int:study_id>/start/", studies.study_start_view, name="study_start"),
     path("studies/<int:study_id>/cancel/", studies.study_cancel_view, name="study_cancel"),
     path("studies/<int:study_id>/budget/", studies.study_budget_view, name="study_budget"),
+    path("studies/<int:study_id>/models/", models.study_models_request, name="study_models_request"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/models/", models.trial_models_request,
+         name="trial_models_request"),
+    path("models/", models.model_list, name="model_list"),
+    path("models/<int:model_id>/", models.model_detail, name="model_detail"),
+    path("models/<int:model_id>/live/", models.model_live, name="model_live"),
+    path("models/<int:model_id>/download/<str:fmt>/", models.model_download, name="model_download"),
+    path("models/<int:model_id>/model-card.json", models.model_card_download, name="model_card"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
 ]

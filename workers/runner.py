@@ -6,78 +6,30 @@ import logging
 import os
 import socket
 import tempfile
-import threading
 import time
-from collections import OrderedDict
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.db import close_old_connections
 from django.utils import timezone
 
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.recovery import studies_kick_quiet, study_touch
+from experiments.services.trained_models import trained_models_requeue_lost
 from experiments.services.trials import trial_heartbeat, trial_record_epoch, trial_stale
-from workers import hypermodels
-from workers.hypermodels.base import DataInfo
+from workers import checkpoints, hypermodels
 from workers.hyperparameters import to_hyperparameters
 from workers.oracle import Claimant, Outcome, claim_trial, finish_trial
-from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSpec, run_trial
+from workers.support import Heartbeat, load_dataset, release_memory, with_db_retry
+from workers.training import TrialCancelled, TrialFailed, TrialSpec, run_trial
 
 log = logging.getLogger(__name__)
 IDLE_COUNTDOWN_SECONDS = 2.0
 # A task keeps claiming the study's next trial itself for this long, then goes back to the queue.
 CONTINUE_SECONDS = 60.0
-DB_RETRY_SECONDS = 300
-
-
-def with_db_retry(function, *args, **kwargs):
-    """Run a database step, riding out a PostgreSQL restart: on a connection error, drop the
-    connection and try again for up to DB_RETRY_SECONDS, so a finished trial is not lost."""
-    deadline = time.monotonic() + DB_RETRY_SECONDS
-    delay = 0.5
-    while True:
-        try:
-            return function(*args, **kwargs)
-        except (OperationalError, InterfaceError):
-            if time.monotonic() > deadline:
-                raise
-            log.warning("database unavailable; retrying %s in %.1fs", function.__name__, delay)
-            connection.close()
-            time.sleep(delay)
-            delay = min(delay * 2, 10)
-
-_datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
-_trials_since_gc = 0
-
-
-def load_dataset(dataset) -> tuple[DatasetArrays, DataInfo]:
-    """Dataset splits and their statistics, cached per process: consecutive trials of a
-    study reuse them."""
-    artifact = dataset.arrays
-    if artifact.id in _datasets:
-        _datasets.move_to_end(artifact.id)
-        return _datasets[artifact.id]
-    with tempfile.TemporaryDirectory() as tmp:
-        arrays = DatasetArrays.from_npz(artifact_copy_to_path(artifact=artifact, path=Path(tmp) / "splits.npz"))
-    _datasets[artifact.id] = arrays, DataInfo.from_training_split(arrays.x_train, dataset.task, dataset.n_classes)
-    while len(_datasets) > 2:
-        _datasets.popitem(last=False)
-    return _datasets[artifact.id]
-
-
-def _release_memory(keras, *, trial_seconds: float) -> None:
-    """Drop Keras's global state after every trial; run the (slow, ~0.2 s) full garbage
-    collection after long trials, where it costs nothing relatively, and every 20th short one."""
-    global _trials_since_gc
-    _trials_since_gc += 1
-    collect = trial_seconds > 10 or _trials_since_gc >= 20
-    keras.backend.clear_session(free_memory=collect)
-    if collect:
-        _trials_since_gc = 0
 
 
 class _DatabaseReporter:
@@ -87,27 +39,6 @@ class _DatabaseReporter:
     def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
         return with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
                              metrics=logs)
-
-
-class _Heartbeat(threading.Thread):
-    """Keeps the trial's heartbeat fresh during long epochs, so the reaper only sees dead workers."""
-
-    def __init__(self, trial_pk: int, interval: float):
-        super().__init__(daemon=True, name=f"heartbeat-{trial_pk}")
-        self.trial_pk = trial_pk
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                try:
-                    trial_heartbeat(trial_pk=self.trial_pk)
-                except Exception:  # a database blip must not kill the trial
-                    log.warning("heartbeat of trial %s failed", self.trial_pk, exc_info=True)
-                    connection.close()
-        finally:
-            connection.close()
 
 
 def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
@@ -120,7 +51,7 @@ def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
     )
     if parent is None:
         raise TrialFailed(f"Hyperband continues trial {parent_id}, but its checkpoint is missing.")
-    return artifact_copy_to_path(artifact=parent.checkpoint, path=workdir / "warm-start.keras")
+    return artifact_copy_to_path(artifact=parent.checkpoint, path=workdir / f"warm-start{checkpoints.SUFFIX}")
 
 
 def _train(study: Study, trial: Trial) -> Outcome:
@@ -130,7 +61,8 @@ def _train(study: Study, trial: Trial) -> Outcome:
     hp.values = dict(trial.hyperparameters)
     values = dict(hp.values)
     started = time.monotonic()
-    heartbeat = _Heartbeat(trial.pk, settings.TRIAL_HEARTBEAT_SECONDS)
+    heartbeat = Heartbeat(lambda: trial_heartbeat(trial_pk=trial.pk), settings.TRIAL_HEARTBEAT_SECONDS,
+                          name=f"heartbeat-trial-{trial.pk}")
     heartbeat.start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -150,7 +82,7 @@ def _train(study: Study, trial: Trial) -> Outcome:
             )
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
-                filename=f"study-{study.id}-trial-{trial.trial_id}.keras",
+                filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
             return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
                            checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds)
@@ -166,9 +98,8 @@ def _train(study: Study, trial: Trial) -> Outcome:
         log.exception("trial %s crashed", trial.pk)
         return Outcome("failed", error=f"{type(exc).__name__}: {exc}")
     finally:
-        heartbeat.stopped.set()
-        heartbeat.join(timeout=5)
-        _release_memory(keras, trial_seconds=time.monotonic() - started)
+        heartbeat.stop()
+        release_memory(keras, trial_seconds=time.monotonic() - started)
 
 
 def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
@@ -208,7 +139,8 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
 def reap_and_kick() -> dict:
     """The periodic job: RUNNING trials whose heartbeat went stale are LOST (their worker
     died); the oracle hears of it (so max_retries_per_trial applies) and a replacement is
-    woken. Then quiet running studies get fresh wake-ups."""
+    woken. Then quiet running studies get fresh wake-ups, and lost model trainings are
+    queued again."""
     cutoff = timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     reaped = 0
     for trial_pk in trial_stale(older_than=cutoff):
@@ -218,4 +150,5 @@ def reap_and_kick() -> dict:
         if finish_trial(trial_pk=trial_pk, outcome=outcome, stale_before=cutoff, study_id=trial.study_id).wake:
             trial_tasks_enqueue(study_id=trial.study_id, queue=trial.study.queue)
         reaped += 1
-    return {"reaped": reaped, "kicked": studies_kick_quiet()}
+    return {"reaped": reaped, "kicked": studies_kick_quiet(),
+            "models_requeued": trained_models_requeue_lost(stale_before=cutoff)}

@@ -55,6 +55,19 @@ def run_trial(self, study_id: int) -> str:
                           worker_name=self.request.hostname or "")
 
 
+@shared_task(
+    name="workers.tasks.train_model",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def train_model(model_pk: int) -> str:
+    from workers.retraining import make_trained_model
+
+    return make_trained_model(model_pk=model_pk)
+
+
 @shared_task(name="workers.tasks.reap_and_kick", ignore_result=True)
 def reap_and_kick() -> dict:
     from workers.runner import reap_and_kick as run

@@ -13,6 +13,8 @@ from typing import Protocol
 import keras
 import numpy as np
 
+from workers import checkpoints
+
 
 class TrialFailed(Exception):
     """The trial cannot produce a result; str(exc) is shown to the user."""
@@ -70,18 +72,45 @@ def _clean(logs: dict) -> dict:
     return {k: float(v) for k, v in (logs or {}).items() if np.isscalar(v) or getattr(v, "shape", None) == ()}
 
 
-class _Report(keras.callbacks.Callback):
-    def __init__(self, reporter: EpochReporter, execution: int):
+class _KeepBest(keras.callbacks.Callback):
+    """Early stopping that keeps the best epoch's weights in memory (like Keras's EarlyStopping
+    with restore_best_weights), without restoring them into the model: the caller writes
+    them straight to the checkpoint, once per execution."""
+
+    def __init__(self, objective: str, direction: str, patience: int):
         super().__init__()
-        self.reporter = reporter
-        self.execution = execution
+        self.objective, self.direction, self.patience = objective, direction, patience
+        self.best: float | None = None
+        self.weights: list | None = None
+        self.wait = 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.objective)
+        if value is None:
+            return
+        value = float(value)
+        if self.best is None or _better(value, self.best, self.direction):
+            self.best, self.weights, self.wait = value, self.model.get_weights(), 0
+            return
+        self.wait += 1
+        if self.wait >= self.patience:
+            self.model.stop_training = True
+
+
+class _Report(keras.callbacks.Callback):
+    """Keeps each epoch's logs and hands them to `report(epoch, logs)`; a False answer stops
+    training (the study was cancelled or the row is gone)."""
+
+    def __init__(self, report):
+        super().__init__()
+        self.report = report
         self.cancelled = False
         self.history: list[tuple[int, dict]] = []
 
     def on_epoch_end(self, epoch, logs=None):
         logs = _clean(logs)
         self.history.append((epoch, logs))
-        if not self.reporter.epoch_end(self.execution, epoch, logs):
+        if not self.report(epoch, logs):
             self.cancelled = True
             self.model.stop_training = True
 
@@ -100,31 +129,19 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     scores = []
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
-        try:
-            model = build()
-        except Exception as exc:
-            raise TrialFailed(f"Building the model failed: {type(exc).__name__}: {exc}") from exc
+        model = _build(build)
         if warm_start is not None:
-            model.load_weights(warm_start)
-        checkpoint = Path(workdir) / f"execution-{execution}.keras"
-        report = _Report(reporter, execution)
-        mode = "min" if spec.direction == "min" else "max"
-        # restore_best_weights keeps the best epoch's weights in memory and puts them back
-        # when training ends: one checkpoint write per execution instead of one per improvement.
-        callbacks = [
-            report,
-            keras.callbacks.TerminateOnNaN(),
-            keras.callbacks.EarlyStopping(monitor=spec.objective, mode=mode, patience=spec.patience,
-                                          restore_best_weights=True),
-        ]
-        try:
-            fit(
-                model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val),
-                epochs=spec.epochs, initial_epoch=spec.initial_epoch, batch_size=spec.batch_size,
-                callbacks=callbacks, verbose=0,
-            )
-        except Exception as exc:
-            raise TrialFailed(f"Training failed: {type(exc).__name__}: {exc}") from exc
+            try:
+                checkpoints.restore(model, warm_start)
+            except checkpoints.CheckpointMismatch as exc:
+                raise TrialFailed(str(exc)) from exc
+        checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
+        report = _Report(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
+        keep_best = _KeepBest(spec.objective, spec.direction, spec.patience)
+        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best]
+        _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val),
+             epochs=spec.epochs, initial_epoch=spec.initial_epoch, batch_size=spec.batch_size,
+             callbacks=callbacks, verbose=0)
         if report.cancelled:
             raise TrialCancelled()
         _check_history(report.history, spec.objective)
@@ -135,13 +152,67 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
             value, epoch, logs = max(values, key=lambda v: v[0])
         scores.append(value)
         if best is None or _better(value, best[0], spec.direction):
-            model.save(checkpoint)
+            # A custom fit may ignore the callbacks: then the final weights are what we have.
+            checkpoints.save_weights(keep_best.weights or model.get_weights(), checkpoint)
             best = (value, epoch, logs, checkpoint)
     assert best is not None
     return TrialResult(
         score=float(np.mean(scores)), best_step=best[1], metrics=best[2],
         checkpoint_path=best[3], duration_seconds=time.monotonic() - started,
     )
+
+
+def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap: int, seed: int, report,
+                      fit=_keras_fit, patience: int = 10) -> tuple[int, dict]:
+    """The recipe's best epoch: a fresh model trained on the training split with validation,
+    EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
+    (argmin + 1, that epoch's logs)."""
+    keras.utils.set_random_seed(seed)
+    model = _build(build)
+    log = _Report(report)
+    callbacks = [log, keras.callbacks.TerminateOnNaN(),
+                 keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience)]
+    _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val), epochs=epoch_cap,
+         batch_size=batch_size, callbacks=callbacks, verbose=0)
+    if log.cancelled:
+        raise TrialCancelled()
+    _check_history(log.history, "val_loss")
+    index = int(np.argmin([logs["val_loss"] for _, logs in log.history]))
+    epoch, logs = log.history[index]
+    return epoch + 1, logs
+
+
+def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int, epochs: int, seed: int, report,
+                                  fit=_keras_fit):
+    """A fresh model trained on train+validation for a fixed number of epochs (no
+    validation data is left to stop on). `build` should adapt preprocessing on the same rows."""
+    keras.utils.set_random_seed(seed)
+    model = _build(build)
+    log = _Report(report)
+    _fit(fit, model, x=np.concatenate([data.x_train, data.x_val]), y=np.concatenate([data.y_train, data.y_val]),
+         epochs=epochs, batch_size=batch_size, callbacks=[log, keras.callbacks.TerminateOnNaN()], verbose=0)
+    if log.cancelled:
+        raise TrialCancelled()
+    _check_history(log.history, "loss")
+    return model
+
+
+def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
+    return _clean(model.evaluate(x, y, batch_size=batch_size, return_dict=True, verbose=0))
+
+
+def _build(build):
+    try:
+        return build()
+    except Exception as exc:
+        raise TrialFailed(f"Building the model failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _fit(fit, model, **kwargs) -> None:
+    try:
+        fit(model, **kwargs)
+    except Exception as exc:
+        raise TrialFailed(f"Training failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_history(history: list[tuple[int, dict]], objective: str) -> None:

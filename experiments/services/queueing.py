@@ -1,4 +1,4 @@
-"""Wake-ups for workers. The broker only carries study ids; the database decides what runs."""
+"""Wake-ups for workers. The broker only carries ids; the database decides what runs."""
 
 import logging
 
@@ -7,18 +7,27 @@ from django.db import transaction
 
 log = logging.getLogger(__name__)
 RUN_TRIAL_TASK = "workers.tasks.run_trial"
+TRAIN_MODEL_TASK = "workers.tasks.train_model"
 
 
-def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown: float | None = None) -> None:
-    """Send `count` run-trial tasks once the current transaction commits (never before the
-    rows they need are visible to the worker)."""
+def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None) -> None:
+    """Send once the current transaction commits (never before the rows the task needs are
+    visible to the worker)."""
 
     def send() -> None:
         try:
             for _ in range(count):
-                current_app.send_task(RUN_TRIAL_TASK, args=[study_id], queue=queue, countdown=countdown)
+                current_app.send_task(task, args=args, queue=queue, countdown=countdown)
         except Exception:
-            # The broker is down: the reaper re-sends wake-ups to quiet studies once it is back.
-            log.warning("could not enqueue a trial of study %s; the reaper will retry", study_id, exc_info=True)
+            # The broker is down: the reaper re-sends wake-ups once it is back.
+            log.warning("could not enqueue %s%s; the reaper will retry", task, args, exc_info=True)
 
     transaction.on_commit(send)
+
+
+def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown: float | None = None) -> None:
+    _send_on_commit(RUN_TRIAL_TASK, args=[study_id], queue=queue, count=count, countdown=countdown)
+
+
+def model_task_enqueue(*, model_pk: int, queue: str) -> None:
+    _send_on_commit(TRAIN_MODEL_TASK, args=[model_pk], queue=queue)

@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, render
 
-from experiments.models import Dataset, Study, Trial
+from experiments.models import Dataset, Study, TrainedModel, Trial
 
 
 def team_required(view):
@@ -46,3 +46,8 @@ def get_study_for_user(request, study_id: int) -> Study:
 def get_trial_for_user(request, study_id: int, trial_pk: int) -> Trial:
     return get_object_or_404(Trial.objects.select_related("study"), pk=trial_pk, study_id=study_id,
                              study__team=request.team)
+
+
+def get_model_for_user(request, model_id: int) -> TrainedModel:
+    return get_object_or_404(TrainedModel.objects.select_related("study", "trial", "dataset", "team"),
+                             pk=model_id, team=request.team)

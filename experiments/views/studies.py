@@ -4,12 +4,13 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.forms import StudyBudgetForm, StudyForm
+from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
 from experiments.models import Study
 from experiments.selectors import (
     queue_has_live_worker,
     study_best_trial,
+    study_models,
     study_progress,
     study_trials_by_score,
     team_studies,
@@ -22,6 +23,7 @@ from experiments.services.studies import (
     study_start,
     study_update_budget,
 )
+from experiments.services.trained_models import default_model_name
 from experiments.views.access import (
     editor_required,
     get_study_for_user,
@@ -74,6 +76,9 @@ def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
     context = _live_context(study)
     context["budget_form"] = StudyBudgetForm(instance=study)
+    context["study_models"] = study_models(study=study)
+    context["has_completed_trials"] = context["best"] is not None
+    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)})
     return render(request, "studies/detail.html", context)
 
 
@@ -133,4 +138,5 @@ def trial_detail(request, study_id: int, trial_pk: int):
     return render(request, "studies/trial.html", {
         "trial": trial, "study": trial.study, "epochs": epochs, "metric_names": metric_names,
         "curves_json": json.dumps(epochs),
+        "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(trial.study)}),
     })

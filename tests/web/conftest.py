@@ -1,8 +1,12 @@
 """Objects of alice's team (acme) that the web tests look at."""
 
-import pytest
+import io
 
-from experiments.models import Study, Trial, TrialEpoch
+import pytest
+from django.utils import timezone
+
+from experiments.models import Artifact, ModelFile, Study, TrainedModel, Trial, TrialEpoch
+from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_start
 from tests.integration.helpers import saved_study
@@ -49,3 +53,19 @@ def acme_trial(acme_study) -> Trial:
             trial=trial, epoch=epoch, metrics={"loss": 1.0 - epoch / 2, "val_accuracy": 0.8}
         )
     return trial
+
+
+@pytest.fixture
+def acme_model(acme, alice, acme_study, acme_trial):
+    """A completed trained model with one small stored file (no worker needed)."""
+    model = TrainedModel.objects.create(
+        team=acme, dataset=acme_study.dataset, study=acme_study, trial=acme_trial, name="acme-model", version=1,
+        method=TrainedModel.Method.RETRAIN, epoch_source=TrainedModel.EpochSource.DETECT, seed=2,
+        hyperparameters=acme_trial.hyperparameters, status=TrainedModel.Status.COMPLETED, best_epoch=2, epochs=2,
+        val_metrics={"accuracy": 0.9, "loss": 0.3}, test_metrics={"accuracy": 0.875, "loss": 0.35},
+        duration_seconds=1.5, created_by=alice, finished=timezone.now(),
+    )
+    artifact = artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="acme-model-v1.keras",
+                               fileobj=io.BytesIO(b"PK\x03\x04 pretend keras archive " * 100))
+    ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS, artifact=artifact)
+    return model

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Membership, Study, Trial
+from experiments.models import Dataset, Membership, Study, TrainedModel, Trial
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_start
 from experiments.services.teams import membership_add
@@ -14,26 +14,30 @@ from tests.web.pages import page_text
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail"]
+PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
+         "model_download", "model_card"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
     "study_cancel": ({}, Study.Status.RUNNING),
     "study_budget": ({"max_trials": 50, "parallelism": 4}, Study.Status.RUNNING),
+    "study_models_request": ({"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
+                             Study.Status.CREATED),
+    "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
 }
 POST_ONLY = {*ACTIONS, "switch_team"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
-def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial) -> str:
-    ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk}
+def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel) -> str:
+    ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras"}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     return reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
 
 
 @pytest.fixture
-def acme_objects(acme_dataset, acme_study, acme_trial) -> dict:
-    return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial}
+def acme_objects(acme_dataset, acme_study, acme_trial, acme_model) -> dict:
+    return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model}
 
 
 @pytest.fixture
@@ -76,10 +80,11 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     study = acme_objects["study"]
     if status == Study.Status.RUNNING:
         study_start(study=study)
-    before = _state(study)
+    before, models_before = _state(study), TrainedModel.objects.count()
     response = charlie_client.post(_url(name, **acme_objects), data)
     assert response.status_code == 404
     assert _state(study) == before
+    assert TrainedModel.objects.count() == models_before
     assert study.status == status
 
 
@@ -94,10 +99,11 @@ def test_another_team_cannot_reach_acme_trial_through_its_own_study(
 
 
 def test_another_team_does_not_see_acme_objects_in_its_lists(charlie_client, acme_objects):
-    for name in ("dashboard", "dataset_list", "study_list"):
+    for name in ("dashboard", "dataset_list", "study_list", "model_list"):
         response = charlie_client.get(reverse(name))
         assert response.status_code == 200
         assert acme_objects["study"].name not in page_text(response)
+        assert acme_objects["model"].name not in page_text(response)
         assert reverse("dataset_detail", args=[acme_objects["dataset"].id]) not in page_text(
             response
         )
@@ -169,6 +175,7 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(
         "study_list",
         "study_new",
         "worker_list",
+        "model_list",
         *PAGES,
     ],
 )

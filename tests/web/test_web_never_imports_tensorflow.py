@@ -26,7 +26,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from experiments.models import Study, Trial, TrialEpoch, Worker
+from experiments.models import Artifact, ModelFile, Study, TrainedModel, Trial, TrialEpoch, Worker
+from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_create
 from experiments.services.teams import team_create
@@ -49,7 +50,12 @@ trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.S
                              metrics={"val_accuracy": 0.9})
 TrialEpoch.objects.create(trial=trial, epoch=0, metrics={"loss": 0.5, "val_accuracy": 0.9})
 Worker.objects.create(name="w1@host", hostname="host", pid=1, queues=["cpu"])
-ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk}
+model = TrainedModel.objects.create(
+    team=team, dataset=dataset, study=study, trial=trial, name="study", version=1, method="retrain",
+    epoch_source="detect", seed=1, status="completed", test_metrics={"accuracy": 0.9}, val_metrics={"accuracy": 0.9})
+ModelFile.objects.create(model=model, format="keras", artifact=artifact_create(
+    team=team, kind=Artifact.Kind.MODEL, filename="study-v1.keras", fileobj=io.BytesIO(b"PK stand-in")))
+ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras"}
 
 client = Client()
 client.force_login(user)
@@ -78,6 +84,8 @@ def walk(patterns, namespace=None):
 POST_DATA = {
     "switch_team": {"team": team.id},
     "study_budget": {"max_trials": 12, "parallelism": 2},
+    "study_models_request": {"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
+    "trial_models_request": {"method": "promote", "epoch_source": "detect", "epoch_cap": 5},
 }
 needs_post = []
 for namespace, pattern in walk(get_resolver().url_patterns):

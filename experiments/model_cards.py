@@ -1,0 +1,64 @@
+"""The model card: everything a user needs to load, serve and trust a trained model, as one
+JSON document built from the rows (no TensorFlow in the web process)."""
+
+from experiments.models import ModelFile, TrainedModel
+
+PREPROCESSING = (
+    "None needed: the model takes raw features. Standardisation is a Normalization layer inside the model, "
+    "with the mean and variance of the rows it was trained on (train+validation when retrained, train when "
+    "promoted)."
+)
+
+
+def model_card(*, model: TrainedModel, files: list[ModelFile]) -> dict:
+    study, trial, dataset = model.study, model.trial, model.dataset
+    return {
+        "name": model.name,
+        "version": model.version,
+        "created": model.created.isoformat(),
+        "finished": model.finished.isoformat() if model.finished else None,
+        "status": model.status,
+        "lineage": {
+            "team": model.team.name,
+            "study": {"id": study.id, "name": study.name, "tuner": study.tuner, "hypermodel": study.hypermodel,
+                      "objective": {"metric": study.objective_metric, "direction": study.objective_direction}},
+            "trial": {"id": trial.trial_id, "number": trial.number, "score": trial.score,
+                      "best_epoch": trial.best_epoch},
+        },
+        "hyperparameters": model.hyperparameters,
+        "training": {
+            "method": model.method,
+            "method_description": model.get_method_display(),
+            "best_epoch_source": model.epoch_source or None,
+            "best_epoch": model.best_epoch,
+            "epochs": model.epochs,
+            "epoch_cap": model.epoch_cap if model.method == TrainedModel.Method.RETRAIN else None,
+            "batch_size": study.batch_size,
+            "seed": model.seed,
+            "duration_seconds": model.duration_seconds,
+        },
+        "metrics": {
+            "validation": model.val_metrics,
+            "test": model.test_metrics,
+            "note": "Validation metrics are from the model trained on the training split only (best-epoch "
+                    "detection or the search trial); test metrics are from this model, evaluated once.",
+        },
+        "dataset": {
+            "name": dataset.name,
+            "task": dataset.task,
+            "rows": dataset.n_rows,
+            "features": dataset.n_features,
+            "feature_names": dataset.feature_names,
+            "classes": dataset.classes,
+            "split": {"val_fraction": dataset.val_fraction, "test_fraction": dataset.test_fraction,
+                      "seed": dataset.split_seed, "sizes": dataset.split_sizes},
+        },
+        "preprocessing": PREPROCESSING,
+        "signature": model.signature,
+        "package_versions": model.versions,
+        "files": [
+            {"format": f.format, "filename": f.artifact.filename, "size": f.artifact.size,
+             "sha256": f.artifact.sha256}
+            for f in files
+        ],
+    }

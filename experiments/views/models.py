@@ -1,0 +1,134 @@
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.forms import ModelRequestForm
+from experiments.model_cards import model_card
+from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.selectors import model_epoch_rows, model_files, study_top_trials, team_models
+from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.services.trained_models import ModelRequestError, trained_models_request
+from experiments.views.access import (
+    editor_required,
+    get_model_for_user,
+    get_study_for_user,
+    get_trial_for_user,
+    team_required,
+)
+
+CONTENT_TYPES = {
+    ModelFile.Format.KERAS: "application/zip",  # a .keras file is a zip archive
+    ModelFile.Format.SAVEDMODEL: "application/zip",
+    ModelFile.Format.TFLITE: "application/octet-stream",
+    ModelFile.Format.TFLITE_INT8: "application/octet-stream",
+}
+
+
+@team_required
+def model_list(request):
+    return render(request, "models/list.html", {"models": team_models(team=request.team)})
+
+
+def _detail_context(model: TrainedModel) -> dict:
+    epochs = model_epoch_rows(model=model)
+    phases = []
+    for phase, label in TrainedModelEpoch.Phase.choices:
+        rows = [row for row in epochs if row["phase"] == phase]
+        if rows:
+            phases.append({"label": label, "rows": rows,
+                           "metric_names": sorted({name for row in rows for name in row["metrics"]})})
+    metric_names = sorted(set(model.val_metrics) | set(model.test_metrics))
+    return {"model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names}
+
+
+@team_required
+def model_detail(request, model_id: int):
+    return render(request, "models/detail.html", _detail_context(get_model_for_user(request, model_id)))
+
+
+@team_required
+def model_live(request, model_id: int):
+    """The part of the model page that htmx refreshes while the model trains."""
+    return render(request, "models/_live.html", _detail_context(get_model_for_user(request, model_id)))
+
+
+def _download_error(request, model: TrainedModel, message: str, status: int):
+    return render(request, "models/download_error.html", {"model": model, "message": message}, status=status)
+
+
+@team_required
+def model_download(request, model_id: int, fmt: str):
+    """Stream a stored file, never holding it in memory. Its sha256 is checked in a first
+    pass, so a corrupted file is refused with a message instead of arriving broken."""
+    model = get_model_for_user(request, model_id)
+    file = model.files.select_related("artifact").filter(format=fmt).first()
+    if file is None:
+        raise Http404("This model has no file in that format.")
+    artifact = file.artifact
+    try:
+        artifact_verify(artifact=artifact)
+    except ArtifactCorrupted:
+        return _download_error(request, model, f"The stored {file.get_format_display()} file of {model} no longer "
+                               "matches its recorded sha256, so it is not sent. Retrain or promote the trial again "
+                               "to make a fresh copy.", status=500)
+    except ArtifactMissing:
+        return _download_error(request, model, f"The {file.get_format_display()} file of {model} is missing from "
+                               "the artifact storage. Retrain or promote the trial again.", status=500)
+    response = StreamingHttpResponse(artifact_iter_chunks(artifact=artifact), content_type=CONTENT_TYPES[fmt])
+    response["Content-Length"] = str(artifact.size)
+    response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
+    response["X-Content-SHA256"] = artifact.sha256
+    return response
+
+
+@team_required
+def model_card_download(request, model_id: int):
+    model = get_model_for_user(request, model_id)
+    card = model_card(model=model, files=model_files(model=model))
+    response = HttpResponse(json.dumps(card, indent=2), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{model.name}-v{model.version}-model-card.json"'
+    return response
+
+
+def _request_models(request, study, trials_for):
+    form = ModelRequestForm(request.POST, single_trial=trials_for is not None)
+    if not form.is_valid():
+        messages.error(request, " ".join(f"{form.fields[name].label or name}: {' '.join(errors)}"
+                                         for name, errors in form.errors.items()))
+        return None
+    data = form.cleaned_data
+    trials = trials_for if trials_for is not None else study_top_trials(study=study, n=data["top_n"])
+    try:
+        models = trained_models_request(study=study, user=request.user, trials=trials, method=data["method"],
+                                        epoch_source=data["epoch_source"], epoch_cap=data["epoch_cap"],
+                                        name=data["name"])
+    except ModelRequestError as exc:
+        messages.error(request, str(exc))
+        return None
+    verb = "Promoting" if data["method"] == TrainedModel.Method.PROMOTE else "Retraining"
+    messages.success(request, f"{verb} {len(models)} model{'s' if len(models) != 1 else ''}: "
+                     + ", ".join(str(m) for m in models) + ".")
+    return models
+
+
+@require_POST
+@editor_required
+def study_models_request(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    models = _request_models(request, study, None)
+    if models:
+        return redirect("model_list")
+    return redirect("study_detail", study_id=study.id)
+
+
+@require_POST
+@editor_required
+def trial_models_request(request, study_id: int, trial_pk: int):
+    trial = get_trial_for_user(request, study_id, trial_pk)
+    models = _request_models(request, trial.study, [trial])
+    if models:
+        return redirect("model_detail", model_id=models[0].id)
+    return redirect("trial_detail", study_id=study_id, trial_pk=trial.pk)

@@ -1,0 +1,92 @@
+"""What every worker job shares: riding out database restarts, a heartbeat thread, the
+per-process dataset cache and freeing Keras's memory between jobs."""
+
+import logging
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from django.db import InterfaceError, OperationalError, connection
+
+from experiments.services.artifacts import artifact_copy_to_path
+from workers.hypermodels.base import DataInfo
+from workers.training import DatasetArrays
+
+log = logging.getLogger(__name__)
+DB_RETRY_SECONDS = 300
+
+
+def with_db_retry(function, *args, **kwargs):
+    """Run a database step, riding out a PostgreSQL restart: on a connection error, drop the
+    connection and try again for up to DB_RETRY_SECONDS, so a finished trial is not lost."""
+    deadline = time.monotonic() + DB_RETRY_SECONDS
+    delay = 0.5
+    while True:
+        try:
+            return function(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            log.warning("database unavailable; retrying %s in %.1fs", function.__name__, delay)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 10)
+
+
+_datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
+_trials_since_gc = 0
+
+
+def load_dataset(dataset) -> tuple[DatasetArrays, DataInfo]:
+    """Dataset splits and their statistics, cached per process: consecutive trials of a
+    study reuse them."""
+    artifact = dataset.arrays
+    if artifact.id in _datasets:
+        _datasets.move_to_end(artifact.id)
+        return _datasets[artifact.id]
+    with tempfile.TemporaryDirectory() as tmp:
+        arrays = DatasetArrays.from_npz(artifact_copy_to_path(artifact=artifact, path=Path(tmp) / "splits.npz"))
+    _datasets[artifact.id] = arrays, DataInfo.from_training_split(arrays.x_train, dataset.task, dataset.n_classes)
+    while len(_datasets) > 2:
+        _datasets.popitem(last=False)
+    return _datasets[artifact.id]
+
+
+def release_memory(keras, *, trial_seconds: float) -> None:
+    """Drop Keras's global state after every job; run the full garbage collection (slow
+    without gc.freeze) after long jobs, where it costs nothing relatively, and every 20th short one."""
+    global _trials_since_gc
+    _trials_since_gc += 1
+    collect = trial_seconds > 10 or _trials_since_gc >= 20
+    keras.backend.clear_session(free_memory=collect)
+    if collect:
+        _trials_since_gc = 0
+
+
+class Heartbeat(threading.Thread):
+    """Calls `beat()` every `interval` seconds while a long job runs, so the reaper only sees
+    dead workers. A database blip must not kill the job."""
+
+    def __init__(self, beat: Callable[[], object], interval: float, name: str):
+        super().__init__(daemon=True, name=name)
+        self.beat = beat
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    self.beat()
+                except Exception:
+                    log.warning("heartbeat %s failed", self.name, exc_info=True)
+                    connection.close()
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5)
