@@ -23,7 +23,8 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	bash scripts/test_services.sh > var/test-services.env
-	set -a; . ./var/test-services.env; set +a; $(VENV)/bin/python -m benchmarks.orchestration
+	set -a; . ./var/test-services.env; set +a; $(VENV)/bin/python -m benchmarks.orchestration && \
+	  $(VENV)/bin/python -m benchmarks.downloads
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

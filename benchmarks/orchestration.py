@@ -110,8 +110,9 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
         worker = Worker(env, f"scale{workers}", concurrency=workers)
         try:
             # Warm every child process (its first trial loads the dataset and builds Keras and
-            # oracle state): trials long enough that all `workers` tasks start before one ends.
-            warm = _study(team, dataset, trials=2 * workers, sleep=0.5, parallelism=workers)
+            # oracle state, ~0.1-0.5 s of CPU): one 2-second trial per child, so that all
+            # `workers` tasks start before any ends and each lands on its own child.
+            warm = _study(team, dataset, trials=workers, sleep=2.0, parallelism=workers)
             wait_finished(warm)
             warmed = {t.split(":")[1] for t in warm.trials.values_list("tuner_id", flat=True)}
             assert len(warmed) == workers, f"only {len(warmed)} of {workers} child processes warmed up"

@@ -1,5 +1,6 @@
 """The README's `make run` mode: SQLite, Celery's filesystem transport and a local artifact
-folder, with a real worker (and beat) beside it — the same code paths, no services."""
+folder, with a real worker (and beat) beside it — the same code paths, no services: a study
+runs, and its best trial is retrained into a downloadable model."""
 
 import json
 import os
@@ -28,9 +29,18 @@ deadline = time.monotonic() + 180
 while study.status == "running" and time.monotonic() < deadline:
     time.sleep(0.5)
     study.refresh_from_db()
+from experiments.selectors import study_top_trials
+from experiments.services.trained_models import trained_models_request
+(model,) = trained_models_request(study=study, user=None, trials=study_top_trials(study=study, n=1),
+                                  method="retrain", epoch_source="recorded")
+while model.is_active and time.monotonic() < deadline + 120:
+    time.sleep(0.5)
+    model.refresh_from_db()
 print(json.dumps({"status": study.status, "message": study.message,
                   "trials": [t.status for t in study.trials.all()],
-                  "checkpoints": [t.checkpoint.storage_name for t in study.trials.all() if t.checkpoint]}))
+                  "checkpoints": [t.checkpoint.storage_name for t in study.trials.all() if t.checkpoint],
+                  "model": [model.status, model.error],
+                  "model_files": [f.artifact.storage_name for f in model.files.select_related("artifact")]}))
 """
 
 
@@ -52,7 +62,7 @@ def test_the_embedded_mode_runs_a_study_with_no_external_service(tmp_path):
         start_new_session=True,
     )
     try:
-        out = manage("shell", "-c", SCRIPT, timeout=240).stdout
+        out = manage("shell", "-c", SCRIPT, timeout=360).stdout
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=60)
@@ -62,3 +72,8 @@ def test_the_embedded_mode_runs_a_study_with_no_external_service(tmp_path):
     assert (tmp_path / "tuneboard.sqlite3").exists()
     for name in result["checkpoints"]:
         assert (tmp_path / "artifacts" / name).stat().st_size > 0  # a plain local folder
+    # Retraining the best trial makes a model in every format, also in the embedded mode.
+    assert result["model"] == ["completed", ""], (tmp_path / "worker.log").read_text()[-3000:]
+    assert len(result["model_files"]) == 4
+    for name in result["model_files"]:
+        assert (tmp_path / "artifacts" / name).stat().st_size > 0
