@@ -59,6 +59,7 @@ class Artifact(models.Model):
         DATASET_ARRAYS = "dataset_arrays", "Dataset splits"
         CHECKPOINT = "checkpoint", "Trial checkpoint"
         MODEL = "model", "Trained model"
+        PREDICTIONS = "predictions", "Cached predictions"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="artifacts")
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -283,9 +284,16 @@ class TrainedModel(models.Model):
     train+validation for 1.2x its best epoch, or the trial's checkpoint promoted as is.
     Versions count up per (team, name), as TF Serving's version directories do."""
 
+    class Kind(models.TextChoices):
+        SINGLE = "single", "Single model"
+        ENSEMBLE = "ensemble", "Ensemble"
+
     class Method(models.TextChoices):
         RETRAIN = "retrain", "Retrained on train+validation"
         PROMOTE = "promote", "Promoted trial checkpoint"
+        MEAN = "mean", "Ensemble: mean"
+        NELDER_MEAD = "nelder_mead", "Ensemble: weights by Nelder–Mead"
+        GREEDY = "greedy", "Ensemble: greedy selection"
 
     class EpochSource(models.TextChoices):
         DETECT = "detect", "Detected again (EarlyStopping on val_loss, patience 10)"
@@ -298,12 +306,17 @@ class TrainedModel(models.Model):
         FAILED = "failed", "Failed"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="trained_models")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SINGLE)
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="trained_models")
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="trained_models")
-    trial = models.ForeignKey(Trial, on_delete=models.PROTECT, related_name="trained_models")
+    # A single model's lineage; an ensemble's is its members.
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.PROTECT, related_name="trained_models")
+    trial = models.ForeignKey(Trial, null=True, blank=True, on_delete=models.PROTECT, related_name="trained_models")
     name = models.SlugField(max_length=80)
     version = models.PositiveIntegerField()
-    method = models.CharField(max_length=10, choices=Method.choices)
+    method = models.CharField(max_length=12, choices=Method.choices)
+    greedy_rounds = models.PositiveIntegerField(null=True, blank=True)
+    # An ensemble's report: weights, metrics beside the mean and the best member, correlations.
+    report = models.JSONField(default=dict, blank=True)
     epoch_source = models.CharField(max_length=10, choices=EpochSource.choices, blank=True)
     epoch_cap = models.PositiveIntegerField(default=100)
     seed = models.IntegerField()
@@ -339,6 +352,45 @@ class TrainedModel(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def is_ensemble(self) -> bool:
+        return self.kind == self.Kind.ENSEMBLE
+
+
+class EnsembleMember(models.Model):
+    """A member of an ensemble: a trained model, or a trial's checkpoint as is."""
+
+    ensemble = models.ForeignKey(TrainedModel, on_delete=models.CASCADE, related_name="members")
+    position = models.PositiveIntegerField()
+    model = models.ForeignKey(TrainedModel, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    trial = models.ForeignKey(Trial, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    weight = models.FloatField(null=True, blank=True)
+    val_metrics = models.JSONField(default=dict, blank=True)
+    test_metrics = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["ensemble", "position"], name="one_member_per_position"),
+            models.CheckConstraint(condition=models.Q(model__isnull=False) ^ models.Q(trial__isnull=False),
+                                   name="member_is_a_model_or_a_trial"),
+        ]
+
+    @property
+    def label(self) -> str:
+        if self.model_id:
+            return str(self.model)
+        return f"{self.trial.study.name} trial {self.trial.trial_id}"
+
+
+class CachedPredictions(models.Model):
+    """A member's predictions on one split, computed once and reused by every ensemble that
+    includes it. `key` names the source: "model:<id>:test", "trial:<id>:val"."""
+
+    key = models.CharField(max_length=100, unique=True)
+    artifact = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="+")
+    created = models.DateTimeField(default=timezone.now)
 
 
 class TrainedModelEpoch(models.Model):

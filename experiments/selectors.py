@@ -41,6 +41,33 @@ def team_models(*, team: Team) -> QuerySet[TrainedModel]:
     return TrainedModel.objects.filter(team=team).select_related("study", "trial", "dataset").order_by("-created")
 
 
+def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
+    """What an ensemble may be made of, by dataset: the team's completed single models, and
+    the best few checkpointed trials of each study (best first)."""
+    groups: dict[int, dict] = {}
+
+    def group(dataset):
+        return groups.setdefault(dataset.id, {"dataset": dataset, "models": [], "trials": []})
+
+    models = (TrainedModel.objects.filter(team=team, kind=TrainedModel.Kind.SINGLE,
+                                          status=TrainedModel.Status.COMPLETED)
+              .select_related("dataset", "study", "trial").order_by("name", "version"))
+    for model in models:
+        group(model.dataset)["models"].append(model)
+    for study in Study.objects.filter(team=team).select_related("dataset").order_by("name"):
+        order = "-score" if study.objective_direction == "max" else "score"
+        trials = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, checkpoint__isnull=False)
+                  .order_by(order, "number")[:trials_per_study])
+        for trial in trials:
+            trial.study = study
+            group(study.dataset)["trials"].append(trial)
+    return [g for g in groups.values() if len(g["models"]) + len(g["trials"]) >= 1]
+
+
+def ensemble_members(*, ensemble: TrainedModel) -> list:
+    return list(ensemble.members.select_related("model", "trial__study"))
+
+
 def study_models(*, study: Study) -> QuerySet[TrainedModel]:
     return TrainedModel.objects.filter(study=study).select_related("trial").order_by("-created")
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments.views import datasets, fleet, models, studies, teams
+from experiments.views import datasets, ensembles, fleet, models, studies, teams
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -19,6 +19,7 @@ urlpatterns = [
     path("studies/<int:study_id>/trials/<int:trial_pk>/models/", models.trial_models_request,
          name="trial_models_request"),
     path("models/", models.model_list, name="model_list"),
+    path("ensembles/new/", ensembles.ensemble_new, name="ensemble_new"),
     path("models/<int:model_id>/", models.model_detail, name="model_detail"),
     path("models/<int:model_id>/live/", models.model_live, name="model_live"),
     path("models/<int:model_id>/download/<str:fmt>/", models.model_download, name="model_download"),

@@ -5,6 +5,7 @@ local artifact folder under ./var. Production sets DATABASE_URL (PostgreSQL) and
 CELERY_BROKER_URL (Redis); artifacts then live in PostgreSQL too.
 """
 
+import importlib.util
 from pathlib import Path
 
 import dj_database_url
@@ -112,7 +113,12 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's browser bundle ships inside the installed `plotly` package: the machines are
+# offline, so charts never come from a CDN. Found without importing plotly.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("plotly", Path(importlib.util.find_spec("plotly").submodule_search_locations[0]) / "package_data"),
+]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every request otherwise
 

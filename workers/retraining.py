@@ -26,6 +26,7 @@ from experiments.services.trained_models import (
     trained_model_record_epoch,
 )
 from workers import checkpoints, hypermodels
+from workers.ensembling import build_ensemble
 from workers.export import export_model, package_versions
 from workers.hypermodels.base import DataInfo
 from workers.hyperparameters import to_hyperparameters
@@ -53,14 +54,25 @@ def _reporter(model_pk: int, phase: str):
     return report
 
 
-def _promote(row: TrainedModel, build, data, workdir: Path):
-    """The trial's best-epoch weights in a rebuilt model: no training at all."""
-    model = build()
+def model_from_trial_checkpoint(trial, workdir: Path):
+    """The trial's best-epoch weights in a model rebuilt from its hyperparameters (the
+    architecture is deterministic given them; normalisation adapts on the training split)."""
+    study = trial.study
+    _, info = load_dataset(study.dataset)
+    hp = to_hyperparameters(study.search_space)
+    hp.values = dict(trial.hyperparameters)
+    model = hypermodels.build(study.hypermodel, hp, info)
+    path = artifact_copy_to_path(artifact=trial.checkpoint, path=workdir / f"trial-{trial.pk}{checkpoints.SUFFIX}")
     try:
-        checkpoints.restore(model, artifact_copy_to_path(artifact=row.trial.checkpoint,
-                                                         path=workdir / f"trial{checkpoints.SUFFIX}"))
+        checkpoints.restore(model, path)
     except checkpoints.CheckpointMismatch as exc:
         raise TrialFailed(str(exc)) from exc
+    return model
+
+
+def _promote(row: TrainedModel, data, workdir: Path):
+    """The trial's best-epoch weights as they are: no training at all."""
+    model = model_from_trial_checkpoint(row.trial, workdir)
     val_metrics = evaluate(model, data.x_val, data.y_val, row.study.batch_size)
     return model, row.trial.best_epoch, row.trial.best_epoch, val_metrics
 
@@ -87,6 +99,20 @@ def _retrain(row: TrainedModel, hp, data, info: DataInfo):
     return model, best_epoch, epochs, val_metrics
 
 
+def _single_model(row: TrainedModel, workdir: Path) -> dict:
+    study = row.study
+    data, info = load_dataset(row.dataset)
+    hp = to_hyperparameters(study.search_space)
+    hp.values = dict(row.hyperparameters)
+    if row.method == TrainedModel.Method.PROMOTE:
+        model, best_epoch, epochs, val_metrics = _promote(row, data, workdir)
+    else:
+        model, best_epoch, epochs, val_metrics = _retrain(row, hp, data, info)
+    test_metrics = evaluate(model, data.x_test, data.y_test, study.batch_size)
+    return {"best_epoch": best_epoch, "epochs": epochs, "val_metrics": val_metrics, "test_metrics": test_metrics,
+            "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
+
+
 def make_trained_model(*, model_pk: int) -> str:
     import keras
 
@@ -103,27 +129,21 @@ def make_trained_model(*, model_pk: int) -> str:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            study = row.study
-            data, info = load_dataset(row.dataset)
-            hp = to_hyperparameters(study.search_space)
-            hp.values = dict(row.hyperparameters)
             keras.utils.set_random_seed(row.seed)
-            if row.method == TrainedModel.Method.PROMOTE:
-                build = lambda: hypermodels.build(study.hypermodel, hp, info)  # noqa: E731
-                model, best_epoch, epochs, val_metrics = _promote(row, build, data, workdir)
+            if row.is_ensemble:
+                built = build_ensemble(row, workdir=workdir)
+                exported = built.pop("exported")
+                result = {"best_epoch": None, "epochs": None, **built}
             else:
-                model, best_epoch, epochs, val_metrics = _retrain(row, hp, data, info)
-            test_metrics = evaluate(model, data.x_test, data.y_test, study.batch_size)
-            exported = export_model(model, workdir=workdir, name=row.name, version=row.version)
+                result = _single_model(row, workdir)
+                exported = result.pop("exported")
             files = {
                 fmt: artifact_create_from_path(team=row.team, kind=Artifact.Kind.MODEL, path=path)
                 for fmt, path in exported.files.items()
             }
-            with_db_retry(
-                trained_model_complete, model_pk=model_pk, best_epoch=best_epoch, epochs=epochs,
-                val_metrics=val_metrics, test_metrics=test_metrics, signature=exported.signature,
-                versions=package_versions(), files=files, duration_seconds=time.monotonic() - started,
-            )
+            with_db_retry(trained_model_complete, model_pk=model_pk, signature=exported.signature,
+                          versions=package_versions(), files=files, duration_seconds=time.monotonic() - started,
+                          **result)
         return "completed"
     except TrialCancelled:
         return "superseded"  # the row stopped being ours (requeued after a stale heartbeat)

@@ -10,7 +10,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.text import slugify
 
-from experiments.models import Artifact, ModelFile, Study, Team, TrainedModel, TrainedModelEpoch, Trial
+from experiments.models import Artifact, EnsembleMember, ModelFile, Study, Team, TrainedModel, TrainedModelEpoch, Trial
 from experiments.services.queueing import model_task_enqueue
 
 MAX_EPOCH_CAP = 1000
@@ -26,13 +26,24 @@ def default_model_name(study: Study) -> str:
     return slugify(study.name)[:80] or f"study-{study.id}"
 
 
+def last_version_locked(*, team_id: int, name: str) -> int:
+    """The highest version of `name` in the team, holding the team row's lock until the
+    transaction ends: versions count up per (team, name) without gaps or clashes."""
+    Team.objects.select_for_update().get(pk=team_id)
+    return TrainedModel.objects.filter(team_id=team_id, name=name).aggregate(v=Max("version"))["v"] or 0
+
+
+def check_model_name(name: str) -> str:
+    if slugify(name) != name:
+        raise ModelRequestError(f"The model name {name!r} may hold only lower-case letters, digits, '-' and '_'.")
+    return name
+
+
 def trained_models_request(*, study: Study, user, trials: list[Trial], method: str,
                            epoch_source: str = TrainedModel.EpochSource.DETECT, epoch_cap: int = 100,
                            name: str = "") -> list[TrainedModel]:
     """Queue one model per trial; all of them or, on any problem, none."""
-    name = name.strip() or default_model_name(study)
-    if slugify(name) != name:
-        raise ModelRequestError(f"The model name {name!r} may hold only lower-case letters, digits, '-' and '_'.")
+    name = check_model_name(name.strip() or default_model_name(study))
     if method not in TrainedModel.Method.values:
         raise ModelRequestError(f"Unknown method {method!r}.")
     if method == TrainedModel.Method.RETRAIN and epoch_source not in TrainedModel.EpochSource.values:
@@ -50,9 +61,7 @@ def trained_models_request(*, study: Study, user, trials: list[Trial], method: s
                 and not trial.best_epoch):
             raise ModelRequestError(f"Trial {trial.trial_id} has no recorded best epoch; detect it instead.")
     with transaction.atomic():
-        # Versions count up per (team, name): serialise requests of one team on its row.
-        Team.objects.select_for_update().get(pk=study.team_id)
-        last = TrainedModel.objects.filter(team_id=study.team_id, name=name).aggregate(v=Max("version"))["v"] or 0
+        last = last_version_locked(team_id=study.team_id, name=name)
         models = [
             TrainedModel.objects.create(
                 team_id=study.team_id, dataset_id=study.dataset_id, study=study, trial=trial, name=name,
@@ -100,19 +109,26 @@ def trained_model_record_epoch(*, model_pk: int, phase: str, epoch: int, metrics
     return True
 
 
-def trained_model_complete(*, model_pk: int, best_epoch: int | None, epochs: int, val_metrics: dict,
+def trained_model_complete(*, model_pk: int, best_epoch: int | None, epochs: int | None, val_metrics: dict,
                            test_metrics: dict, signature: dict, versions: dict, files: dict[str, Artifact],
-                           duration_seconds: float) -> bool:
+                           duration_seconds: float, report: dict | None = None,
+                           members: list[dict] | None = None) -> bool:
+    """Everything at once: the row, its files and (for an ensemble) each member's weight and
+    metrics, `members[i]` = {"weight", "val", "test"} in position order."""
     with transaction.atomic():
         updated = TrainedModel.objects.filter(pk=model_pk, status=TrainedModel.Status.RUNNING).update(
             status=TrainedModel.Status.COMPLETED, best_epoch=best_epoch, epochs=epochs, val_metrics=val_metrics,
             test_metrics=test_metrics, signature=signature, versions=versions, duration_seconds=duration_seconds,
-            finished=timezone.now(),
+            report=report or {}, finished=timezone.now(),
         )
         if updated:
             ModelFile.objects.bulk_create(
                 [ModelFile(model_id=model_pk, format=fmt, artifact=artifact) for fmt, artifact in files.items()]
             )
+            rows = EnsembleMember.objects.filter(ensemble_id=model_pk).order_by("position")
+            for row, result in zip(rows, members or [], strict=False):
+                row.weight, row.val_metrics, row.test_metrics = result["weight"], result["val"], result["test"]
+                row.save(update_fields=["weight", "val_metrics", "test_metrics"])
     return bool(updated)
 
 
@@ -128,6 +144,7 @@ def trained_models_requeue_lost(*, stale_before) -> int:
     requeued = 0
     lost = TrainedModel.objects.filter(status=TrainedModel.Status.RUNNING, heartbeat__lt=stale_before)
     for model in lost.select_related("study"):
+        queue = model.study.queue if model.study else "cpu"
         if model.attempts >= MAX_ATTEMPTS:
             trained_model_fail(model_pk=model.pk, error=f"Lost {model.attempts} times: the worker "
                                f"{model.worker_host} stopped heartbeating. Request it again to retry.")
@@ -135,6 +152,6 @@ def trained_models_requeue_lost(*, stale_before) -> int:
         with transaction.atomic():
             if TrainedModel.objects.filter(pk=model.pk, status=TrainedModel.Status.RUNNING,
                                            heartbeat__lt=stale_before).update(status=TrainedModel.Status.QUEUED):
-                model_task_enqueue(model_pk=model.pk, queue=model.study.queue)
+                model_task_enqueue(model_pk=model.pk, queue=queue)
                 requeued += 1
     return requeued

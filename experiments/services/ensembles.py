@@ -1,0 +1,73 @@
+"""Ensembles: saved from the browser as a recipe (members, method), built on a worker into a
+TrainedModel of kind ENSEMBLE with the same downloads and card as single models."""
+
+from django.db import transaction
+
+from experiments.models import EnsembleMember, Team, TrainedModel, Trial
+from experiments.services.queueing import model_task_enqueue
+from experiments.services.trained_models import ModelRequestError, check_model_name, last_version_locked
+
+METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY)
+# Prediction and weight fitting need no accelerator.
+ENSEMBLE_QUEUE = "cpu"
+MAX_ROUNDS = 1000
+
+
+class EnsembleError(ModelRequestError):
+    pass
+
+
+def _dataset_of(member) -> int:
+    return member.dataset_id if isinstance(member, TrainedModel) else member.study.dataset_id
+
+
+def _check_member(member, team: Team) -> None:
+    if isinstance(member, TrainedModel):
+        if member.team_id != team.id:
+            raise EnsembleError("A member belongs to another team.")
+        if member.status != TrainedModel.Status.COMPLETED:
+            raise EnsembleError(f"{member} has not completed; only finished models can join an ensemble.")
+        if member.is_ensemble:
+            raise EnsembleError(f"{member} is an ensemble itself; pick its members instead.")
+    else:
+        if member.study.team_id != team.id:
+            raise EnsembleError("A member belongs to another team.")
+        if member.status != Trial.Status.COMPLETED or member.checkpoint_id is None:
+            raise EnsembleError(f"Trial {member.trial_id} of {member.study.name} has no completed checkpoint.")
+
+
+def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int = 50, seed: int = 0,
+                    name: str = "") -> TrainedModel:
+    """`members` are TrainedModels and/or Trials of one dataset. All saved, or nothing."""
+    if method not in METHODS:
+        raise EnsembleError(f"Unknown ensemble method {method!r}.")
+    if len(members) < 2:
+        raise EnsembleError("Pick at least two members: an ensemble of one is that model.")
+    if len({(type(m).__name__, m.pk) for m in members}) != len(members):
+        raise EnsembleError("A member is picked twice.")
+    if method == TrainedModel.Method.GREEDY and not 1 <= rounds <= MAX_ROUNDS:
+        raise EnsembleError(f"Greedy selection needs between 1 and {MAX_ROUNDS} rounds.")
+    for member in members:
+        _check_member(member, team)
+    datasets = {_dataset_of(m) for m in members}
+    if len(datasets) > 1:
+        raise EnsembleError("The members were trained on different datasets; an ensemble averages predictions "
+                            "of one dataset's rows, so pick members of one dataset.")
+    dataset_id = datasets.pop()
+    name = check_model_name(name.strip() or f"ensemble-{method.replace('_', '-')}")
+    with transaction.atomic():
+        version = last_version_locked(team_id=team.id, name=name) + 1
+        ensemble = TrainedModel.objects.create(
+            team=team, kind=TrainedModel.Kind.ENSEMBLE, dataset_id=dataset_id, name=name, version=version,
+            method=method, greedy_rounds=rounds if method == TrainedModel.Method.GREEDY else None, seed=seed,
+            created_by=user,
+        )
+        EnsembleMember.objects.bulk_create([
+            EnsembleMember(ensemble=ensemble, position=i,
+                           model=m if isinstance(m, TrainedModel) else None,
+                           trial=m if isinstance(m, Trial) else None)
+            for i, m in enumerate(members)
+        ])
+        model_task_enqueue(model_pk=ensemble.pk, queue=ENSEMBLE_QUEUE)
+    return ensemble
+

@@ -1,0 +1,65 @@
+from django.contrib import messages
+from django.shortcuts import redirect, render
+
+from experiments.models import TrainedModel, Trial
+from experiments.selectors import ensemble_candidates
+from experiments.services.ensembles import METHODS, EnsembleError, ensemble_create
+from experiments.views.access import editor_required
+
+METHOD_CHOICES = [(m.value, m.label.removeprefix("Ensemble: ")) for m in METHODS]
+
+
+def _members_from_post(request) -> list:
+    """Picked members as objects of the current team; anything else is not found."""
+    members = []
+    for value in request.POST.getlist("members"):
+        kind, _, pk = value.partition(":")
+        if not pk.isdigit():
+            raise EnsembleError(f"Unknown member {value!r}.")
+        if kind == "model":
+            found = TrainedModel.objects.filter(pk=pk, team=request.team).first()
+        elif kind == "trial":
+            found = Trial.objects.filter(pk=pk, study__team=request.team).select_related("study").first()
+        else:
+            found = None
+        if found is None:
+            raise EnsembleError(f"Member {value} was not found in this team.")
+        members.append(found)
+    return members
+
+
+def _int(request, name: str, default: int) -> int:
+    raw = request.POST.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise EnsembleError(f"{name.capitalize()} must be a whole number, not {raw!r}.") from None
+
+
+@editor_required
+def ensemble_new(request):
+    error = None
+    if request.method == "POST":
+        try:
+            ensemble = ensemble_create(
+                team=request.team, user=request.user, members=_members_from_post(request),
+                method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50),
+                seed=_int(request, "seed", 0), name=request.POST.get("name", ""),
+            )
+        except EnsembleError as exc:
+            error = str(exc)
+        else:
+            messages.success(request, f"Building {ensemble} on a worker.")
+            return redirect("model_detail", model_id=ensemble.id)
+    picked = set(request.POST.getlist("members"))
+    groups = ensemble_candidates(team=request.team)
+    for group in groups:
+        for kind in ("model", "trial"):
+            for candidate in group[f"{kind}s"]:
+                candidate.pick_value = f"{kind}:{candidate.id}"
+                candidate.picked = candidate.pick_value in picked
+    return render(request, "ensembles/new.html", {
+        "groups": groups, "methods": METHOD_CHOICES, "error": error, "posted": request.POST,
+    })

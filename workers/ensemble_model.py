@@ -1,0 +1,18 @@
+"""An ensemble as one Keras model: the members as sub-models on a shared input, each output
+scaled by its fixed weight and summed. Built from built-in layers only (Rescaling, Add), so
+`keras.models.load_model` opens it with no custom code, and it exports like any model."""
+
+import keras
+
+
+def weighted_average_model(members: list, weights: list[float], input_shape: tuple) -> keras.Model:
+    inputs = keras.Input(shape=input_shape, name="features")
+    outputs = []
+    for i, (member, weight) in enumerate(zip(members, weights, strict=True)):
+        if weight <= 0:
+            continue  # a member greedy selection never picked adds nothing
+        # Members of one hypermodel share a name; nested models need distinct ones.
+        member.name = f"member_{i}"
+        outputs.append(keras.layers.Rescaling(float(weight), name=f"weight_{i}")(member(inputs)))
+    output = outputs[0] if len(outputs) == 1 else keras.layers.Add(name="weighted_average")(outputs)
+    return keras.Model(inputs, output, name="ensemble")

@@ -1,0 +1,186 @@
+"""Build one ensemble on a worker: every member's validation and test predictions (cached
+as artifacts, shared by every ensemble that includes the member), weights fitted on the
+validation predictions only, metrics beside the mean ensemble and the best member, the
+members' correlation, and the ensemble exported as one Keras model.
+
+No leakage: a retrained member trained on the validation split, so its validation
+predictions come from its search-phase checkpoint (trained on train only); the weights found
+there are then applied to the retrained member. Test predictions enter nothing but the
+final, once-computed test metrics."""
+
+import io
+import logging
+from pathlib import Path
+
+import numpy as np
+from django.db import IntegrityError, transaction
+
+from experiments.models import Artifact, CachedPredictions, EnsembleMember, TrainedModel
+from experiments.services.artifacts import artifact_copy_to_path, artifact_create, artifact_read_bytes
+from workers import ensembles
+from workers.ensemble_model import weighted_average_model
+from workers.export import export_model
+from workers.support import load_dataset
+from workers.training import TrialFailed
+
+log = logging.getLogger(__name__)
+PREDICT_BATCH = 1024
+EXACT = 1e-5  # the exported model must reproduce the weighted sum of the members' predictions
+
+
+def _cached(team, key: str, compute) -> np.ndarray:
+    row = CachedPredictions.objects.filter(key=key).select_related("artifact").first()
+    if row is not None:
+        with np.load(io.BytesIO(artifact_read_bytes(artifact=row.artifact))) as npz:
+            return npz["predictions"]
+    predictions = compute()
+    buffer = io.BytesIO()
+    np.savez(buffer, predictions=predictions)
+    try:
+        with transaction.atomic():
+            artifact = artifact_create(team=team, kind=Artifact.Kind.PREDICTIONS, filename=f"{key}.npz",
+                                       fileobj=buffer)
+            CachedPredictions.objects.create(key=key, artifact=artifact)
+    except IntegrityError:
+        pass  # another worker cached the same member meanwhile; its copy is identical
+    return predictions
+
+
+class _Member:
+    """One member's two faces: the model whose validation predictions fit the weights (trained
+    on train only) and the model that goes into the ensemble (and makes test predictions)."""
+
+    def __init__(self, row: EnsembleMember, workdir: Path):
+        self.row, self.workdir = row, workdir
+        self._models: dict[str, object] = {}
+
+    @property
+    def label(self) -> str:
+        return self.row.label
+
+    def _load_keras(self, model: TrainedModel):
+        import keras
+
+        file = model.files.filter(format="keras").select_related("artifact").first()
+        if file is None:
+            raise TrialFailed(f"Member {model} has no .keras file to load.")
+        path = artifact_copy_to_path(artifact=file.artifact, path=self.workdir / f"member-{model.pk}.keras")
+        return keras.models.load_model(path)
+
+    def _source(self, split: str) -> str:
+        return self.key(split).rsplit(":", 1)[0]
+
+    def _load(self, split: str):
+        """The Keras model behind `split`'s predictions, loaded once per source."""
+        from workers.retraining import model_from_trial_checkpoint
+
+        source = self._source(split)
+        if source not in self._models:
+            row = self.row
+            if source.startswith("trial:"):
+                trial = row.trial if row.trial_id else row.model.trial
+                self._models[source] = model_from_trial_checkpoint(trial, self.workdir)
+            else:
+                self._models[source] = self._load_keras(row.model)
+        return self._models[source]
+
+    def key(self, split: str) -> str:
+        row = self.row
+        if row.trial_id:
+            return f"trial:{row.trial_id}:{split}"
+        if split == "val" and row.model.method == TrainedModel.Method.RETRAIN:
+            return f"trial:{row.model.trial_id}:val"  # the search-phase checkpoint, trained on train only
+        return f"model:{row.model_id}:{split}"
+
+    def predictions(self, team, split: str, x: np.ndarray) -> np.ndarray:
+        def compute():
+            try:
+                model = self._load(split)
+            except TrialFailed:
+                raise
+            except Exception as exc:  # a corrupted artifact, a hypermodel that changed, custom layers
+                raise TrialFailed(f"Member {self.label} cannot be loaded: {type(exc).__name__}: {exc}") from exc
+            return model.predict(x, batch_size=PREDICT_BATCH, verbose=0)
+
+        return _cached(team, self.key(split), compute)
+
+    def final_model(self):
+        return self._load("test")
+
+
+def _stack(members: list[_Member], team, split: str, x: np.ndarray, task: str) -> np.ndarray:
+    predictions = [m.predictions(team, split, x) for m in members]
+    shapes = {m.label: p.shape for m, p in zip(members, predictions, strict=True)}
+    if len(set(shapes.values())) > 1:
+        raise TrialFailed("The members' outputs differ in shape, so they cannot be averaged: "
+                          + ", ".join(f"{label} {shape}" for label, shape in shapes.items()) + ".")
+    stacked = np.stack(predictions).astype("float64")
+    if task == "regression" and stacked.ndim == 2:
+        stacked = stacked[:, :, None]
+    if not np.all(np.isfinite(stacked)):
+        bad = [m.label for m, p in zip(members, predictions, strict=True) if not np.all(np.isfinite(p))]
+        raise TrialFailed(f"Member predictions hold NaN or infinite values: {', '.join(bad)}.")
+    return stacked
+
+
+def _as_model_metrics(split_metrics: dict) -> dict:
+    """The same keys single models report (Keras's: loss, accuracy / mae), so the leaderboard
+    compares like with like."""
+    renamed = dict(split_metrics)
+    renamed["loss"] = renamed.pop("log_loss", None) if "log_loss" in renamed else renamed.pop("mse")
+    return renamed
+
+
+def build_ensemble(row: TrainedModel, *, workdir: Path) -> dict:
+    """Returns what trained_model_complete needs (but files, which the caller stores)."""
+    data, info = load_dataset(row.dataset)
+    task = row.dataset.task
+    members = [_Member(m, workdir) for m in
+               row.members.select_related("model__trial__study", "model__study", "trial__study", "trial__checkpoint")]
+    team = row.team
+    val = _stack(members, team, "val", data.x_val, task)
+    test = _stack(members, team, "test", data.x_test, task)
+    try:
+        fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed)
+    except ensembles.EnsembleFitError as exc:
+        raise TrialFailed(str(exc)) from exc
+    weights = fit.weights
+
+    def both(w):
+        return {"val": _as_model_metrics(ensembles.metrics(ensembles.blend(val, w), data.y_val, task)),
+                "test": _as_model_metrics(ensembles.metrics(ensembles.blend(test, w), data.y_test, task))}
+
+    member_results = []
+    for i in range(len(members)):
+        one_hot = np.eye(len(members))[i]
+        member_results.append({"weight": float(weights[i]), **both(one_hot)})
+    best = min(range(len(members)), key=lambda i: member_results[i]["val"]["loss"])
+    mean = np.full(len(members), 1.0 / len(members))
+    result = both(weights)
+
+    combined = weighted_average_model([m.final_model() for m in members], [float(w) for w in weights],
+                                      tuple(data.x_test.shape[1:]))
+    exported_predictions = combined.predict(data.x_test, batch_size=PREDICT_BATCH, verbose=0)
+    expected = ensembles.blend(test, weights)
+    gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
+    if gap > EXACT:
+        raise TrialFailed(f"The exported ensemble differs from the weighted sum of its members by {gap:.2g}.")
+    exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
+    report = {
+        "method": row.method,
+        "weights": [float(w) for w in weights],
+        "members": [m.label for m in members],
+        "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
+                              for m in members],
+        "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},
+        "comparison": {
+            "ensemble": result,
+            "mean": both(mean),
+            "best_member": {"label": members[best].label, **member_results[best]},
+        },
+        "correlation": ensembles.correlation(val).round(4).tolist(),
+        "export_max_abs_difference": gap,
+    }
+    return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
+            "members": member_results, "exported": exported}
+
