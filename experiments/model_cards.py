@@ -10,21 +10,34 @@ PREPROCESSING = (
 )
 
 
-def model_card(*, model: TrainedModel, files: list[ModelFile]) -> dict:
-    study, trial, dataset = model.study, model.trial, model.dataset
+def _lineage(model: TrainedModel, members: list) -> dict:
+    if model.is_ensemble:
+        return {"team": model.team.name, "ensemble": {
+            "method": model.method, "greedy_rounds": model.greedy_rounds,
+            "members": [{"label": m.label, "model": str(m.model) if m.model_id else None,
+                         "trial": m.trial.trial_id if m.trial_id else None, "weight": m.weight,
+                         "validation": m.val_metrics, "test": m.test_metrics} for m in members],
+            "weights_fitted_on": "validation predictions of members trained on the training split only",
+        }}
+    study, trial = model.study, model.trial
+    return {
+        "team": model.team.name,
+        "study": {"id": study.id, "name": study.name, "tuner": study.tuner, "hypermodel": study.hypermodel,
+                  "objective": {"metric": study.objective_metric, "direction": study.objective_direction}},
+        "trial": {"id": trial.trial_id, "number": trial.number, "score": trial.score, "best_epoch": trial.best_epoch},
+    }
+
+
+def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | None = None) -> dict:
+    study, dataset = model.study, model.dataset
     return {
         "name": model.name,
         "version": model.version,
         "created": model.created.isoformat(),
         "finished": model.finished.isoformat() if model.finished else None,
+        "kind": model.kind,
         "status": model.status,
-        "lineage": {
-            "team": model.team.name,
-            "study": {"id": study.id, "name": study.name, "tuner": study.tuner, "hypermodel": study.hypermodel,
-                      "objective": {"metric": study.objective_metric, "direction": study.objective_direction}},
-            "trial": {"id": trial.trial_id, "number": trial.number, "score": trial.score,
-                      "best_epoch": trial.best_epoch},
-        },
+        "lineage": _lineage(model, members or []),
         "hyperparameters": model.hyperparameters,
         "training": {
             "method": model.method,
@@ -33,15 +46,16 @@ def model_card(*, model: TrainedModel, files: list[ModelFile]) -> dict:
             "best_epoch": model.best_epoch,
             "epochs": model.epochs,
             "epoch_cap": model.epoch_cap if model.method == TrainedModel.Method.RETRAIN else None,
-            "batch_size": study.batch_size,
+            "batch_size": study.batch_size if study else None,
             "seed": model.seed,
             "duration_seconds": model.duration_seconds,
         },
         "metrics": {
             "validation": model.val_metrics,
             "test": model.test_metrics,
-            "note": "Validation metrics are from the model trained on the training split only (best-epoch "
-                    "detection or the search trial); test metrics are from this model, evaluated once.",
+            "note": "Validation metrics are from models trained on the training split only (best-epoch "
+                    "detection, the search trial, or for an ensemble its members' search-phase checkpoints); "
+                    "test metrics are from this model, evaluated once.",
         },
         "dataset": {
             "name": dataset.name,

@@ -38,7 +38,8 @@ def study_top_trials(*, study: Study, n: int) -> list[Trial]:
 
 
 def team_models(*, team: Team) -> QuerySet[TrainedModel]:
-    return TrainedModel.objects.filter(team=team).select_related("study", "trial", "dataset").order_by("-created")
+    return (TrainedModel.objects.filter(team=team).select_related("study", "trial", "dataset")
+            .annotate(member_count=Count("members")).order_by("-created"))
 
 
 def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:

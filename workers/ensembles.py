@@ -58,19 +58,32 @@ def fit_nelder_mead(predictions: np.ndarray, y: np.ndarray, task: str, *, max_ev
     unconstrained and every point it tries is a valid convex combination."""
     inputs = _loss_inputs(predictions, y, task)
     m = len(inputs)
+    # The search evaluates the loss thousands of times: float32 halves each evaluation's cost;
+    # the losses it returns are recomputed in float64.
+    fast_inputs, fast_y = inputs.astype("float32"), y.astype("float32") if task == "regression" else y
 
     def objective(raw):
-        return _loss(_normalise(raw) @ inputs, y, task)
+        return _loss(_normalise(raw).astype("float32") @ fast_inputs, fast_y, task)
 
-    result = minimize(objective, np.full(m, 1.0 / m), method="Nelder-Mead",
-                      options={"maxfev": max_evaluations or 400 * m, "xatol": 1e-5, "fatol": 1e-9, "adaptive": m > 5})
+    start = np.full(m, 1.0 / m)
+    # scipy's default first simplex moves each weight by 5%, a step so small in tens of
+    # dimensions that the budget runs out near the mean; vertices that each give one member
+    # ~4/(m+3) of the weight let the search reach far better mixtures (measured in
+    # benchmarks.ensembles).
+    simplex = np.vstack([start, start + np.eye(m) * 3.0 / m])
+    result = minimize(objective, start, method="Nelder-Mead",
+                      options={"maxfev": max_evaluations or 250 * m, "xatol": 1e-5, "fatol": 1e-9,
+                               "adaptive": m > 5, "initial_simplex": simplex})
     weights = _normalise(result.x)
     if not np.all(np.isfinite(weights)) or not np.isfinite(result.fun):
         raise EnsembleFitError("Nelder–Mead returned NaN weights; the members' validation predictions may hold "
                                "NaN or infinite values.")
-    fit = Fit(weights, objective(result.x), int(result.nfev))
-    start = fit_mean(predictions, y, task)
-    return fit if fit.val_loss <= start.val_loss else start  # never worse than where it started
+    # The simplex only approaches the corners of the weight space; when one member alone is
+    # best, take that corner exactly. So the result is never worse than the mean or any member.
+    candidates = [Fit(weights, _loss(weights @ inputs, y, task), int(result.nfev)), fit_mean(predictions, y, task)]
+    candidates += [Fit(corner, _loss(corner @ inputs, y, task), 1) for corner in np.eye(m)]
+    best = min(candidates, key=lambda fit: fit.val_loss)
+    return Fit(best.weights, best.val_loss, int(result.nfev) + m + 1)
 
 
 def fit_greedy(predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int = 50, seed: int = 0) -> Fit:

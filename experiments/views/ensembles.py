@@ -4,6 +4,7 @@ from django.shortcuts import redirect, render
 from experiments.models import TrainedModel, Trial
 from experiments.selectors import ensemble_candidates
 from experiments.services.ensembles import METHODS, EnsembleError, ensemble_create
+from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required
 
 METHOD_CHOICES = [(m.value, m.label.removeprefix("Ensemble: ")) for m in METHODS]
@@ -48,7 +49,7 @@ def ensemble_new(request):
                 method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50),
                 seed=_int(request, "seed", 0), name=request.POST.get("name", ""),
             )
-        except EnsembleError as exc:
+        except ModelRequestError as exc:  # EnsembleError, or a bad name
             error = str(exc)
         else:
             messages.success(request, f"Building {ensemble} on a worker.")

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 from experiments.forms import ModelRequestForm
 from experiments.model_cards import model_card
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
-from experiments.selectors import model_epoch_rows, model_files, study_top_trials, team_models
+from experiments.selectors import ensemble_members, model_epoch_rows, model_files, study_top_trials, team_models
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.trained_models import ModelRequestError, trained_models_request
 from experiments.views.access import (
@@ -41,7 +41,8 @@ def _detail_context(model: TrainedModel) -> dict:
             phases.append({"label": label, "rows": rows,
                            "metric_names": sorted({name for row in rows for name in row["metrics"]})})
     metric_names = sorted(set(model.val_metrics) | set(model.test_metrics))
-    return {"model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names}
+    return {"model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
+            "members": ensemble_members(ensemble=model) if model.is_ensemble else []}
 
 
 @team_required
@@ -87,7 +88,7 @@ def model_download(request, model_id: int, fmt: str):
 @team_required
 def model_card_download(request, model_id: int):
     model = get_model_for_user(request, model_id)
-    card = model_card(model=model, files=model_files(model=model))
+    card = model_card(model=model, files=model_files(model=model), members=ensemble_members(ensemble=model))
     response = HttpResponse(json.dumps(card, indent=2), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{model.name}-v{model.version}-model-card.json"'
     return response

@@ -1,0 +1,116 @@
+"""How fast ensemble weights are fitted, and what ensembling buys on a real dataset.
+
+    python -m benchmarks.ensembles
+
+No services needed: the weight fitting is the worker's pure numpy/scipy code. Prints one
+JSON object as its last line and writes benchmarks/results/ensembles.json:
+- fit_seconds: Nelder–Mead and greedy selection (50 rounds) on 20 and 50 members x 10,000
+  validation rows x 10 classes (targets: <= 1 s at 20, <= 5 s at 50);
+- real_dataset: digits (bundled), split as Tuneboard splits it, six diverse small Keras
+  members trained on the training split; validation and test log loss of the best member,
+  the mean, and the Nelder–Mead and greedy ensembles (weights fitted on validation only).
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.harness import RESULTS
+
+ROWS, CLASSES = 10_000, 10
+
+
+def _synthetic(members: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Members of varied skill, with noise both shared (correlated) and their own."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, CLASSES, ROWS)
+    shared = rng.normal(size=(ROWS, CLASSES))
+    predictions = []
+    for _ in range(members):
+        logits = 0.6 * shared + rng.normal(size=(ROWS, CLASSES))
+        logits[np.arange(ROWS), y] += rng.uniform(0.5, 3.0)
+        exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+        predictions.append(exp / exp.sum(axis=1, keepdims=True))
+    return np.stack(predictions), y
+
+
+def measure_fit_seconds() -> dict:
+    from workers import ensembles
+
+    seconds: dict[str, dict[str, float]] = {"nelder_mead": {}, "greedy": {}}
+    for members in (20, 50):
+        predictions, y = _synthetic(members)
+        for method in seconds:
+            started = time.perf_counter()
+            fit = ensembles.fit(method, predictions, y, "classification", rounds=50, seed=0)
+            seconds[method][str(members)] = round(time.perf_counter() - started, 3)
+            print(f"{method} with {members} members: {seconds[method][str(members)]} s, "
+                  f"{fit.evaluations} evaluations, val loss {fit.val_loss:.4f}", file=sys.stderr)
+    return seconds
+
+
+def _digits_splits():
+    from experiments.dataset_parsing import load_bundled, split_indices
+
+    parsed = load_bundled("digits")
+    train, val, test = split_indices(parsed, val_fraction=0.15, test_fraction=0.15, seed=0)
+    return [(parsed.x[i], parsed.y[i]) for i in (train, val, test)]
+
+
+def _member(units: int, layers: int, learning_rate: float, epochs: int, seed: int, train):
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    x, y = train
+    inputs = keras.Input((x.shape[1],))
+    h = keras.layers.Normalization(mean=x.mean(0), variance=np.maximum(x.var(0), 1e-12))(inputs)
+    for _ in range(layers):
+        h = keras.layers.Dense(units, activation="relu")(h)
+    model = keras.Model(inputs, keras.layers.Dense(CLASSES, activation="softmax")(h))
+    model.compile(keras.optimizers.Adam(learning_rate), "sparse_categorical_crossentropy")
+    model.fit(x, y, epochs=epochs, batch_size=32, verbose=0)
+    return model
+
+
+def measure_real_dataset() -> dict:
+    from workers import ensembles
+
+    train, val, test = _digits_splits()
+    recipes = [(8, 1, 0.01, 5, 1), (16, 1, 0.003, 10, 2), (32, 2, 0.001, 10, 3), (64, 1, 0.03, 4, 4),
+               (128, 2, 0.0003, 8, 5), (24, 3, 0.01, 6, 6)]
+    members = [_member(*recipe, train=train) for recipe in recipes]
+    val_p = np.stack([m.predict(val[0], verbose=0) for m in members]).astype("float64")
+    test_p = np.stack([m.predict(test[0], verbose=0) for m in members]).astype("float64")
+
+    def losses(weights):
+        return {"val_log_loss": round(ensembles.metrics(ensembles.blend(val_p, weights), val[1],
+                                                        "classification")["log_loss"], 4),
+                "test_log_loss": round(ensembles.metrics(ensembles.blend(test_p, weights), test[1],
+                                                         "classification")["log_loss"], 4)}
+
+    member_losses = [losses(np.eye(len(members))[i]) for i in range(len(members))]
+    best = min(range(len(members)), key=lambda i: member_losses[i]["val_log_loss"])
+    result = {"members": len(members), "best_member": member_losses[best]}
+    for method in ("mean", "nelder_mead", "greedy"):
+        result[method] = losses(ensembles.fit(method, val_p, val[1], "classification", rounds=50, seed=0).weights)
+    result["correlation_mean_off_diagonal"] = round(float(
+        ensembles.correlation(val_p)[~np.eye(len(members), dtype=bool)].mean()), 3)
+    return result
+
+
+def main() -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    fit_seconds = measure_fit_seconds()
+    real = measure_real_dataset()
+    result = {"fit_seconds": fit_seconds, "real_dataset": real, "rows": ROWS, "classes": CLASSES,
+              "targets": {"fit_seconds_20": 1.0, "fit_seconds_50": 5.0}}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "ensembles.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
