@@ -141,8 +141,9 @@ class ModelRequestForm(forms.Form):
     """Retrain (or promote) the top trials of a study, or one trial when `top_n` is hidden."""
 
     top_n = forms.IntegerField(label="How many of the best trials", initial=3, min_value=1, max_value=20)
-    method = forms.ChoiceField(choices=TrainedModel.Method.choices, initial=TrainedModel.Method.RETRAIN,
-                               widget=forms.RadioSelect)
+    method = forms.ChoiceField(
+        choices=[(m.value, m.label) for m in (TrainedModel.Method.RETRAIN, TrainedModel.Method.PROMOTE)],
+        initial=TrainedModel.Method.RETRAIN, widget=forms.RadioSelect)
     epoch_source = forms.ChoiceField(label="Best epoch", choices=TrainedModel.EpochSource.choices,
                                      initial=TrainedModel.EpochSource.DETECT, widget=forms.RadioSelect,
                                      help_text="Only for retraining.")

@@ -221,6 +221,9 @@ class Trial(models.Model):
     heartbeat = models.DateTimeField(default=timezone.now)
     finished = models.DateTimeField(null=True, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
+    # People's annotations: they may change on a finished trial; its results never do.
+    notes = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["number"]

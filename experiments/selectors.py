@@ -17,14 +17,18 @@ def team_studies(*, team: Team) -> QuerySet[Study]:
     )
 
 
-def study_trials_by_score(*, study: Study) -> QuerySet[Trial]:
-    """Completed trials best first, then running, then the rest in start order."""
-    score = F("score")
-    score_order = score.desc(nulls_last=True) if study.objective_direction == "max" else score.asc(nulls_last=True)
-    status_rank = {Trial.Status.COMPLETED: 0, Trial.Status.RUNNING: 1}
-    trials = list(Trial.objects.filter(study=study).order_by(score_order, "number"))
-    trials.sort(key=lambda t: status_rank.get(t.status, 2))
-    return trials
+def study_trials_by_score(*, study: Study, limit: int = 100) -> tuple[list[Trial], int]:
+    """The trial table: the best completed trials, then the running ones, then the latest
+    failed/cancelled/lost, at most `limit` in all (running ones always shown); and how many
+    trials the study has."""
+    score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
+        nulls_last=True)
+    trials = Trial.objects.filter(study=study).defer("kt_state")
+    running = list(trials.filter(status=Trial.Status.RUNNING).order_by("number")[:limit])
+    best = list(trials.filter(status=Trial.Status.COMPLETED).order_by(score_order, "number")[:limit - len(running)])
+    rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED])
+                .order_by("-number")[:max(0, limit - len(running) - len(best))])
+    return best + running + rest, trials.count()
 
 
 def study_best_trial(*, study: Study) -> Trial | None:
@@ -69,8 +73,12 @@ def ensemble_members(*, ensemble: TrainedModel) -> list:
     return list(ensemble.members.select_related("model", "trial__study"))
 
 
-def study_models(*, study: Study) -> QuerySet[TrainedModel]:
-    return TrainedModel.objects.filter(study=study).select_related("trial").order_by("-created")
+def study_models(*, study: Study, limit: int = 10) -> tuple[list[TrainedModel], int]:
+    """The latest models made from the study, and how many there are in all."""
+    models = TrainedModel.objects.filter(study=study)
+    latest = list(models.select_related("trial").only(
+        "id", "name", "version", "status", "test_metrics", "created", "trial__trial_id").order_by("-created")[:limit])
+    return latest, models.count()
 
 
 def model_epoch_rows(*, model: TrainedModel) -> list[dict]:
@@ -98,27 +106,173 @@ def study_progress(*, study: Study) -> dict:
     }
 
 
+def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
+    from experiments import study_charts
+
+    if not study.is_active:
+        return None
+    recent = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).exclude(duration_seconds=None)
+              .order_by("-number"))
+    durations = list(recent.values_list("duration_seconds", flat=True)[:200])
+    return study_charts.eta_seconds(durations=durations, remaining=study.max_trials - progress["finished"],
+                                    parallelism=study.parallelism)
+
+
 def trial_epoch_rows(*, trial: Trial) -> list[dict]:
     return list(trial.epochs.values("execution", "epoch", "metrics"))
 
 
-def fleet_rows(*, now=None) -> list[dict]:
-    """Every registered worker with whether it is alive and the trials it is running."""
+def fleet_rows(*, team: Team, now=None) -> list[dict]:
+    """Every registered worker (the fleet is shared), whether it is alive, the trials of this
+    team it is running, and how many trials of other teams (never which)."""
     from django.utils import timezone
 
     from experiments.models import Worker
 
     now = now or timezone.now()
-    running = {}
+    running, others = {}, {}
     for trial in Trial.objects.filter(status=Trial.Status.RUNNING).select_related("study").order_by("number"):
-        running.setdefault(trial.worker_name, []).append(trial)
+        if trial.study.team_id == team.id:
+            running.setdefault(trial.worker_name, []).append(trial)
+        else:
+            others[trial.worker_name] = others.get(trial.worker_name, 0) + 1
     return [
-        {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, [])}
+        {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, []), "other_teams": others.get(w.name, 0)}
         for w in Worker.objects.all()
     ]
+
+
+def dashboard_data(*, team: Team) -> dict:
+    """Running studies with their progress, the fleet at a glance, the team's best recent models."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    running = list(
+        Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
+        .annotate(completed_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)),
+                  failed_trials=Count("trials", filter=Q(trials__status=Trial.Status.FAILED)),
+                  running_trials=Count("trials", filter=Q(trials__status=Trial.Status.RUNNING)))
+        .order_by("-started")
+    )
+    for study in running:
+        finished = study.completed_trials + study.failed_trials
+        study.percent = min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0
+    fleet = fleet_rows(team=team)
+    recent = (TrainedModel.objects.filter(team=team, status=TrainedModel.Status.COMPLETED,
+                                          finished__gte=timezone.now() - timedelta(days=30))
+              .select_related("dataset").order_by("-finished")[:50])
+    best: dict[int, TrainedModel] = {}
+    for model in recent:  # the best recent model of each dataset, by its test metric
+        metric = "accuracy" if model.dataset.task == Dataset.Task.CLASSIFICATION else "loss"
+        value = model.test_metrics.get(metric)
+        current = best.get(model.dataset_id)
+        if value is not None and (current is None or (value > current.test_metrics.get(metric, -1e300)
+                                                      if metric == "accuracy" else
+                                                      value < current.test_metrics.get(metric, 1e300))):
+            model.metric_name, model.metric_value = metric, value
+            best[model.dataset_id] = model
+    return {
+        "running_studies": running,
+        "fleet": {"alive": sum(1 for r in fleet if r["alive"]), "total": len(fleet),
+                  "busy": sum(1 for r in fleet if r["alive"] and (r["trials"] or r["other_teams"])),
+                  "queues": sorted({q for r in fleet if r["alive"] for q in r["worker"].queues})},
+        "best_models": sorted(best.values(), key=lambda m: m.dataset.name),
+    }
 
 
 def queue_has_live_worker(*, queue: str, now=None) -> bool:
     from experiments.models import Worker
 
     return any(w.is_alive(now) and queue in w.queues for w in Worker.objects.filter(stopped__isnull=True))
+
+
+def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
+    """Everything the study page's charts draw, in four queries whatever the study's size.
+    Hyperparameters are read for an even sample of the finished trials only (parallel
+    coordinates and importance need no more), which keeps a 10,000-trial study fast."""
+    from experiments import study_charts
+    from experiments.models import TrialEpoch
+
+    trials = list(Trial.objects.filter(study=study).order_by("number").values(
+        "pk", "number", "trial_id", "status", "score", "duration_seconds"))
+    completed = [t for t in trials if t["status"] == Trial.Status.COMPLETED and t["score"] is not None]
+    ranked = sorted(completed, key=lambda t: t["score"], reverse=study.objective_direction == "max")
+    running = [t for t in trials if t["status"] == Trial.Status.RUNNING]
+    shown = {t["pk"]: f"trial {t['trial_id']}" for t in [*ranked[:curve_trials], *running]}
+    epochs = list(TrialEpoch.objects.filter(trial_id__in=list(shown)).order_by("trial_id", "execution", "epoch")
+                  .values("trial_id", "execution", "epoch", "metrics"))
+    sample = [completed[i] for i in study_charts.downsample_indices(len(completed), study_charts.MAX_PARALLEL_TRIALS)]
+    values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
+    sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
+    names = study_charts.varying_hyperparameters(sample)
+    finished = sum(1 for t in trials if t["status"] in (Trial.Status.COMPLETED, Trial.Status.FAILED))
+    durations = [t["duration_seconds"] for t in completed[-200:] if t["duration_seconds"]]
+    return {
+        "objective": study.objective_metric,
+        "direction": study.objective_direction,
+        "active": study.is_active,
+        "history": study_charts.history(completed, study.objective_direction),
+        "curves": study_charts.curves(epochs, shown),
+        "parallel": study_charts.parallel_coordinates(sample, names),
+        "importance": study_charts.importance(sample, names),
+        "importance_trials": len(sample),
+        "eta_seconds": study_charts.eta_seconds(durations=durations, remaining=study.max_trials - finished,
+                                                parallelism=study.parallelism) if study.is_active else None,
+    }
+
+
+LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created")
+
+
+def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hypermodel: str = "",
+                author_id: int | None = None, since=None, until=None, sort: str = "test",
+                descending: bool | None = None) -> dict:
+    """The team's finished models and ensembles of one dataset, ranked by the test metric
+    (accuracy for classification, MSE for regression) with the validation metric beside it."""
+    metric = "accuracy" if dataset.task == Dataset.Task.CLASSIFICATION else "loss"
+    higher_is_better = metric == "accuracy"
+    models = TrainedModel.objects.filter(team=team, dataset=dataset, status=TrainedModel.Status.COMPLETED)
+    if study_id:
+        models = models.filter(study_id=study_id)
+    if hypermodel:
+        models = models.filter(study__hypermodel=hypermodel)
+    if author_id:
+        models = models.filter(created_by_id=author_id)
+    if since:
+        models = models.filter(created__date__gte=since)
+    if until:
+        models = models.filter(created__date__lte=until)
+    methods = dict(TrainedModel.Method.choices)
+    rows = []
+    # Plain values, not model instances: a thousand rows without the studies' JSON columns.
+    for m in models.values("id", "name", "version", "method", "study_id", "study__name", "study__hypermodel",
+                           "created_by__username", "created", "test_metrics", "val_metrics", "hyperparameters"):
+        rows.append({
+            "id": m["id"], "label": f"{m['name']} v{m['version']}", "slug": f"{m['name']}-v{m['version']}",
+            "model_name": m["name"], "version": m["version"], "study_id": m["study_id"],
+            "test": m["test_metrics"].get(metric), "val": m["val_metrics"].get(metric),
+            "name": (m["name"], m["version"]), "kind": methods.get(m["method"], m["method"]),
+            "study": m["study__name"] or "", "hypermodel": m["study__hypermodel"] or "ensemble",
+            "author": m["created_by__username"] or "", "created": m["created"],
+            "hp": {k: v for k, v in m["hyperparameters"].items() if not k.startswith("tuner/")},
+        })
+    hp_names = sorted({name for row in rows for name in row["hp"]})
+    if sort not in LEADERBOARD_COLUMNS and sort.removeprefix("hp:") not in hp_names:
+        sort = "test"
+    if descending is None:
+        descending = higher_is_better if sort in ("test", "val") else sort == "created"
+
+    def key(row):
+        value = row["hp"].get(sort[3:]) if sort.startswith("hp:") else row[sort]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return (0, float(value), "")
+        if isinstance(value, tuple):  # (name, version): versions compare as numbers
+            return (0, 0.0, value[0], value[1])
+        return (1, 0.0, str(value))  # text (and booleans) after numbers, compared as text
+
+    def missing(row):
+        return (row["hp"].get(sort[3:]) if sort.startswith("hp:") else row[sort]) is None
+
+    rows = sorted((r for r in rows if not missing(r)), key=key, reverse=descending) + [r for r in rows if missing(r)]
+    return {"rows": rows, "metric": metric, "hp_names": hp_names, "sort": sort, "descending": descending}

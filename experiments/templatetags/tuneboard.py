@@ -19,3 +19,17 @@ def hp_value(value):
     if isinstance(value, float):
         return f"{value:.4g}"
     return value
+
+
+@register.filter
+def duration(seconds):
+    """A short human duration: 45 s, 12 min, 3 h 5 min."""
+    if seconds is None:
+        return "—"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"

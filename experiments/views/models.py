@@ -41,8 +41,12 @@ def _detail_context(model: TrainedModel) -> dict:
             phases.append({"label": label, "rows": rows,
                            "metric_names": sorted({name for row in rows for name in row["metrics"]})})
     metric_names = sorted(set(model.val_metrics) | set(model.test_metrics))
+    members = ensemble_members(ensemble=model) if model.is_ensemble else []
+    sources = model.report.get("validation_source", [])
+    for i, member in enumerate(members):
+        member.validation_source = sources[i] if i < len(sources) else ""
     return {"model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
-            "members": ensemble_members(ensemble=model) if model.is_ensemble else []}
+            "members": members}
 
 
 @team_required

@@ -1,20 +1,26 @@
+import csv
 import json
 
 from django.contrib import messages
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
-from experiments.models import Study
+from experiments.models import Study, Trial
 from experiments.selectors import (
     queue_has_live_worker,
     study_best_trial,
+    study_eta_seconds,
     study_models,
     study_progress,
     study_trials_by_score,
     team_studies,
     trial_epoch_rows,
+)
+from experiments.selectors import (
+    study_chart_data as study_chart_data_for,
 )
 from experiments.services.studies import (
     StudyError,
@@ -24,6 +30,7 @@ from experiments.services.studies import (
     study_update_budget,
 )
 from experiments.services.trained_models import default_model_name
+from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.views.access import (
     editor_required,
     get_study_for_user,
@@ -61,14 +68,20 @@ def study_new(request):
 
 
 def _live_context(study: Study) -> dict:
-    return {
+    progress = study_progress(study=study)
+    context = {
         "study": study,
-        "progress": study_progress(study=study),
+        "progress": progress,
+        "eta_seconds": study_eta_seconds(study=study, progress=progress),
         "best": study_best_trial(study=study),
-        "trials": study_trials_by_score(study=study),
+        **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study), strict=True)),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
     }
+    context["study_models"], context["study_model_count"] = study_models(study=study)
+    context["has_completed_trials"] = context["best"] is not None
+    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)})
+    return context
 
 
 @team_required
@@ -76,9 +89,6 @@ def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
     context = _live_context(study)
     context["budget_form"] = StudyBudgetForm(instance=study)
-    context["study_models"] = study_models(study=study)
-    context["has_completed_trials"] = context["best"] is not None
-    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)})
     return render(request, "studies/detail.html", context)
 
 
@@ -140,3 +150,58 @@ def trial_detail(request, study_id: int, trial_pk: int):
         "curves_json": json.dumps(epochs),
         "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(trial.study)}),
     })
+
+
+@team_required
+def study_chart_data(request, study_id: int):
+    """The charts' data as JSON; the page polls it while the study runs."""
+    return JsonResponse(study_chart_data_for(study=get_study_for_user(request, study_id)))
+
+
+@team_required
+def study_trials_csv(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    names = [row["name"] for row in study.search_space]
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{default_model_name(study)}-trials.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["number", "trial_id", "attempt", "status", study.objective_metric, "best_epoch",
+                     "duration_seconds", "worker", "tags", "notes", "error", *names])
+    for t in Trial.objects.filter(study=study).order_by("number").iterator(chunk_size=2000):
+        writer.writerow([t.number, t.trial_id, t.attempt, t.status, t.score, t.best_epoch, t.duration_seconds,
+                         t.worker_host, " ".join(t.tags), t.notes, t.error,
+                         *[t.hyperparameters.get(n, "") for n in names]])
+    return response
+
+
+MAX_COMPARED = 4
+
+
+@team_required
+def study_compare(request, study_id: int):
+    """Two to four trials side by side: values, results and learning curves."""
+    study = get_study_for_user(request, study_id)
+    ids = [int(v) for v in request.GET.getlist("trials") if v.isdigit()]
+    trials = list(Trial.objects.filter(study=study, pk__in=ids).order_by("number"))
+    if not 2 <= len(trials) <= MAX_COMPARED:
+        messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")
+        return redirect("study_detail", study_id=study.id)
+    names = sorted({name for t in trials for name in t.hyperparameters})
+    epochs = {t.pk: trial_epoch_rows(trial=t) for t in trials}
+    curves = [{"trial": f"trial {t.trial_id}", "epoch": [r["epoch"] + 1 for r in epochs[t.pk] if r["execution"] == 0],
+               "val_loss": [r["metrics"].get("val_loss") for r in epochs[t.pk] if r["execution"] == 0],
+               "loss": [r["metrics"].get("loss") for r in epochs[t.pk] if r["execution"] == 0]} for t in trials]
+    return render(request, "studies/compare.html", {"study": study, "trials": trials, "names": names,
+                                                     "curves": curves})
+
+
+@require_POST
+@editor_required
+def trial_annotate_view(request, study_id: int, trial_pk: int):
+    trial = get_trial_for_user(request, study_id, trial_pk)
+    try:
+        trial_annotate(trial=trial, notes=request.POST.get("notes", ""), tags=request.POST.get("tags", ""))
+        messages.success(request, "Notes and tags saved.")
+    except TrialNotesError as exc:
+        messages.error(request, str(exc))
+    return redirect("trial_detail", study_id=study_id, trial_pk=trial.pk)

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_POST
 
 from experiments.middleware import SESSION_KEY
 from experiments.models import Membership, Study
+from experiments.selectors import dashboard_data
 from experiments.views.access import team_required
 
 
@@ -25,4 +26,4 @@ def switch_team(request):
 @team_required
 def dashboard(request):
     studies = Study.objects.filter(team=request.team).select_related("dataset").order_by("-created")[:10]
-    return render(request, "dashboard.html", {"studies": studies})
+    return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team)})

@@ -1,19 +1,24 @@
 // The ensemble report's charts: member weights (bars) and the members' prediction
-// correlation on the validation split (heatmap). Data comes from the page's json_script.
+// correlation on the validation split (heatmap). Data comes from the page's json_script;
+// drawn on load and again when htmx swaps in the finished report.
 (function () {
-  const source = document.getElementById("ensemble-report");
-  if (!source || typeof Plotly === "undefined") return;
-  const report = JSON.parse(source.textContent);
-  const config = { displaylogo: false, responsive: true };
-  const layout = (title) => ({ title: { text: title }, margin: { l: 180, r: 20, t: 40, b: 40 }, height: 300 });
-  if (report.weights) {
-    Plotly.newPlot("weights-chart", [{ type: "bar", orientation: "h", x: report.weights, y: report.members }],
-      { ...layout("Weights"), xaxis: { range: [0, 1] }, yaxis: { automargin: true } }, config);
+  function draw() {
+    const source = document.getElementById("ensemble-report");
+    if (!source || typeof Plotly === "undefined") return;
+    const report = JSON.parse(source.textContent);
+    const config = { displaylogo: false, responsive: true };
+    const layout = (title) => ({ title: { text: title }, margin: { l: 180, r: 20, t: 40, b: 40 }, height: 300 });
+    if (report.weights && document.getElementById("weights-chart")) {
+      Plotly.react("weights-chart", [{ type: "bar", orientation: "h", x: report.weights, y: report.members }],
+        { ...layout("Weights"), xaxis: { range: [0, 1] }, yaxis: { automargin: true } }, config);
+    }
+    if (report.correlation && document.getElementById("correlation-chart")) {
+      Plotly.react("correlation-chart", [{
+        type: "heatmap", z: report.correlation, x: report.members, y: report.members,
+        zmin: -1, zmax: 1, colorscale: "RdBu", reversescale: true,
+      }], { ...layout("Correlation"), height: 360, xaxis: { automargin: true }, yaxis: { automargin: true } }, config);
+    }
   }
-  if (report.correlation) {
-    Plotly.newPlot("correlation-chart", [{
-      type: "heatmap", z: report.correlation, x: report.members, y: report.members,
-      zmin: -1, zmax: 1, colorscale: "RdBu", reversescale: true,
-    }], { ...layout("Correlation"), height: 360, xaxis: { automargin: true }, yaxis: { automargin: true } }, config);
-  }
+  draw();
+  document.body.addEventListener("htmx:afterSettle", draw);
 })();

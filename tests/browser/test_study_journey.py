@@ -1,12 +1,15 @@
-"""A person logs in, uploads a CSV, defines a search space in the editor, starts the study
-and watches it complete — in a real Chromium against a real worker."""
+"""The whole journey in a real Chromium against a real worker: log in, upload a CSV, define
+a search space in the editor, start the study and watch it update live (charts included),
+retrain the top models, build an ensemble, find it on the leaderboard and download a model.
+A user of another team then sees none of it."""
 
 import csv
+import hashlib
 
 import pytest
 from sklearn.datasets import load_iris
 
-from experiments.models import Dataset, Study, Trial
+from experiments.models import Dataset, Study, TrainedModel, Trial
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
 
@@ -24,28 +27,28 @@ def _iris_csv(path) -> None:
 
 
 
-def test_a_study_defined_in_the_browser_runs_to_completion(
-    live_server, page, screenshot, alice, start_worker, tmp_path
+def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
+    live_server, page, browser, screenshot, alice, charlie, start_worker, tmp_path
 ):
     start_worker()
     log_in(page, live_server, "alice", PASSWORD)
 
     # Upload a CSV with string labels.
-    csv_path = tmp_path / "flowers.csv"
+    csv_path = tmp_path / "zanzibar.csv"
     _iris_csv(csv_path)
     page.goto(f"{live_server.url}/datasets/upload/")
-    page.get_by_label("Name").fill("flowers")
+    page.get_by_label("Name").fill("zanzibar")
     page.get_by_label("File").set_input_files(str(csv_path))
     page.get_by_label("Target column").fill("species")
     page.get_by_role("button", name="Upload").click()
     page.wait_for_url("**/datasets/*/")
     assert "150" in page.content() and "setosa" in page.content()
     screenshot("dataset")
-    dataset = Dataset.objects.get(name="flowers")
+    dataset = Dataset.objects.get(name="zanzibar")
 
     # Define the study and its search space in the editor.
     page.goto(f"{live_server.url}/studies/new/?dataset={dataset.id}")
-    page.get_by_label("Study name").fill("flowers search")
+    page.get_by_label("Study name").fill("zanzibar search")
     page.select_option("#id_hypermodel", "dense")
     page.locator("#hp-reset").click()
     rows = page.locator(".hp-row")
@@ -68,7 +71,7 @@ def test_a_study_defined_in_the_browser_runs_to_completion(
     page.locator("#save-and-start").click()
     page.wait_for_url("**/studies/*/")
 
-    study = Study.objects.get(name="flowers search")
+    study = Study.objects.get(name="zanzibar search")
     units_row = next(r for r in study.search_space if r["name"] == "units")
     assert units_row["max"] == 64
     assert any(r["name"] == "dropout_extra" and r["type"] == "fixed" for r in study.search_space)
@@ -80,3 +83,73 @@ def test_a_study_defined_in_the_browser_runs_to_completion(
     assert Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).count() == 2
     assert page.locator("#best-trial").is_visible()
     assert page.locator("#cancel-study").count() == 0  # the live part re-renders its buttons too
+
+    # The charts are drawn from the installed Plotly: history, curves, parallel coordinates.
+    page.locator("#history-chart .main-svg").first.wait_for()
+    page.locator("#curves-chart .main-svg").first.wait_for()
+    page.locator("#parallel-chart .main-svg, #parallel-empty:not([hidden])").first.wait_for()
+    screenshot("charts")
+
+    # Retrain the two best trials (a small epoch cap keeps the test quick).
+    # The finished study's last live update brought the form in, already open.
+    assert page.locator("#study-models details").get_attribute("open") is not None
+    form = page.locator("#model-request-form")
+    form.get_by_label("How many of the best trials").fill("2")
+    form.get_by_label("Epoch cap for best-epoch detection").fill("5")
+    form.get_by_label("Model name").fill("zanzibar")
+    form.locator("#request-models").click()
+    page.wait_for_url("**/models/")
+    assert page.locator("tr.model-row").count() == 2
+    for version in (1, 2):
+        page.goto(f"{live_server.url}/models/{TrainedModel.objects.get(name='zanzibar', version=version).id}/")
+        page.locator("#model-status", has_text="Completed").wait_for(timeout=300_000)
+    assert page.locator("#model-metrics").is_visible()
+    screenshot("model")
+
+    # Build a Nelder–Mead ensemble of the two from the models page.
+    page.goto(f"{live_server.url}/models/")
+    page.locator("#new-ensemble").click()
+    page.get_by_label("zanzibar v1").check()
+    page.get_by_label("zanzibar v2").check()
+    page.get_by_label("Name").fill("zanzibar-blend")
+    page.locator("#build-ensemble").click()
+    page.wait_for_url("**/models/*/")
+    page.locator("#model-status", has_text="Completed").wait_for(timeout=300_000)
+    page.locator("#weights-chart .main-svg").first.wait_for()
+    assert page.locator("#ensemble-comparison").is_visible()
+    assert "never trained on the validation split" in page.content()
+    screenshot("ensemble")
+
+    # The leaderboard ranks it beside the single models; download its .keras file.
+    page.get_by_role("link", name="Leaderboard").click()
+    ranked = page.locator("tr.leaderboard-row")
+    assert ranked.count() == 3
+    assert page.locator('tr.leaderboard-row[data-model="zanzibar-blend-v1"]').is_visible()
+    screenshot("leaderboard")
+    page.locator('tr.leaderboard-row[data-model="zanzibar-blend-v1"] a').first.click()
+    with page.expect_download() as download:
+        page.locator("#downloads a", has_text="Keras (.keras)").click()
+    path = tmp_path / "downloaded.keras"
+    download.value.save_as(path)
+    blend = TrainedModel.objects.get(name="zanzibar-blend")
+    artifact = blend.files.get(format="keras").artifact
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == artifact.sha256
+
+    # Readable on a phone: nothing wider than the screen but the scrolling tables.
+    page.set_viewport_size({"width": 390, "height": 800})
+    for url in (f"/studies/{study.id}/", "/leaderboard/", "/"):
+        page.goto(live_server.url + url)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400, url
+    screenshot("phone")
+
+    # Charlie, of another team, sees none of it.
+    other = browser.new_context(viewport={"width": 1280, "height": 800})
+    charlie_page = other.new_page()
+    log_in(charlie_page, live_server, "charlie", PASSWORD)
+    for url in ("/", "/studies/", "/models/", "/leaderboard/", "/datasets/"):
+        charlie_page.goto(live_server.url + url)
+        text = charlie_page.content()
+        assert "zanzibar" not in text, url
+    response = charlie_page.goto(f"{live_server.url}/models/{blend.id}/")
+    assert response.status == 404
+    other.close()

@@ -65,7 +65,11 @@ def test_the_embedded_mode_runs_a_study_with_no_external_service(tmp_path):
         out = manage("shell", "-c", SCRIPT, timeout=360).stdout
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(timeout=60)
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # never let a slow shutdown hide the real failure
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
     result = json.loads(out.strip().splitlines()[-1])
     assert result["status"] == "completed", (result, (tmp_path / "worker.log").read_text()[-3000:])
     assert result["trials"] == ["completed", "completed"]

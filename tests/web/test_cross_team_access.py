@@ -15,7 +15,7 @@ from tests.web.pages import page_text
 pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
-         "model_download", "model_card"]
+         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
@@ -24,6 +24,7 @@ ACTIONS = {
     "study_models_request": ({"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
                              Study.Status.CREATED),
     "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
+    "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
 }
 POST_ONLY = {*ACTIONS, "switch_team"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
@@ -32,7 +33,8 @@ STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parall
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras"}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
-    return reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
+    url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
+    return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
 
 
 @pytest.fixture
@@ -85,6 +87,8 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     assert response.status_code == 404
     assert _state(study) == before
     assert TrainedModel.objects.count() == models_before
+    acme_objects["trial"].refresh_from_db()
+    assert (acme_objects["trial"].notes, acme_objects["trial"].tags) == ("", [])
     assert study.status == status
 
 
@@ -111,7 +115,11 @@ def test_another_team_does_not_see_acme_objects_in_its_lists(charlie_client, acm
 
 @pytest.mark.parametrize("name", PAGES)
 def test_alice_sees_her_own_pages(alice_client, acme_objects, name):
-    response = alice_client.get(_url(name, **acme_objects))
+    url = _url(name, **acme_objects)
+    if name == "study_compare":  # comparing takes two trials
+        other = Trial.objects.create(study=acme_objects["study"], trial_id="1", number=2, status="completed")
+        url = url.rsplit("&", 1)[0] + f"&trials={other.pk}"
+    response = alice_client.get(url)
     assert response.status_code == 200
 
 

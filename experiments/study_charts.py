@@ -1,0 +1,156 @@
+"""The study page's chart data, computed in the web process from trial rows (numpy only, no
+TensorFlow): optimisation history with the best-so-far line, learning curves, parallel
+coordinates of the hyperparameters that vary, and a fANOVA-style importance. Long series are
+downsampled so a 10,000-trial study still answers in milliseconds."""
+
+import math
+
+import numpy as np
+
+MAX_HISTORY_POINTS = 2000
+MAX_CURVE_POINTS = 100
+MAX_PARALLEL_TRIALS = 1000  # also the sample importance is estimated on
+IMPORTANCE_BINS = 8
+
+
+def downsample_indices(n: int, limit: int, keep: set[int] | None = None) -> list[int]:
+    """Evenly spaced indices (first and last included) plus any in `keep`, at most about `limit`."""
+    if n <= limit:
+        return list(range(n))
+    chosen = set(np.linspace(0, n - 1, limit).round().astype(int).tolist()) | (keep or set())
+    return sorted(chosen)
+
+
+def history(trials: list[dict], direction: str) -> dict:
+    """Scores in start order and the best-so-far line. `trials`: dicts with number, score,
+    status, trial_id (completed ones carry a score)."""
+    numbers, scores, best_line, improved = [], [], [], set()
+    best = None
+    for i, trial in enumerate(trials):
+        score = trial["score"]
+        if score is not None and math.isfinite(score):
+            if best is None or (score < best if direction == "min" else score > best):
+                best = score
+                improved.add(i)
+        numbers.append(trial["number"])
+        scores.append(score)
+        best_line.append(best)
+    keep = downsample_indices(len(trials), MAX_HISTORY_POINTS, improved)  # every improvement stays visible
+    return {
+        "number": [numbers[i] for i in keep],
+        "score": [scores[i] for i in keep],
+        "best": [best_line[i] for i in keep],
+        "trial_id": [trials[i]["trial_id"] for i in keep],
+        "total": len(trials),
+        "shown": len(keep),
+    }
+
+
+def curves(epochs: list[dict], labels: dict[int, str]) -> list[dict]:
+    """Train and validation loss per trial, each downsampled to MAX_CURVE_POINTS epochs.
+    `epochs`: dicts with trial_id (pk), execution, epoch, metrics, ordered by trial and epoch."""
+    by_trial: dict[int, list[dict]] = {}
+    for row in epochs:
+        if row["execution"] == 0:
+            by_trial.setdefault(row["trial_id"], []).append(row)
+    series = []
+    for trial_pk, rows in by_trial.items():
+        keep = downsample_indices(len(rows), MAX_CURVE_POINTS)
+        picked = [rows[i] for i in keep]
+        series.append({
+            "trial": labels.get(trial_pk, str(trial_pk)),
+            "epoch": [r["epoch"] + 1 for r in picked],
+            "loss": [r["metrics"].get("loss") for r in picked],
+            "val_loss": [r["metrics"].get("val_loss") for r in picked],
+        })
+    return series
+
+
+def varying_hyperparameters(trials: list[dict]) -> list[str]:
+    """Names whose value differs between finished trials (Fixed ones and tuner/* bookkeeping
+    tell nothing). A name missing from some trials (conditional) varies too."""
+    first: dict[str, object] = {}
+    varying: set[str] = set()
+    for i, trial in enumerate(trials):
+        hp = trial["hyperparameters"]
+        for name, value in hp.items():
+            if name in varying or name.startswith("tuner/"):
+                continue
+            if name not in first:
+                first[name] = value
+                if i:
+                    varying.add(name)
+            elif value != first[name] or type(value) is not type(first[name]):
+                varying.add(name)
+        if len(hp) < len(first):
+            varying.update(name for name in first if name not in hp)
+    return sorted(varying)
+
+
+def json_key(value) -> str:
+    return repr(value)
+
+
+def _encoded(values: list) -> tuple[np.ndarray, list | None]:
+    """Numbers stay numbers (NaN where absent); anything else becomes a category index."""
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
+        return np.array([np.nan if v is None else float(v) for v in values]), None
+    categories = sorted({json_key(v) for v in values})
+    index = {c: i for i, c in enumerate(categories)}
+    return np.array([float(index[json_key(v)]) for v in values]), categories
+
+
+def parallel_coordinates(trials: list[dict], names: list[str]) -> dict:
+    """Dimensions for Plotly's parcoords: one per varying hyperparameter, then the score.
+    At most MAX_PARALLEL_TRIALS trials, evenly sampled."""
+    keep = downsample_indices(len(trials), MAX_PARALLEL_TRIALS)
+    sample = [trials[i] for i in keep]
+    dimensions = []
+    for name in names:
+        values, categories = _encoded([t["hyperparameters"].get(name) for t in sample])
+        dimension = {"label": name, "values": [None if math.isnan(v) else v for v in values.tolist()]}
+        if categories is not None:
+            dimension["tickvals"] = list(range(len(categories)))
+            dimension["ticktext"] = categories
+        dimensions.append(dimension)
+    dimensions.append({"label": "score", "values": [t["score"] for t in sample]})
+    return {"dimensions": dimensions, "shown": len(sample), "total": len(trials)}
+
+
+def importance(trials: list[dict], names: list[str]) -> list[dict]:
+    """Main-effect importance (the first-order term of fANOVA): for each hyperparameter, the
+    share of the score's variance explained by the mean score per value (numbers binned into
+    quantiles). Shares are normalised to sum to 1 across hyperparameters."""
+    scores = np.array([t["score"] for t in trials], dtype=float)
+    if len(scores) < 3 or not np.isfinite(scores).all() or scores.var() == 0:
+        return []
+    total = scores.var()
+    raw = {}
+    for name in names:
+        values, categories = _encoded([t["hyperparameters"].get(name) for t in trials])
+        if categories is None:
+            present = ~np.isnan(values)
+            groups = np.full(len(values), -1)
+            if present.sum() > 1:
+                edges = np.unique(np.quantile(values[present], np.linspace(0, 1, IMPORTANCE_BINS + 1)))
+                groups[present] = np.clip(np.searchsorted(edges, values[present], side="right") - 1, 0,
+                                          max(0, len(edges) - 2))
+        else:
+            groups = values.astype(int)
+        explained = 0.0
+        for group in np.unique(groups):
+            members = scores[groups == group]
+            explained += len(members) * (members.mean() - scores.mean()) ** 2
+        raw[name] = explained / len(scores) / total
+    norm = sum(raw.values()) or 1.0
+    return sorted(({"name": n, "importance": round(v / norm, 4)} for n, v in raw.items()),
+                  key=lambda row: -row["importance"])
+
+
+def eta_seconds(*, durations: list[float], remaining: int, parallelism: int) -> float | None:
+    """Remaining trials x the median observed duration, spread over the parallel slots."""
+    if remaining <= 0:
+        return 0.0
+    if not durations:
+        return None
+    return float(np.median(durations)) * math.ceil(remaining / max(1, parallelism))

@@ -1,0 +1,77 @@
+import csv
+from datetime import date
+
+from django.contrib.auth import get_user_model
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from experiments.models import Dataset, Study, TrainedModel
+from experiments.selectors import LEADERBOARD_COLUMNS, leaderboard
+from experiments.views.access import team_required
+
+PAGE_SIZE = 50
+
+
+def _int_or_none(value: str) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def _date_or_none(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+@team_required
+def leaderboard_view(request):
+    """Models and ensembles of one dataset, best first; every filter is a GET parameter, so a
+    view can be bookmarked and shared."""
+    with_models = TrainedModel.objects.filter(team=request.team, status=TrainedModel.Status.COMPLETED)
+    datasets = list(Dataset.objects.filter(team=request.team, id__in=with_models.values("dataset_id"))
+                    .only("id", "name", "task").order_by("name"))
+    chosen = next((d for d in datasets if str(d.id) == request.GET.get("dataset")), datasets[0] if datasets else None)
+    context = {"datasets": datasets, "dataset": chosen, "params": request.GET, "columns": LEADERBOARD_COLUMNS}
+    if chosen is not None:
+        direction = request.GET.get("dir")
+        board = leaderboard(
+            team=request.team, dataset=chosen, study_id=_int_or_none(request.GET.get("study", "")),
+            hypermodel=request.GET.get("hypermodel", ""), author_id=_int_or_none(request.GET.get("author", "")),
+            since=_date_or_none(request.GET.get("since", "")), until=_date_or_none(request.GET.get("until", "")),
+            sort=request.GET.get("sort", "test"), descending=None if direction is None else direction == "desc",
+        )
+        if request.GET.get("format") == "csv":
+            return _csv(chosen, board)
+        # Rendering is what costs at scale (a row is ~20 cells): show a page of rows; the CSV
+        # has them all.
+        paginator = Paginator(board["rows"], PAGE_SIZE)
+        page = paginator.get_page(request.GET.get("page"))
+        context.update(board)
+        context.update(page=page, rows=page.object_list, total=paginator.count,
+                       first_rank=page.start_index() if paginator.count else 1)
+        labels = {"test": f"Test {board['metric']}", "val": f"Validation {board['metric']}", "name": "Model",
+                  "kind": "Made by", "study": "Study", "hypermodel": "Hypermodel", "author": "Author",
+                  "created": "Created"}
+        context["sort_columns"] = [(c, labels[c]) for c in LEADERBOARD_COLUMNS] + [
+            (f"hp:{n}", n) for n in board["hp_names"]]
+        models = TrainedModel.objects.filter(team=request.team, dataset=chosen)
+        studies = Study.objects.filter(team=request.team, dataset=chosen).only("id", "name", "hypermodel")
+        context["studies"] = list(studies.order_by("name"))
+        context["hypermodels"] = sorted({s.hypermodel for s in context["studies"]})
+        context["authors"] = get_user_model().objects.filter(pk__in=models.values("created_by")).order_by("username")
+    return render(request, "leaderboard/leaderboard.html", context)
+
+
+def _csv(dataset: Dataset, board: dict) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="leaderboard-{dataset.name}.csv"'
+    writer = csv.writer(response)
+    metric = board["metric"]
+    writer.writerow(["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "study", "hypermodel",
+                     "author", "created", *board["hp_names"]])
+    for rank, row in enumerate(board["rows"], start=1):
+        writer.writerow([rank, row["model_name"], row["version"], row["kind"], row["test"], row["val"],
+                         row["study"], row["hypermodel"], row["author"], row["created"].isoformat(),
+                         *[row["hp"].get(n, "") for n in board["hp_names"]]])
+    return response

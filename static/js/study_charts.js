@@ -1,0 +1,57 @@
+// The study page's charts, drawn with Plotly (served from the installed package) from
+// /studies/<id>/chart-data/. While the study runs they refresh every 5 s in place
+// (Plotly.react), without reloading the page.
+(function () {
+  const section = document.getElementById("study-charts");
+  if (!section || typeof Plotly === "undefined") return;
+  const config = { displaylogo: false, responsive: true };
+  const base = (title) => ({ title: { text: title, font: { size: 14 } }, margin: { l: 50, r: 20, t: 40, b: 40 }, height: 320 });
+
+  // A chart with nothing to show yet gives way to a sentence saying when it will appear.
+  function show(name, drawable) {
+    document.getElementById(name + "-chart").hidden = !drawable;
+    document.getElementById(name + "-empty").hidden = drawable;
+  }
+
+  function draw(data) {
+    const h = data.history;
+    Plotly.react("history-chart", [
+      { x: h.number, y: h.score, mode: "markers", name: data.objective, text: h.trial_id.map((t) => "trial " + t) },
+      { x: h.number, y: h.best, mode: "lines", name: "best so far", line: { shape: "hv" } },
+    ], { ...base("Optimisation history"), xaxis: { title: { text: "trial" } }, yaxis: { title: { text: data.objective } } }, config);
+
+    const curves = [];
+    data.curves.forEach((c) => {
+      curves.push({ x: c.epoch, y: c.val_loss, mode: "lines", name: c.trial + " val", legendgroup: c.trial });
+      curves.push({ x: c.epoch, y: c.loss, mode: "lines", name: c.trial + " train", legendgroup: c.trial, line: { dash: "dot" }, showlegend: false });
+    });
+    Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
+
+    const p = data.parallel;
+    show("parallel", p.dimensions.length > 1);
+    if (p.dimensions.length > 1) {
+      const score = p.dimensions[p.dimensions.length - 1].values;
+      Plotly.react("parallel-chart", [{ type: "parcoords", dimensions: p.dimensions,
+        line: { color: score, colorscale: "Viridis", reversescale: data.direction === "min", showscale: true } }],
+        { ...base("Hyperparameters that vary, against " + data.objective), margin: { l: 60, r: 60, t: 70, b: 30 } }, config);
+    }
+
+    show("importance", data.importance.length > 0);
+    if (data.importance.length) {
+      const rows = data.importance.slice().reverse();
+      Plotly.react("importance-chart", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name) }],
+        { ...base("Hyperparameter importance (share of explained variance)"), margin: { l: 140, r: 20, t: 40, b: 40 } }, config);
+    }
+    const note = document.getElementById("charts-note");
+    note.textContent = h.shown < h.total ? `History shows ${h.shown} of ${h.total} trials (every improvement kept).` : "";
+    return data.active;
+  }
+
+  function refresh() {
+    fetch(section.dataset.url, { headers: { Accept: "application/json" } })
+      .then((r) => r.json())
+      .then((data) => { if (draw(data)) setTimeout(refresh, 5000); })
+      .catch(() => setTimeout(refresh, 10000));
+  }
+  refresh();
+})();
