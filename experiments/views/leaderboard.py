@@ -1,11 +1,10 @@
-import csv
 from datetime import date
 
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.http import HttpResponse
 from django.shortcuts import render
 
+from experiments.csv_export import csv_response
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.selectors import LEADERBOARD_COLUMNS, leaderboard
 from experiments.views.access import team_required
@@ -63,15 +62,12 @@ def leaderboard_view(request):
     return render(request, "leaderboard/leaderboard.html", context)
 
 
-def _csv(dataset: Dataset, board: dict) -> HttpResponse:
-    response = HttpResponse(content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="leaderboard-{dataset.name}.csv"'
-    writer = csv.writer(response)
+def _csv(dataset: Dataset, board: dict):
     metric = board["metric"]
-    writer.writerow(["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "study", "hypermodel",
-                     "author", "created", *board["hp_names"]])
-    for rank, row in enumerate(board["rows"], start=1):
-        writer.writerow([rank, row["model_name"], row["version"], row["kind"], row["test"], row["val"],
-                         row["study"], row["hypermodel"], row["author"], row["created"].isoformat(),
-                         *[row["hp"].get(n, "") for n in board["hp_names"]]])
-    return response
+    header = ["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "study", "hypermodel", "author",
+              "created", *board["hp_names"]]
+    rows = ([rank, row["model_name"], row["version"], row["kind"], row["test"], row["val"], row["study"],
+             row["hypermodel"], row["author"], row["created"].isoformat(),
+             *[row["hp"].get(n, "") for n in board["hp_names"]]]
+            for rank, row in enumerate(board["rows"], start=1))
+    return csv_response(f"leaderboard-{dataset.name}.csv", header, rows)

@@ -1,11 +1,11 @@
-import csv
 import json
 
 from django.contrib import messages
-from django.http import HttpResponse, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
 from experiments.models import Study, Trial
@@ -162,16 +162,12 @@ def study_chart_data(request, study_id: int):
 def study_trials_csv(request, study_id: int):
     study = get_study_for_user(request, study_id)
     names = [row["name"] for row in study.search_space]
-    response = HttpResponse(content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="{default_model_name(study)}-trials.csv"'
-    writer = csv.writer(response)
-    writer.writerow(["number", "trial_id", "attempt", "status", study.objective_metric, "best_epoch",
-                     "duration_seconds", "worker", "tags", "notes", "error", *names])
-    for t in Trial.objects.filter(study=study).order_by("number").iterator(chunk_size=2000):
-        writer.writerow([t.number, t.trial_id, t.attempt, t.status, t.score, t.best_epoch, t.duration_seconds,
-                         t.worker_host, " ".join(t.tags), t.notes, t.error,
-                         *[t.hyperparameters.get(n, "") for n in names]])
-    return response
+    header = ["number", "trial_id", "attempt", "status", study.objective_metric, "best_epoch", "duration_seconds",
+              "worker", "tags", "notes", "error", *names]
+    rows = ([t.number, t.trial_id, t.attempt, t.status, t.score, t.best_epoch, t.duration_seconds, t.worker_host,
+             " ".join(t.tags), t.notes, t.error, *[t.hyperparameters.get(n, "") for n in names]]
+            for t in Trial.objects.filter(study=study).defer("kt_state").order_by("number").iterator(chunk_size=2000))
+    return csv_response(f"{default_model_name(study)}-trials.csv", header, rows)
 
 
 MAX_COMPARED = 4

@@ -121,3 +121,11 @@ def test_the_trials_csv_has_every_trial_with_its_values(alice_client, acme_study
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [r["number"] for r in rows] == [str(i) for i in range(1, 8)]
     assert rows[0]["learning_rate"] == "0.01" and rows[0]["val_accuracy"]
+
+
+def test_csv_cells_that_look_like_formulas_open_as_text(alice_client, acme_study, acme_trial):
+    alice_client.post(reverse("trial_annotate", args=[acme_study.id, acme_trial.pk]),
+                      {"notes": "=HYPERLINK(\"http://evil\")", "tags": ""})
+    rows = list(csv.DictReader(io.StringIO(
+        alice_client.get(reverse("study_trials_csv", args=[acme_study.id])).content.decode())))
+    assert rows[0]["notes"] == "'=HYPERLINK(\"http://evil\")"
