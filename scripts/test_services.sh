@@ -4,6 +4,14 @@
 # started (and packages installed with apt-get when missing). Progress goes to stderr.
 set -euo pipefail
 say() { echo "test-services: $*" >&2; }
+# apt's progress is long; keep it in a log and show it only when the install fails.
+install() {
+  local log; log="$(mktemp)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; } >"$log" 2>&1; then
+    cat "$log" >&2; say "installing $* failed"; exit 1
+  fi
+  rm -f "$log"
+}
 
 PG_PORT=5432
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
@@ -15,7 +23,7 @@ else
   PG_PORT=55432
   if ! pg_ready "$PG_PORT"; then
     if [ -z "$(pg_bin)" ]; then
-      say "installing PostgreSQL"; apt-get update -qq >&2 && apt-get install -y -qq postgresql >&2
+      say "installing PostgreSQL"; install postgresql
     fi
     BIN="$(pg_bin)"; DATA=/tmp/tuneboard-test-pg
     # PostgreSQL refuses to run as root: the cluster belongs to the postgres user.
@@ -35,7 +43,7 @@ if redis-cli -p 6379 ping >/dev/null 2>&1; then
   say "using Redis on 127.0.0.1:6379"
 else
   if ! command -v redis-server >/dev/null; then
-    say "installing Redis"; apt-get update -qq >&2 && apt-get install -y -qq redis-server >&2
+    say "installing Redis"; install redis-server
   fi
   say "starting Redis on 127.0.0.1:6379"
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >&2
@@ -44,7 +52,7 @@ fi
 
 if [ ! -x /usr/bin/chromium ]; then
   say "installing Chromium for the browser tests"
-  apt-get update -qq >&2 && apt-get install -y -qq chromium >&2
+  install chromium
 fi
 
 echo "DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/tuneboard"
