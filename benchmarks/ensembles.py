@@ -63,10 +63,12 @@ def _digits_splits():
 def _member(units: int, layers: int, learning_rate: float, epochs: int, seed: int, train):
     import keras
 
+    from workers.hypermodels.base import unit_variance_if_constant
+
     keras.utils.set_random_seed(seed)
     x, y = train
     inputs = keras.Input((x.shape[1],))
-    h = keras.layers.Normalization(mean=x.mean(0), variance=np.maximum(x.var(0), 1e-12))(inputs)
+    h = keras.layers.Normalization(mean=x.mean(0), variance=unit_variance_if_constant(x.var(0)))(inputs)
     for _ in range(layers):
         h = keras.layers.Dense(units, activation="relu")(h)
     model = keras.Model(inputs, keras.layers.Dense(CLASSES, activation="softmax")(h))

@@ -3,6 +3,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def unit_variance_if_constant(variance: np.ndarray) -> np.ndarray:
+    """A feature constant on the training rows keeps unit scale (as scikit-learn's
+    StandardScaler does). Dividing by a tiny variance instead would multiply any other value
+    it takes later, in the test split or in production, by up to a million: the model's
+    outputs explode on exactly the rows it has never seen."""
+    return np.where(variance > 1e-12, variance, 1.0)
+
+
 @dataclass(frozen=True)
 class DataInfo:
     """What a hypermodel may know about the data: shapes, task, and training-split statistics
@@ -26,6 +34,5 @@ class DataInfo:
             task=task,
             n_classes=n_classes,
             feature_mean=flat.mean(axis=0).astype("float32"),
-            # Constant features would divide by zero; Normalization guards with epsilon too.
-            feature_variance=np.maximum(flat.var(axis=0), 1e-12).astype("float32"),
+            feature_variance=unit_variance_if_constant(flat.var(axis=0)).astype("float32"),
         )
