@@ -214,7 +214,8 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
         "active": study.is_active,
         "history": study_charts.history(completed, study.objective_direction),
         "curves": study_charts.curves(epochs, shown),
-        "parallel": study_charts.parallel_coordinates(sample, names),
+        "parallel": study_charts.parallel_coordinates(
+            sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log")),
         "importance": study_charts.importance(sample, names),
         "importance_trials": len(sample),
         "eta_seconds": study_charts.eta_seconds(durations=durations, remaining=study.max_trials - finished,
@@ -257,9 +258,20 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
             "author": m["created_by__username"] or "", "created": m["created"],
             "hp": {k: v for k, v in m["hyperparameters"].items() if not k.startswith("tuner/")},
         })
+    # The rank is by the test metric (ties: the validation one), whatever column the table is sorted by.
+    def by_metric(row):
+        test, val = row["test"], row["val"]
+        sign = -1 if higher_is_better else 1
+        return (test is None, sign * (test or 0), val is None, sign * (val or 0))
+
+    for rank, row in enumerate(sorted(rows, key=by_metric), start=1):
+        row["rank"] = rank
     hp_names = sorted({name for row in rows for name in row["hp"]})
     if sort not in LEADERBOARD_COLUMNS and sort.removeprefix("hp:") not in hp_names:
         sort = "test"
+    if sort == "test" and descending in (None, higher_is_better):
+        return {"rows": sorted(rows, key=lambda r: r["rank"]), "metric": metric, "hp_names": hp_names,
+                "sort": sort, "descending": higher_is_better}
     if descending is None:
         descending = higher_is_better if sort in ("test", "val") else sort == "created"
 

@@ -91,6 +91,11 @@ def json_key(value) -> str:
     return repr(value)
 
 
+def _display(key: str) -> str:
+    """A category as people wrote it: relu, not 'relu'."""
+    return key[1:-1] if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"" else key
+
+
 def _encoded(values: list) -> tuple[np.ndarray, list | None]:
     """Numbers stay numbers (NaN where absent); anything else becomes a category index."""
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values if v is not None):
@@ -100,18 +105,21 @@ def _encoded(values: list) -> tuple[np.ndarray, list | None]:
     return np.array([float(index[json_key(v)]) for v in values]), categories
 
 
-def parallel_coordinates(trials: list[dict], names: list[str]) -> dict:
+def parallel_coordinates(trials: list[dict], names: list[str], log_names: frozenset = frozenset()) -> dict:
     """Dimensions for Plotly's parcoords: one per varying hyperparameter, then the score.
-    At most MAX_PARALLEL_TRIALS trials, evenly sampled."""
+    At most MAX_PARALLEL_TRIALS trials, evenly sampled. Log-sampled ones get a log10 axis."""
     keep = downsample_indices(len(trials), MAX_PARALLEL_TRIALS)
     sample = [trials[i] for i in keep]
     dimensions = []
     for name in names:
         values, categories = _encoded([t["hyperparameters"].get(name) for t in sample])
-        dimension = {"label": name, "values": [None if math.isnan(v) else v for v in values.tolist()]}
+        label = name
+        if categories is None and name in log_names and np.nanmin(values, initial=np.inf) > 0:
+            values, label = np.log10(values), f"log10 {name}"
+        dimension = {"label": label, "values": [None if math.isnan(v) else round(v, 6) for v in values.tolist()]}
         if categories is not None:
             dimension["tickvals"] = list(range(len(categories)))
-            dimension["ticktext"] = categories
+            dimension["ticktext"] = [_display(c) for c in categories]
         dimensions.append(dimension)
     dimensions.append({"label": "score", "values": [t["score"] for t in sample]})
     return {"dimensions": dimensions, "shown": len(sample), "total": len(trials)}

@@ -5,7 +5,8 @@ scaled by its fixed weight and summed. Built from built-in layers only (Rescalin
 import keras
 
 
-def weighted_average_model(members: list, weights: list[float], input_shape: tuple) -> keras.Model:
+def weighted_average_model(members: list, weights: list[float], input_shape: tuple,
+                           task: str = "classification") -> keras.Model:
     inputs = keras.Input(shape=input_shape, name="features")
     outputs = []
     for i, (member, weight) in enumerate(zip(members, weights, strict=True)):
@@ -15,4 +16,10 @@ def weighted_average_model(members: list, weights: list[float], input_shape: tup
         member.name = f"member_{i}"
         outputs.append(keras.layers.Rescaling(float(weight), name=f"weight_{i}")(member(inputs)))
     output = outputs[0] if len(outputs) == 1 else keras.layers.Add(name="weighted_average")(outputs)
-    return keras.Model(inputs, output, name="ensemble")
+    model = keras.Model(inputs, output, name="ensemble")
+    # Compiled like the single models, so `evaluate` works right after `load_model`.
+    if task == "classification":
+        model.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    else:
+        model.compile(loss="mse", metrics=["mae"])
+    return model

@@ -159,7 +159,7 @@ def build_ensemble(row: TrainedModel, *, workdir: Path) -> dict:
     result = both(weights)
 
     combined = weighted_average_model([m.final_model() for m in members], [float(w) for w in weights],
-                                      tuple(data.x_test.shape[1:]))
+                                      tuple(data.x_test.shape[1:]), task)
     exported_predictions = combined.predict(data.x_test, batch_size=PREDICT_BATCH, verbose=0)
     expected = ensembles.blend(test, weights)
     gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))

@@ -66,8 +66,8 @@ def _csv(dataset: Dataset, board: dict):
     metric = board["metric"]
     header = ["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "study", "hypermodel", "author",
               "created", *board["hp_names"]]
-    rows = ([rank, row["model_name"], row["version"], row["kind"], row["test"], row["val"], row["study"],
+    rows = ([row["rank"], row["model_name"], row["version"], row["kind"], row["test"], row["val"], row["study"],
              row["hypermodel"], row["author"], row["created"].isoformat(),
              *[row["hp"].get(n, "") for n in board["hp_names"]]]
-            for rank, row in enumerate(board["rows"], start=1))
+            for row in board["rows"])
     return csv_response(f"leaderboard-{dataset.name}.csv", header, rows)

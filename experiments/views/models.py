@@ -29,7 +29,8 @@ CONTENT_TYPES = {
 
 @team_required
 def model_list(request):
-    return render(request, "models/list.html", {"models": team_models(team=request.team)})
+    models = list(team_models(team=request.team))
+    return render(request, "models/list.html", {"models": models, "any_active": any(m.is_active for m in models)})
 
 
 def _detail_context(model: TrainedModel) -> dict:

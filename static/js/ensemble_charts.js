@@ -13,9 +13,12 @@
         { ...layout("Weights"), xaxis: { range: [0, 1] }, yaxis: { automargin: true } }, config);
     }
     if (report.correlation && document.getElementById("correlation-chart")) {
+      // Scale to the off-diagonal range (members are often 0.9+ alike) and print each value.
+      const off = report.correlation.flatMap((row, i) => row.filter((_, j) => j !== i));
+      const low = Math.min(...off, 0.99);
       Plotly.react("correlation-chart", [{
         type: "heatmap", z: report.correlation, x: report.members, y: report.members,
-        zmin: -1, zmax: 1, colorscale: "RdBu", reversescale: true,
+        zmin: low, zmax: 1, colorscale: "Blues", texttemplate: "%{z:.3f}", hovertemplate: "%{x} / %{y}: %{z:.4f}<extra></extra>",
       }], { ...layout("Correlation"), height: 360, xaxis: { automargin: true }, yaxis: { automargin: true } }, config);
     }
   }

@@ -20,10 +20,13 @@
       { x: h.number, y: h.best, mode: "lines", name: "best so far", line: { shape: "hv" } },
     ], { ...base("Optimisation history"), xaxis: { title: { text: "trial" } }, yaxis: { title: { text: data.objective } } }, config);
 
+    // One colour per trial for both of its lines: solid validation, dotted train.
+    const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
     const curves = [];
-    data.curves.forEach((c) => {
-      curves.push({ x: c.epoch, y: c.val_loss, mode: "lines", name: c.trial + " val", legendgroup: c.trial });
-      curves.push({ x: c.epoch, y: c.loss, mode: "lines", name: c.trial + " train", legendgroup: c.trial, line: { dash: "dot" }, showlegend: false });
+    data.curves.forEach((c, i) => {
+      const color = palette[i % palette.length];
+      curves.push({ x: c.epoch, y: c.val_loss, mode: "lines", name: c.trial, legendgroup: c.trial, line: { color } });
+      curves.push({ x: c.epoch, y: c.loss, mode: "lines", name: c.trial + " train", legendgroup: c.trial, line: { color, dash: "dot" }, showlegend: false });
     });
     Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
 
@@ -33,14 +36,15 @@
       const score = p.dimensions[p.dimensions.length - 1].values;
       Plotly.react("parallel-chart", [{ type: "parcoords", dimensions: p.dimensions,
         line: { color: score, colorscale: "Viridis", reversescale: data.direction === "min", showscale: true } }],
-        { ...base("Hyperparameters that vary, against " + data.objective), margin: { l: 60, r: 60, t: 70, b: 30 } }, config);
+        { height: 340, margin: { l: 70, r: 70, t: 60, b: 30 }, font: { size: 11 } }, config);
     }
 
     show("importance", data.importance.length > 0);
     if (data.importance.length) {
       const rows = data.importance.slice().reverse();
       Plotly.react("importance-chart", [{ type: "bar", orientation: "h", x: rows.map((r) => r.importance), y: rows.map((r) => r.name) }],
-        { ...base("Hyperparameter importance (share of explained variance)"), margin: { l: 140, r: 20, t: 40, b: 40 } }, config);
+        { ...base("Hyperparameter importance (share of explained variance)"), margin: { l: 140, r: 20, t: 40, b: 40 },
+          yaxis: { automargin: true } }, config);
     }
     const note = document.getElementById("charts-note");
     note.textContent = h.shown < h.total ? `History shows ${h.shown} of ${h.total} trials (every improvement kept).` : "";

@@ -92,6 +92,10 @@ def test_ensembles_of_real_members(acme, alice, alice_client, start_worker, tmp_
     members = [f"model:{models[0].id}:test", f"model:{models[1].id}:test", f"trial:{weak_trial.id}:test"]
     expected = sum(w * _test_predictions(key) for w, key in zip(weights, members, strict=True))
     np.testing.assert_allclose(exported.predict(x_test, verbose=0), expected, atol=1e-5)
+    # Compiled like single models: evaluate works right after loading, and agrees with the page.
+    y_test = np.load(io.BytesIO(artifact_read_bytes(artifact=data.arrays)))["y_test"]
+    accuracy = exported.evaluate(x_test, y_test, verbose=0, return_dict=True)["accuracy"]
+    assert accuracy == pytest.approx(ensemble.test_metrics["accuracy"], abs=1e-6)
     assert set(ensemble.files.values_list("format", flat=True)) == {"keras", "savedmodel", "tflite", "tflite_int8"}
 
     # The page says how the weights avoid leakage and shows the comparison and the charts.

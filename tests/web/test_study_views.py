@@ -40,7 +40,7 @@ def test_chart_data_draws_history_curves_parallel_coordinates_and_importance(ali
     assert best == sorted(best) and best[-1] == max(history["score"])  # val_accuracy is maximised
     assert len(data["curves"]) == 10 and data["curves"][0]["epoch"] == [1, 2, 3]
     labels = [d["label"] for d in data["parallel"]["dimensions"]]
-    assert labels == ["learning_rate", "units", "score"]  # "fixed" never varies
+    assert labels == ["log10 learning_rate", "units", "score"]  # "fixed" never varies; lr is log-sampled
     assert data["importance"][0]["name"] == "learning_rate"
     assert sum(row["importance"] for row in data["importance"]) == pytest.approx(1.0, abs=1e-3)
     assert data["eta_seconds"] is None  # the study is not running
