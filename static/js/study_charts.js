@@ -1,6 +1,6 @@
 // The study page's charts, drawn with Plotly (served from the installed package) from
-// /studies/<id>/chart-data/. While the study runs they refresh every 5 s in place
-// (Plotly.react), without reloading the page.
+// /studies/<id>/chart-data/. While the study runs they are redrawn in place (Plotly.react)
+// with each live update of the page, without reloading it.
 (function () {
   const section = document.getElementById("study-charts");
   if (!section || typeof Plotly === "undefined") return;
@@ -48,14 +48,19 @@
     }
     const note = document.getElementById("charts-note");
     note.textContent = h.shown < h.total ? `History shows ${h.shown} of ${h.total} trials (every improvement kept).` : "";
-    return data.active;
   }
 
+  // Redrawn whenever the live part of the page (htmx, every 2 s while the study runs) has
+  // been swapped in, so the charts move with the trial table, and once more when it ends.
+  let pending = false;
   function refresh() {
+    if (pending) return;
+    pending = true;
     fetch(section.dataset.url, { headers: { Accept: "application/json" } })
       .then((r) => r.json())
-      .then((data) => { if (draw(data)) setTimeout(refresh, 5000); })
-      .catch(() => setTimeout(refresh, 10000));
+      .then(draw)
+      .finally(() => { pending = false; });
   }
+  document.body.addEventListener("htmx:afterSettle", refresh);
   refresh();
 })();

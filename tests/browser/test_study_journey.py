@@ -86,6 +86,9 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
 
     # The charts are drawn from the installed Plotly: history, curves, parallel coordinates.
     page.locator("#history-chart .main-svg").first.wait_for()
+    # The charts follow the live updates: the history ends with both finished trials.
+    page.wait_for_function("document.querySelectorAll('#history-chart .scatterlayer .trace:first-child .point')"
+                           ".length === 2")
     page.locator("#curves-chart .main-svg").first.wait_for()
     page.locator("#parallel-chart .main-svg, #parallel-empty:not([hidden])").first.wait_for()
     screenshot("charts")
