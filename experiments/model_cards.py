@@ -48,6 +48,7 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
             "epoch_cap": model.epoch_cap if model.method == TrainedModel.Method.RETRAIN else None,
             "batch_size": study.batch_size if study else None,
             "seed": model.seed,
+            "seed_note": "the study's seed plus the trial's number, as in the search" if model.trial_id else None,
             "duration_seconds": model.duration_seconds,
         },
         "metrics": {

@@ -15,7 +15,9 @@
 
   function draw(data) {
     const h = data.history;
-    Plotly.react("history-chart", [
+    show("history", h.total > 0);
+    show("curves", data.curves.length > 0);
+    if (h.total > 0) Plotly.react("history-chart", [
       { x: h.number, y: h.score, mode: "markers", name: data.objective, text: h.trial_id.map((t) => "trial " + t) },
       { x: h.number, y: h.best, mode: "lines", name: "best so far", line: { shape: "hv" } },
     ], { ...base("Optimisation history"), xaxis: { title: { text: "trial" } }, yaxis: { title: { text: data.objective } } }, config);
@@ -28,7 +30,7 @@
       curves.push({ x: c.epoch, y: c.val_loss, mode: "lines", name: c.trial, legendgroup: c.trial, line: { color } });
       curves.push({ x: c.epoch, y: c.loss, mode: "lines", name: c.trial + " train", legendgroup: c.trial, line: { color, dash: "dot" }, showlegend: false });
     });
-    Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
+    if (curves.length) Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
 
     const p = data.parallel;
     show("parallel", p.dimensions.length > 1);
