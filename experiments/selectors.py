@@ -1,5 +1,7 @@
 """Reads for pages and the API. Everything is scoped to a team."""
 
+from collections.abc import Iterator
+
 from django.db.models import Count, F, Q, QuerySet
 
 from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
@@ -106,6 +108,29 @@ def study_progress(*, study: Study) -> dict:
     }
 
 
+def study_trials_export(*, study: Study) -> tuple[list[str], Iterator[list]]:
+    """Every trial of the study as CSV rows (streamed from the database in chunks)."""
+    names = [row["name"] for row in study.search_space]
+    header = ["number", "trial_id", "attempt", "status", study.objective_metric, "best_epoch", "duration_seconds",
+              "worker", "tags", "notes", "error", *names]
+    trials = Trial.objects.filter(study=study).defer("kt_state").order_by("number").iterator(chunk_size=2000)
+    rows = ([t.number, t.trial_id, t.attempt, t.status, t.score, t.best_epoch, t.duration_seconds, t.worker_host,
+             " ".join(t.tags), t.notes, t.error, *[t.hyperparameters.get(n, "") for n in names]] for t in trials)
+    return header, rows
+
+
+def trials_compared(*, study: Study, trial_pks: list[int]) -> dict:
+    """The picked trials of the study, the hyperparameter names among them, and their curves."""
+    from experiments import study_charts
+    from experiments.models import TrialEpoch
+
+    trials = list(Trial.objects.filter(study=study, pk__in=trial_pks).order_by("number"))
+    labels = {t.pk: f"trial {t.trial_id}" for t in trials}
+    epochs = TrialEpoch.objects.filter(trial_id__in=list(labels)).order_by("trial_id", "execution", "epoch")
+    return {"trials": trials, "names": sorted({name for t in trials for name in t.hyperparameters}),
+            "curves": study_charts.curves(list(epochs.values("trial_id", "execution", "epoch", "metrics")), labels)}
+
+
 def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
     from experiments import study_charts
 
@@ -163,13 +188,13 @@ def dashboard_data(*, team: Team) -> dict:
                                           finished__gte=timezone.now() - timedelta(days=30))
               .select_related("dataset").order_by("-finished")[:50])
     best: dict[int, TrainedModel] = {}
-    for model in recent:  # the best recent model of each dataset, by its test metric
-        metric = "accuracy" if model.dataset.task == Dataset.Task.CLASSIFICATION else "loss"
+    for model in recent:  # the best recent model of each dataset, by its ranking metric
+        metric, higher_is_better = ranking_metric(model.dataset.task)
         value = model.test_metrics.get(metric)
+        if value is None:
+            continue
         current = best.get(model.dataset_id)
-        if value is not None and (current is None or (value > current.test_metrics.get(metric, -1e300)
-                                                      if metric == "accuracy" else
-                                                      value < current.test_metrics.get(metric, 1e300))):
+        if current is None or (value > current.metric_value if higher_is_better else value < current.metric_value):
             model.metric_name, model.metric_value = metric, value
             best[model.dataset_id] = model
     return {
@@ -226,13 +251,34 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
 LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created")
 
 
+def ranking_metric(task: str) -> tuple[str, bool]:
+    """The test metric models of a dataset are ranked by, and whether higher is better:
+    accuracy for classification, the loss (MSE) for regression."""
+    return ("accuracy", True) if task == Dataset.Task.CLASSIFICATION else ("loss", False)
+
+
+def leaderboard_datasets(*, team: Team) -> list[Dataset]:
+    """The team's datasets that have at least one finished model, by name."""
+    with_models = TrainedModel.objects.filter(team=team, status=TrainedModel.Status.COMPLETED)
+    return list(Dataset.objects.filter(team=team, id__in=with_models.values("dataset_id"))
+                .only("id", "name", "task").order_by("name"))
+
+
+def leaderboard_filter_choices(*, team: Team, dataset: Dataset) -> dict:
+    from django.contrib.auth import get_user_model
+
+    studies = list(Study.objects.filter(team=team, dataset=dataset).only("id", "name", "hypermodel").order_by("name"))
+    authors = TrainedModel.objects.filter(team=team, dataset=dataset).values("created_by")
+    return {"studies": studies, "hypermodels": sorted({s.hypermodel for s in studies}),
+            "authors": list(get_user_model().objects.filter(pk__in=authors).order_by("username"))}
+
+
 def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hypermodel: str = "",
                 author_id: int | None = None, since=None, until=None, sort: str = "test",
                 descending: bool | None = None) -> dict:
     """The team's finished models and ensembles of one dataset, ranked by the test metric
     (accuracy for classification, MSE for regression) with the validation metric beside it."""
-    metric = "accuracy" if dataset.task == Dataset.Task.CLASSIFICATION else "loss"
-    higher_is_better = metric == "accuracy"
+    metric, higher_is_better = ranking_metric(dataset.task)
     models = TrainedModel.objects.filter(team=team, dataset=dataset, status=TrainedModel.Status.COMPLETED)
     if study_id:
         models = models.filter(study_id=study_id)

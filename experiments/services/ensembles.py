@@ -36,6 +36,23 @@ def _check_member(member, team: Team) -> None:
             raise EnsembleError(f"Trial {member.trial_id} of {member.study.name} has no completed checkpoint.")
 
 
+def ensemble_members_resolve(*, team: Team, keys: list[str]) -> list:
+    """Picked members ("model:<id>", "trial:<id>") as objects of this team; anything else,
+    another team's included, is not found."""
+    members = []
+    for key in keys:
+        kind, _, pk = key.partition(":")
+        found = None
+        if pk.isdigit() and kind == "model":
+            found = TrainedModel.objects.filter(pk=pk, team=team).first()
+        elif pk.isdigit() and kind == "trial":
+            found = Trial.objects.filter(pk=pk, study__team=team).select_related("study").first()
+        if found is None:
+            raise EnsembleError(f"Member {key} was not found in this team.")
+        members.append(found)
+    return members
+
+
 def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int = 50, seed: int = 0,
                     name: str = "") -> TrainedModel:
     """`members` are TrainedModels and/or Trials of one dataset. All saved, or nothing."""

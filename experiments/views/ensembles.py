@@ -1,32 +1,12 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from experiments.models import TrainedModel, Trial
 from experiments.selectors import ensemble_candidates
-from experiments.services.ensembles import METHODS, EnsembleError, ensemble_create
+from experiments.services.ensembles import METHODS, EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required
 
 METHOD_CHOICES = [(m.value, m.label.removeprefix("Ensemble: ")) for m in METHODS]
-
-
-def _members_from_post(request) -> list:
-    """Picked members as objects of the current team; anything else is not found."""
-    members = []
-    for value in request.POST.getlist("members"):
-        kind, _, pk = value.partition(":")
-        if not pk.isdigit():
-            raise EnsembleError(f"Unknown member {value!r}.")
-        if kind == "model":
-            found = TrainedModel.objects.filter(pk=pk, team=request.team).first()
-        elif kind == "trial":
-            found = Trial.objects.filter(pk=pk, study__team=request.team).select_related("study").first()
-        else:
-            found = None
-        if found is None:
-            raise EnsembleError(f"Member {value} was not found in this team.")
-        members.append(found)
-    return members
 
 
 def _int(request, name: str, default: int) -> int:
@@ -45,7 +25,8 @@ def ensemble_new(request):
     if request.method == "POST":
         try:
             ensemble = ensemble_create(
-                team=request.team, user=request.user, members=_members_from_post(request),
+                team=request.team, user=request.user,
+                members=ensemble_members_resolve(team=request.team, keys=request.POST.getlist("members")),
                 method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50),
                 seed=_int(request, "seed", 0), name=request.POST.get("name", ""),
             )

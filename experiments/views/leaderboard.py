@@ -1,12 +1,11 @@
 from datetime import date
 
-from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
 from experiments.csv_export import csv_response
-from experiments.models import Dataset, Study, TrainedModel
-from experiments.selectors import LEADERBOARD_COLUMNS, leaderboard
+from experiments.models import Dataset
+from experiments.selectors import LEADERBOARD_COLUMNS, leaderboard, leaderboard_datasets, leaderboard_filter_choices
 from experiments.views.access import team_required
 
 PAGE_SIZE = 50
@@ -27,11 +26,9 @@ def _date_or_none(value: str) -> date | None:
 def leaderboard_view(request):
     """Models and ensembles of one dataset, best first; every filter is a GET parameter, so a
     view can be bookmarked and shared."""
-    with_models = TrainedModel.objects.filter(team=request.team, status=TrainedModel.Status.COMPLETED)
-    datasets = list(Dataset.objects.filter(team=request.team, id__in=with_models.values("dataset_id"))
-                    .only("id", "name", "task").order_by("name"))
+    datasets = leaderboard_datasets(team=request.team)
     chosen = next((d for d in datasets if str(d.id) == request.GET.get("dataset")), datasets[0] if datasets else None)
-    context = {"datasets": datasets, "dataset": chosen, "params": request.GET, "columns": LEADERBOARD_COLUMNS}
+    context = {"datasets": datasets, "dataset": chosen, "params": request.GET}
     if chosen is not None:
         direction = request.GET.get("dir")
         board = leaderboard(
@@ -46,19 +43,13 @@ def leaderboard_view(request):
         # has them all.
         paginator = Paginator(board["rows"], PAGE_SIZE)
         page = paginator.get_page(request.GET.get("page"))
-        context.update(board)
-        context.update(page=page, rows=page.object_list, total=paginator.count,
-                       first_rank=page.start_index() if paginator.count else 1)
         labels = {"test": f"Test {board['metric']}", "val": f"Validation {board['metric']}", "name": "Model",
                   "kind": "Made by", "study": "Study", "hypermodel": "Hypermodel", "author": "Author",
                   "created": "Created"}
-        context["sort_columns"] = [(c, labels[c]) for c in LEADERBOARD_COLUMNS] + [
-            (f"hp:{n}", n) for n in board["hp_names"]]
-        models = TrainedModel.objects.filter(team=request.team, dataset=chosen)
-        studies = Study.objects.filter(team=request.team, dataset=chosen).only("id", "name", "hypermodel")
-        context["studies"] = list(studies.order_by("name"))
-        context["hypermodels"] = sorted({s.hypermodel for s in context["studies"]})
-        context["authors"] = get_user_model().objects.filter(pk__in=models.values("created_by")).order_by("username")
+        context.update(board, page=page, rows=page.object_list, total=paginator.count,
+                       sort_columns=[(c, labels[c]) for c in LEADERBOARD_COLUMNS] + [
+                           (f"hp:{n}", n) for n in board["hp_names"]],
+                       **leaderboard_filter_choices(team=request.team, dataset=chosen))
     return render(request, "leaderboard/leaderboard.html", context)
 
 

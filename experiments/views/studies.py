@@ -1,4 +1,3 @@
-import json
 
 from django.contrib import messages
 from django.http import JsonResponse
@@ -8,7 +7,7 @@ from django.views.decorators.http import require_POST
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
-from experiments.models import Study, Trial
+from experiments.models import Study
 from experiments.selectors import (
     queue_has_live_worker,
     study_best_trial,
@@ -16,8 +15,10 @@ from experiments.selectors import (
     study_models,
     study_progress,
     study_trials_by_score,
+    study_trials_export,
     team_studies,
     trial_epoch_rows,
+    trials_compared,
 )
 from experiments.selectors import (
     study_chart_data as study_chart_data_for,
@@ -147,7 +148,6 @@ def trial_detail(request, study_id: int, trial_pk: int):
     metric_names = sorted({name for row in epochs for name in row["metrics"]})
     return render(request, "studies/trial.html", {
         "trial": trial, "study": trial.study, "epochs": epochs, "metric_names": metric_names,
-        "curves_json": json.dumps(epochs),
         "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(trial.study)}),
     })
 
@@ -161,12 +161,7 @@ def study_chart_data(request, study_id: int):
 @team_required
 def study_trials_csv(request, study_id: int):
     study = get_study_for_user(request, study_id)
-    names = [row["name"] for row in study.search_space]
-    header = ["number", "trial_id", "attempt", "status", study.objective_metric, "best_epoch", "duration_seconds",
-              "worker", "tags", "notes", "error", *names]
-    rows = ([t.number, t.trial_id, t.attempt, t.status, t.score, t.best_epoch, t.duration_seconds, t.worker_host,
-             " ".join(t.tags), t.notes, t.error, *[t.hyperparameters.get(n, "") for n in names]]
-            for t in Trial.objects.filter(study=study).defer("kt_state").order_by("number").iterator(chunk_size=2000))
+    header, rows = study_trials_export(study=study)
     return csv_response(f"{default_model_name(study)}-trials.csv", header, rows)
 
 
@@ -177,18 +172,11 @@ MAX_COMPARED = 4
 def study_compare(request, study_id: int):
     """Two to four trials side by side: values, results and learning curves."""
     study = get_study_for_user(request, study_id)
-    ids = [int(v) for v in request.GET.getlist("trials") if v.isdigit()]
-    trials = list(Trial.objects.filter(study=study, pk__in=ids).order_by("number"))
-    if not 2 <= len(trials) <= MAX_COMPARED:
+    compared = trials_compared(study=study, trial_pks=[int(v) for v in request.GET.getlist("trials") if v.isdigit()])
+    if not 2 <= len(compared["trials"]) <= MAX_COMPARED:
         messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")
         return redirect("study_detail", study_id=study.id)
-    names = sorted({name for t in trials for name in t.hyperparameters})
-    epochs = {t.pk: trial_epoch_rows(trial=t) for t in trials}
-    curves = [{"trial": f"trial {t.trial_id}", "epoch": [r["epoch"] + 1 for r in epochs[t.pk] if r["execution"] == 0],
-               "val_loss": [r["metrics"].get("val_loss") for r in epochs[t.pk] if r["execution"] == 0],
-               "loss": [r["metrics"].get("loss") for r in epochs[t.pk] if r["execution"] == 0]} for t in trials]
-    return render(request, "studies/compare.html", {"study": study, "trials": trials, "names": names,
-                                                     "curves": curves})
+    return render(request, "studies/compare.html", {"study": study, **compared})
 
 
 @require_POST
