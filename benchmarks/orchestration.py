@@ -38,7 +38,8 @@ def _space(sleep: float) -> list[dict]:
 
 
 def _study(team, dataset, *, trials: int, sleep: float, parallelism: int = 1, start: bool = True):
-    from experiments.services.studies import study_create, study_start
+    from experiments.services.studies import study_create
+    from experiments.services.trial_runs import study_start
 
     study = study_create(
         team=team, user=None, dataset=dataset, name=f"bench {trials}x{sleep}s p{parallelism}",
@@ -133,15 +134,19 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
 def measure_claims(team, dataset) -> dict:
     """In this process: claim/finish directly, without training."""
     from experiments.models import Study
+    from experiments.services import trial_runs
     from workers import oracle
+
+    oracles = oracle.KerasTunerOracles()
 
     def claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> None:
         started = time.perf_counter()
-        claim = oracle.claim_trial(study_id=study_id, claimant=oracle.Claimant(tuner_id=tuner, worker_host="bench"))
+        claim = trial_runs.claim_trial(study_id=study_id, oracles=oracles,
+                                       claimant=trial_runs.Claimant(tuner_id=tuner, worker_host="bench"))
         if timed is not None:
             timed.append((time.perf_counter() - started) * 1000)
-        oracle.finish_trial(trial_pk=claim.trial.pk,
-                            outcome=oracle.Outcome("completed", score=0.5, best_step=0, metrics={}))
+        trial_runs.finish_trial(trial_pk=claim.trial.pk, oracles=oracles,
+                                outcome=trial_runs.Outcome("completed", score=0.5, best_step=0, metrics={}))
 
     results = {"interleaved": {}, "warm": {}, "cold": {}}
     for stored in (10, 100, 1000):

@@ -17,6 +17,8 @@ import numpy as np
 from sklearn import datasets
 from sklearn.model_selection import train_test_split
 
+from experiments.errors import TuneboardError
+
 TASKS = ("auto", "classification", "regression")
 _MB = 1024 * 1024
 # Spellings people and spreadsheet exports use for "no value".
@@ -28,7 +30,7 @@ _DELIMITERS = (",", ";", "\t")
 _MAX_NPZ_EXPANDED_BYTES = 2 * 1024 * _MB
 
 
-class DatasetError(ValueError):
+class DatasetError(TuneboardError, ValueError):
     """A problem with the user's data; str(exc) is the message shown to them."""
 
 

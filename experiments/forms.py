@@ -7,7 +7,8 @@ from django.core import validators
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries
 from experiments.models import Dataset, Study, TrainedModel
-from experiments.search_space import SearchSpaceError, grid_size, validate_search_space
+from experiments.search_space import SearchSpaceError, validate_search_space
+from experiments.services.studies import LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
 
 METRICS_BY_TASK = {
@@ -60,14 +61,11 @@ class StudyForm(forms.ModelForm):
         model = Study
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
-                  "patience", "seed", "queue", "parallelism"]
+                  "patience", "seed", "queue", "parallelism", "initial_random_trials"]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience"}
         help_texts = {"objective_metric": "e.g. val_accuracy or val_loss (never a test metric).",
                       "parallelism": "Trials in flight at once across the workers of the queue."}
-
-    LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
-              "batch_size": (1, 65536), "patience": (1, 1000), "parallelism": (1, 64)}
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
@@ -76,7 +74,9 @@ class StudyForm(forms.ModelForm):
         self.fields["hypermodel"] = forms.ChoiceField(
             choices=[(name, f"{name} — {e.description}") for name, e in hypermodel_entries().items()]
         )
-        for name, (low, high) in self.LIMITS.items():
+        for name, (low, high) in LIMITS.items():
+            if name not in self.fields:
+                continue
             self.fields[name].validators += [validators.MinValueValidator(low),
                                              validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
@@ -113,11 +113,11 @@ class StudyForm(forms.ModelForm):
             self.add_error("objective_metric", "The test split is never used for selection.")
         if data.get("objective_direction") == "auto" and metric:
             data["objective_direction"] = infer_direction(metric)
-        rows = data.get("search_space")
-        if rows and data.get("tuner") == Study.Tuner.GRID and grid_size(rows) is None:
-            self.add_error("tuner", "Grid search needs a finite grid: give every Float a step.")
-        if data.get("tuner") == Study.Tuner.HYPERBAND and (data.get("epochs") or 0) < 3:
-            self.add_error("epochs", "Hyperband needs at least 3 epochs to form brackets.")
+        # The rules live in the service; the form only shows them beside their fields.
+        settings = {name: data.get(name) for name in self.Meta.fields if name in data}
+        for name, message in study_settings_errors(**settings).items():
+            if name in self.fields and name not in self.errors:
+                self.add_error(name, message)
         return data
 
 
@@ -132,7 +132,7 @@ class StudyBudgetForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for name in self.Meta.fields:
-            low, high = StudyForm.LIMITS[name]
+            low, high = LIMITS[name]
             self.fields[name].validators += [validators.MinValueValidator(low), validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
 

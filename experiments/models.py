@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from experiments.states import TRIAL_FINISHED, ModelStatus, StudyStatus, TrialStatus
+
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
@@ -118,12 +120,7 @@ class Dataset(models.Model):
 
 
 class Study(models.Model):
-    class Status(models.TextChoices):
-        CREATED = "created", "Not started"
-        RUNNING = "running", "Running"
-        COMPLETED = "completed", "Completed"
-        CANCELLED = "cancelled", "Cancelled"
-        FAILED = "failed", "Failed"
+    Status = StudyStatus
 
     class Tuner(models.TextChoices):
         RANDOM = "random", "Random search"
@@ -168,8 +165,20 @@ class Study(models.Model):
     created = models.DateTimeField(default=timezone.now)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
-    # Last claim or finish; a running study quiet for too long gets fresh wake-ups.
+    # Last claim or finish.
     last_activity = models.DateTimeField(null=True, blank=True)
+    # Wake-ups sent to the broker and not yet picked up by a worker, and when the last was
+    # sent: a slot neither running a trial nor covered by a wake-up in flight is refilled.
+    wakeups_pending = models.PositiveIntegerField(default=0)
+    last_wakeup = models.DateTimeField(null=True, blank=True)
+    # Resends since a wake-up last led to a claim: each doubles the wait before the next.
+    wakeup_resends = models.PositiveIntegerField(default=0)
+    # len(oracle end_order) at the last start: failures before it do not count towards
+    # max_consecutive_failed_trials, so a FAILED study can really be resumed.
+    failures_counted_from = models.PositiveIntegerField(default=0)
+    # Bayesian optimisation's random trials before its Gaussian process takes over; empty
+    # means KerasTuner's default, 3 x the number of hyperparameters.
+    initial_random_trials = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -188,14 +197,8 @@ class Study(models.Model):
 
 
 class Trial(models.Model):
-    class Status(models.TextChoices):
-        RUNNING = "running", "Running"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
-        LOST = "lost", "Lost"
-
-    FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.LOST)
+    Status = TrialStatus
+    FINISHED = TRIAL_FINISHED
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="trials")
     trial_id = models.CharField(max_length=20)
@@ -302,11 +305,7 @@ class TrainedModel(models.Model):
         DETECT = "detect", "Detected again (EarlyStopping on val_loss, patience 10)"
         RECORDED = "recorded", "The trial's recorded best epoch"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        COMPLETED = "completed", "Completed"
-        FAILED = "failed", "Failed"
+    Status = ModelStatus
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="trained_models")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SINGLE)
@@ -333,9 +332,13 @@ class TrainedModel(models.Model):
     # Input and output tensors of the exported model, and the packages that made it.
     signature = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict, blank=True)
+    # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)
     worker_host = models.CharField(max_length=200, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent to the broker: a QUEUED model unclaimed for long is re-sent.
+    last_sent = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveIntegerField(default=0)
     duration_seconds = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(default=timezone.now)

@@ -13,6 +13,8 @@ import math
 import re
 from collections import defaultdict
 
+from experiments.errors import TuneboardError
+
 MAX_ROWS = 100
 MAX_NAME_LENGTH = 64
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -34,7 +36,7 @@ _FLOAT_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 _BOOL_TEXT = {"true": True, "false": False}
 
 
-class SearchSpaceError(ValueError):
+class SearchSpaceError(TuneboardError, ValueError):
     """Everything wrong with a search space at once, so the editor can show it row by row."""
 
     def __init__(self, row_errors: dict[int, list[str]], general: list[str]):

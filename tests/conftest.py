@@ -126,7 +126,7 @@ def worker_env(django_db_setup, django_db_blocker):
         "TUNEBOARD_TRIAL_HEARTBEAT_SECONDS": "1",
         "TUNEBOARD_TRIAL_STALE_SECONDS": "5",
         "TUNEBOARD_WORKER_HEARTBEAT_SECONDS": "1",
-        "TUNEBOARD_KICK_AFTER_SECONDS": "4",
+        "TUNEBOARD_RESEND_AFTER_SECONDS": "4",
         "TUNEBOARD_REAPER_INTERVAL_SECONDS": "1",
         "TUNEBOARD_HYPERMODELS": TEST_HYPERMODELS,
         "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -139,8 +139,8 @@ def start_worker(worker_env):
     """Factory: start real worker processes; all are stopped at the end of the test."""
     started: list[CeleryProcess] = []
 
-    def start(name: str = "w1", queues: str = "cpu", concurrency: int = 1) -> CeleryProcess:
-        worker = CeleryProcess(name, worker_env, [
+    def start(name: str = "w1", queues: str = "cpu", concurrency: int = 1, env: dict | None = None) -> CeleryProcess:
+        worker = CeleryProcess(name, {**worker_env, **(env or {})}, [
             "worker", "-Q", queues, "--concurrency", str(concurrency), "--pool", "prefork",
             "--hostname", f"{name}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
         ])
@@ -157,8 +157,8 @@ def start_beat(worker_env, tmp_path):
     """Factory: a real `celery beat` sending the reaper every second."""
     started: list[CeleryProcess] = []
 
-    def start(name: str = "beat") -> CeleryProcess:
-        beat = CeleryProcess(name, worker_env, ["beat", "--schedule", str(tmp_path / f"{name}-schedule"),
+    def start(name: str = "beat", env: dict | None = None) -> CeleryProcess:
+        beat = CeleryProcess(name, {**worker_env, **(env or {})}, ["beat", "--schedule", str(tmp_path / f"{name}-schedule"),
                                                 "--loglevel", "INFO"])
         started.append(beat)
         return beat

@@ -153,13 +153,20 @@ HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
 
 # Celery. The database decides what runs; the broker only carries wake-ups.
 MAX_TRIAL_SECONDS = env_int("TUNEBOARD_MAX_TRIAL_SECONDS", 6 * 3600, minimum=60)
-TRIAL_HEARTBEAT_SECONDS = env_int("TUNEBOARD_TRIAL_HEARTBEAT_SECONDS", 30, minimum=1)
-# A RUNNING trial whose heartbeat is older than this is LOST (its worker died).
-TRIAL_STALE_SECONDS = env_int("TUNEBOARD_TRIAL_STALE_SECONDS", max(120, 4 * TRIAL_HEARTBEAT_SECONDS), minimum=2)
-WORKER_HEARTBEAT_SECONDS = env_int("TUNEBOARD_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
-# The reaper also re-sends wake-ups to running studies quiet for this long (lost broker messages).
-KICK_AFTER_SECONDS = env_int("TUNEBOARD_KICK_AFTER_SECONDS", 60, minimum=1)
-REAPER_INTERVAL_SECONDS = env_int("TUNEBOARD_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Recovery from a worker killed mid-trial takes at most STALE + REAPER_INTERVAL seconds (25 s
+# by default) before the trial is retried elsewhere. Shorter costs more heartbeat writes (one
+# tiny UPDATE per running job per beat) and risks declaring a busy worker dead; the stale
+# threshold stays 4 beats, so three in a row must be missed. Jobs heartbeat from their own
+# thread, so long epochs and long checkpoint writes keep beating.
+TRIAL_HEARTBEAT_SECONDS = env_int("TUNEBOARD_TRIAL_HEARTBEAT_SECONDS", 5, minimum=1)
+# A RUNNING trial or model whose heartbeat is older than this is lost (its worker died).
+TRIAL_STALE_SECONDS = env_int("TUNEBOARD_TRIAL_STALE_SECONDS", 4 * TRIAL_HEARTBEAT_SECONDS, minimum=2)
+WORKER_HEARTBEAT_SECONDS = env_int("TUNEBOARD_WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
+REAPER_INTERVAL_SECONDS = env_int("TUNEBOARD_REAPER_INTERVAL_SECONDS", 5, minimum=1)
+# A wake-up or model task not picked up by a worker this long after it was sent counts as lost
+# (a Redis restart, the broker down) and is sent again; the wait doubles with each unanswered
+# resend, up to 32x, so a queue no worker serves does not fill up. Duplicates are harmless.
+RESEND_AFTER_SECONDS = env_int("TUNEBOARD_RESEND_AFTER_SECONDS", 30, minimum=1)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _broker_options: dict = {
     # Longer than the longest trial, so Redis does not redeliver a task still running.
@@ -191,7 +198,7 @@ CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
-    "reap-lost-trials": {"task": "workers.tasks.reap_and_kick", "schedule": float(REAPER_INTERVAL_SECONDS)},
+    "reap-lost-work": {"task": "workers.tasks.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
 }
 
 LOGGING = {

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.errors import TuneboardError
+
 SUFFIX = ".weights.npz"
 
 
-class CheckpointMismatch(ValueError):
+class CheckpointMismatch(TuneboardError, ValueError):
     """The checkpoint's weights do not fit the rebuilt model."""
 
 

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from experiments.errors import TuneboardError
+
 EPSILON = 1e-15
 METHODS = ("mean", "nelder_mead", "greedy")
 
 
-class EnsembleFitError(ValueError):
+class EnsembleFitError(TuneboardError, ValueError):
     """The weights cannot be trusted (e.g. the optimiser returned NaN); str(exc) is shown."""
 
 

@@ -20,6 +20,7 @@ from experiments.services.artifacts import artifact_copy_to_path, artifact_creat
 from workers import ensembles
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
+from workers.model_building import model_from_trial_checkpoint
 from workers.support import load_dataset
 from workers.training import TrialFailed
 
@@ -72,8 +73,6 @@ class _Member:
 
     def _load(self, split: str):
         """The Keras model behind `split`'s predictions, loaded once per source."""
-        from workers.retraining import model_from_trial_checkpoint
-
         source = self._source(split)
         if source not in self._models:
             row = self.row
@@ -132,7 +131,7 @@ def _as_model_metrics(split_metrics: dict) -> dict:
 
 
 def build_ensemble(row: TrainedModel, *, workdir: Path) -> dict:
-    """Returns what trained_model_complete needs (but files, which the caller stores)."""
+    """Returns what model_runs.model_complete needs (but files, which the caller stores)."""
     data, info = load_dataset(row.dataset)
     task = row.dataset.task
     members = [_Member(m, workdir) for m in

@@ -2,13 +2,11 @@
 `<name>/<version>/` layout, and TFLite (float32, and dynamic-range int8). Knows nothing of
 the ORM: a model and a folder in, files and the model's signature out."""
 
-import platform
 import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import keras
 import tensorflow as tf
 
 FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
@@ -18,14 +16,6 @@ FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
 class Exported:
     files: dict[str, Path]  # format -> file
     signature: dict
-
-
-def package_versions() -> dict:
-    import keras_tuner
-    import numpy
-
-    return {"python": platform.python_version(), "tensorflow": tf.__version__, "keras": keras.__version__,
-            "keras_tuner": keras_tuner.__version__, "numpy": numpy.__version__}
 
 
 def _tensor_spec(tensor) -> dict:

@@ -3,11 +3,9 @@ TensorFlow: it forks the children that do)."""
 
 import logging
 import os
-import platform
 import socket
 import threading
 import time
-from importlib import metadata
 
 from django.conf import settings
 from django.db import connection
@@ -15,20 +13,10 @@ from django.utils import timezone
 
 from experiments.models import Worker
 from workers.devices import host_devices
+from workers.versions import package_versions
 
 log = logging.getLogger(__name__)
-REAPER_TASK = "workers.tasks.reap_and_kick"
-PACKAGES = ("tensorflow", "keras", "keras-tuner", "celery", "django", "numpy")
-
-
-def package_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "missing"
-    return versions
+REAPER_TASK = "workers.tasks.reap"
 
 
 def worker_register(*, name: str, queues: list[str], concurrency: int) -> Worker:

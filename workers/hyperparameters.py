@@ -17,8 +17,8 @@ keras_tuner/src/engine/hyperparameters/hyperparameters.py):
   grandchild must be declared inside its grandparent's scope too: we nest every ancestor.
 * A Choice of bools is stored as ints (True -> 1) because bool is an int subclass; we
   declare such rows as Boolean (or Fixed) to keep real bools.
-* Int with log sampling and a step yields floats (2.0, 4.0) from GridSearch; active_values()
-  casts them back.
+* Int with log sampling and a step yields floats (2.0, 4.0) from GridSearch; typed_values()
+  casts them back, and the oracle adapter applies it to every trial it proposes.
 """
 
 import contextlib
@@ -89,3 +89,20 @@ def active_values(hp: keras_tuner.HyperParameters) -> dict:
             value = float(value)
         found[param.name] = value
     return found
+
+
+def typed_values(hp: keras_tuner.HyperParameters) -> dict:
+    """All of hp.values (tuner/* bookkeeping included), each registered hyperparameter's value
+    in its own type: int for Int, float for Float, plain Python scalars, never numpy's."""
+    declared = {param.name: param for param in hp.space}
+    typed = {}
+    for name, value in hp.values.items():
+        if hasattr(value, "item"):
+            value = value.item()
+        param = declared.get(name)
+        if isinstance(param, hp_types.Int) and not isinstance(value, bool) and value is not None:
+            value = int(round(value))
+        elif isinstance(param, hp_types.Float) and value is not None:
+            value = float(value)
+        typed[name] = value
+    return typed

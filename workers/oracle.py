@@ -1,10 +1,10 @@
-"""KerasTuner oracles whose state lives in PostgreSQL, touched only under the Study row lock.
+"""The KerasTuner adapter: oracles whose state lives in PostgreSQL.
 
-Claim and finish each rebuild the study's oracle inside one transaction that holds
-`SELECT ... FOR UPDATE` on the Study row: a fresh oracle of the study's class, its trials
-from the Trial rows, `set_state(study.oracle_state)`; then one oracle call; then the new
-state is written back. The row lock, not the oracle's per-process lock, is what
-serialises claims across worker processes and hosts.
+`experiments/services/trial_runs.py` decides a trial's life and holds the Study row lock
+(`SELECT ... FOR UPDATE`) around every call here; this module only translates: rebuild the
+study's oracle (a fresh oracle of its class, its trials from the Trial rows,
+`set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
+The row lock, not the oracle's per-process lock, serialises claims across processes and hosts.
 """
 
 import collections
@@ -13,26 +13,38 @@ from dataclasses import dataclass, field
 
 import keras_tuner as kt
 from django.db import transaction
-from django.utils import timezone
 from keras_tuner.src.engine import metrics_tracking
 from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
 from experiments.models import Study, Trial
-from experiments.services import trials as trial_services
-from workers.hyperparameters import to_hyperparameters
+from workers.hyperparameters import to_hyperparameters, typed_values
 
 
 class _StateInPostgres:
     """KerasTuner oracles save their state and every trial to JSON files on each call;
-    ours live in PostgreSQL (written by this module), so those writes are skipped."""
+    ours live in PostgreSQL (written by the lifecycle service), so those writes are skipped.
+
+    KerasTuner also counts consecutive failures over the whole history and raises from inside
+    end_trial (before its own clean-up). Here only failures since the study's last start count
+    (so a FAILED study can be resumed), and reaching the limit is a flag the service reads."""
+
+    failures_counted_from = 0
+    failure_limit_reached = False
 
     def save(self):
         pass
 
     def _save_trial(self, trial):
         pass
+
+    def _check_consecutive_failures(self):
+        consecutive = 0
+        for trial_id in self.end_order[self.failures_counted_from:]:
+            consecutive = consecutive + 1 if self.trials[trial_id].status == TrialStatus.FAILED else 0
+            if consecutive >= self.max_consecutive_failed_trials:
+                self.failure_limit_reached = True
 
 
 class RandomSearchOracle(_StateInPostgres, kt.oracles.RandomSearchOracle):
@@ -90,7 +102,8 @@ def _new_oracle(study: Study):
         # Hyperband sizes itself from its brackets; the study's max_trials caps it (load_oracle).
         oracle = HyperbandOracle(max_epochs=study.epochs, factor=3, **common)
     elif study.tuner == Study.Tuner.BAYESIAN:
-        oracle = BayesianOptimizationOracle(max_trials=study.max_trials, **common)
+        oracle = BayesianOptimizationOracle(max_trials=study.max_trials,
+                                            num_initial_points=study.initial_random_trials, **common)
     elif study.tuner == Study.Tuner.GRID:
         oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
     else:
@@ -148,167 +161,80 @@ def load_oracle(study: Study):
     return oracle
 
 
-def _remember(study: Study, oracle) -> None:
-    """Keep the oracle for the next claim once the transaction that saved it commits."""
-    entry = (study.oracle_version, oracle, oracle._tuneboard_space)
+def _remember(study: Study, version: int, oracle) -> None:
+    """Keep the oracle (as of `version`) for the next call once this transaction commits."""
+    entry = (version, oracle, oracle._tuneboard_space)
     transaction.on_commit(lambda: _cache.__setitem__(study.id, entry))
 
 
-def _save_oracle(study: Study, oracle) -> None:
-    """Write the oracle state as the next version (the changed Trial row was written with
-    that version already)."""
-    study.oracle_state = oracle.get_state()
-    study.oracle_version += 1
-    study.last_activity = timezone.now()
-    study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
-    _remember(study, oracle)
-
-
 @dataclass
-class Claim:
-    status: str  # "running" | "idle" | "stopped"
-    trial: Trial | None = None
+class Proposal:
+    status: str  # "running" | "idle" (wait for a running trial to end) | "stopped" (nothing left)
+    trial_id: str = ""
     values: dict = field(default_factory=dict)
+    state: dict = field(default_factory=dict)
 
 
 @dataclass
-class Claimant:
-    tuner_id: str  # unique per claim: KerasTuner hands a known tuner id its old trial back
-    worker_host: str
-    worker_name: str = ""
+class Ended:
+    state: dict
+    failure_limit_reached: bool = False
 
 
-def _claim_locked(study: Study, oracle, claimant: Claimant) -> Claim:
-    """Ask the oracle for a trial and write its row; the caller holds the lock and saves
-    the oracle state afterwards."""
-    kt_trial = oracle.create_trial(claimant.tuner_id)
-    if kt_trial.status == TrialStatus.IDLE:
-        return Claim("idle")
-    if kt_trial.status != TrialStatus.RUNNING:
-        trial_services.study_complete_if_done(study=study)
-        return Claim("stopped")
-    row = trial_services.trial_create_running(
-        study=study, trial_id=kt_trial.trial_id, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
-        worker_name=claimant.worker_name, hyperparameters=kt_trial.hyperparameters.values,
-        kt_state=compact_trial_state(kt_trial), oracle_version=study.oracle_version + 1,
-    )
-    return Claim("running", trial=row, values=dict(kt_trial.hyperparameters.values))
+class KerasTunerOracles:
+    """What `trial_runs` asks of a tuner. Every method runs under the Study row lock."""
 
-
-def claim_trial(*, study_id: int, claimant: Claimant) -> Claim:
-    with transaction.atomic():
-        study = Study.objects.select_for_update().get(pk=study_id)
-        if study.status != Study.Status.RUNNING:
-            return Claim("stopped")
-        if trial_services.trial_running_count(study=study) >= study.parallelism:
-            # A duplicated wake-up: the study already has all the trials it may run.
-            return Claim("stopped")
+    def load(self, study: Study):
         oracle = load_oracle(study)
-        claim = _claim_locked(study, oracle, claimant)
-        if claim.status == "running":
-            _save_oracle(study, oracle)
-        return claim
+        oracle.failures_counted_from = study.failures_counted_from
+        oracle.failure_limit_reached = False
+        return oracle
 
+    def propose(self, study: Study, oracle, tuner_id: str) -> Proposal:
+        kt_trial = oracle.create_trial(tuner_id)
+        if kt_trial.status == TrialStatus.IDLE:
+            _remember(study, study.oracle_version, oracle)  # unchanged: the next poll reuses it
+            return Proposal("idle")
+        if kt_trial.status != TrialStatus.RUNNING:
+            return Proposal("stopped")
+        # Values in their hyperparameter's own type (GridSearch yields 16.0 for a log Int):
+        # what the hypermodel gets, what is stored, and what the oracle keeps are the same.
+        kt_trial.hyperparameters.values = typed_values(kt_trial.hyperparameters)
+        return Proposal("running", kt_trial.trial_id, dict(kt_trial.hyperparameters.values),
+                        compact_trial_state(kt_trial))
 
-@dataclass
-class Outcome:
-    status: str  # "completed" | "failed" | "cancelled" | "lost"
-    score: float | None = None
-    best_step: int | None = None
-    metrics: dict = field(default_factory=dict)
-    error: str = ""
-    checkpoint_id: int | None = None
-    duration_seconds: float | None = None
+    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None) -> Ended:
+        kt_trial = oracle.trials[trial_id]
+        oracle.update_trial(trial_id, {objective: score}, step=0 if best_step is None else best_step)
+        kt_trial.status = TrialStatus.COMPLETED
+        oracle.end_trial(kt_trial)
+        return Ended(compact_trial_state(kt_trial), oracle.failure_limit_reached)
 
+    def fail(self, oracle, trial_id: str, *, error: str, lost: bool) -> Ended:
+        """A trial that raised is FAILED for good; a lost one (its worker died) is INVALID,
+        which KerasTuner retries up to max_retries_per_trial."""
+        kt_trial = oracle.trials[trial_id]
+        kt_trial.status = TrialStatus.INVALID if lost else TrialStatus.FAILED
+        kt_trial.message = error
+        oracle.end_trial(kt_trial)
+        return Ended(compact_trial_state(kt_trial), oracle.failure_limit_reached)
 
-@dataclass
-class Finish:
-    wake: bool = False  # the study should run another trial: send a wake-up
-    claim: Claim | None = None  # or the next trial, claimed in the same transaction
+    def release(self, oracle, trial_id: str) -> Ended:
+        """Run it again later with the same values, without counting it as a failure (a
+        cancelled study, a trial stopped by a worker shutting down)."""
+        for tuner_id, ongoing in list(oracle.ongoing_trials.items()):
+            if ongoing.trial_id == trial_id:
+                oracle.ongoing_trials.pop(tuner_id)
+        if trial_id not in oracle._retry_queue:
+            oracle._retry_queue.append(trial_id)
+        return Ended(compact_trial_state(oracle.trials[trial_id]))
 
+    def done(self, oracle) -> bool:
+        """The budget is spent: every trial started and none is running or waiting for a retry."""
+        return bool(oracle.max_trials and len(oracle.trials) >= oracle.max_trials
+                    and not oracle.ongoing_trials and not oracle._retry_queue)
 
-def finish_trial(*, trial_pk: int, outcome: Outcome, stale_before=None, study_id: int | None = None,
-                 next_claimant: Claimant | None = None) -> Finish:
-    """Record the outcome in the oracle and the Trial row, and say what comes next: with
-    `next_claimant`, the next trial is claimed under the same lock (no second oracle load,
-    no trip through the broker); otherwise `wake` asks for a wake-up. With `stale_before`
-    (the reaper), only a trial whose heartbeat is older than that is finished."""
-    with transaction.atomic():
-        if study_id is None:
-            study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
-        study = Study.objects.select_for_update().get(pk=study_id)
-        row = Trial.objects.select_for_update().get(pk=trial_pk)
-        row.study = study
-        if row.status != Trial.Status.RUNNING:
-            return Finish()  # finished trials are immutable (the reaper or a cancel got there first)
-        if stale_before is not None and row.heartbeat >= stale_before:
-            return Finish()  # it heartbeat since the reaper looked: its worker is alive
-        oracle = load_oracle(study)
-        kt_trial = oracle.trials[row.trial_id]
-        failure_limit = ""
-        if outcome.status == "cancelled" or study.status != Study.Status.RUNNING:
-            _requeue_without_penalty(oracle, kt_trial)
-            if outcome.status == "lost":
-                trial_services.trial_mark_lost(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
-            else:
-                trial_services.trial_mark_cancelled(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
-        elif outcome.status == "completed":
-            oracle.update_trial(row.trial_id, {study.objective_metric: outcome.score}, step=outcome.best_step)
-            kt_trial.status = TrialStatus.COMPLETED
-            oracle.end_trial(kt_trial)
-            trial_services.trial_mark_completed(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
-        else:
-            # A trial that raised is FAILED for good; a lost one (its worker died) is
-            # INVALID, which KerasTuner retries up to max_retries_per_trial.
-            kt_trial.status = TrialStatus.INVALID if outcome.status == "lost" else TrialStatus.FAILED
-            kt_trial.message = outcome.error
-            try:
-                oracle.end_trial(kt_trial)
-            except RuntimeError:
-                # kt raises when max_consecutive_failed_trials is reached, before its own cleanup.
-                _drop_ongoing(oracle, kt_trial.trial_id)
-                failure_limit = f"{study.max_consecutive_failed_trials} trials failed in a row."
-            mark = trial_services.trial_mark_lost if outcome.status == "lost" else trial_services.trial_mark_failed
-            mark(trial=row, kt_state=compact_trial_state(kt_trial), outcome=outcome)
-        following = _what_next(study, oracle, failure_limit, next_claimant)
-        _save_oracle(study, oracle)
-        return following
-
-
-def _what_next(study: Study, oracle, failure_limit: str, next_claimant: Claimant | None) -> Finish:
-    if failure_limit:
-        trial_services.study_fail_after_failures(study=study, reason=failure_limit)
-        return Finish()
-    if study.status != Study.Status.RUNNING:
-        return Finish()
-    running = trial_services.trial_running_count(study=study)
-    if trial_services.study_complete_if_done(study=study, oracle_done=_budget_spent(oracle), running=running):
-        return Finish()
-    if running >= study.parallelism:
-        return Finish()  # parallelism was lowered meanwhile: this slot closes
-    if next_claimant is None:
-        return Finish(wake=True)
-    claim = _claim_locked(study, oracle, next_claimant)
-    return Finish(wake=claim.status == "idle", claim=claim)
-
-
-def _drop_ongoing(oracle, trial_id: str) -> None:
-    for tuner_id, ongoing in list(oracle.ongoing_trials.items()):
-        if ongoing.trial_id == trial_id:
-            oracle.ongoing_trials.pop(tuner_id)
-
-
-def _requeue_without_penalty(oracle, kt_trial) -> None:
-    """A cancelled trial is run again on resume with the same values; it is not a failure."""
-    _drop_ongoing(oracle, kt_trial.trial_id)
-    if kt_trial.trial_id not in oracle._retry_queue:
-        oracle._retry_queue.append(kt_trial.trial_id)
-
-
-def _budget_spent(oracle) -> bool:
-    return bool(
-        oracle.max_trials
-        and len(oracle.trials) >= oracle.max_trials
-        and not oracle.ongoing_trials
-        and not oracle._retry_queue
-    )
+    def state(self, study: Study, oracle) -> dict:
+        """The state to save; the caller writes it as oracle_version + 1 in this transaction."""
+        _remember(study, study.oracle_version + 1, oracle)
+        return oracle.get_state()

@@ -1,5 +1,6 @@
-"""One run-trial task, end to end: claim under the row lock, train outside any
-transaction, finish under the lock, and wake the next trial."""
+"""One run-trial task, end to end: claim (trial_runs, under the study's lock), train outside
+any transaction, finish (under the lock again, claiming the next trial in the same step),
+and the periodic reaper that keeps every kind of job moving."""
 
 import itertools
 import logging
@@ -7,27 +8,32 @@ import os
 import socket
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
-from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.recovery import studies_kick_quiet, study_touch
-from experiments.services.trained_models import trained_models_requeue_lost
-from experiments.services.trials import trial_heartbeat, trial_record_epoch, trial_stale
+from experiments.services.model_runs import models_reap
+from experiments.services.trial_runs import (
+    Claimant,
+    Outcome,
+    claim_trial,
+    finish_trial,
+    studies_refill,
+    trial_heartbeat,
+    trial_record_epoch,
+    trials_reap_stale,
+)
 from workers import checkpoints, hypermodels
-from workers.hyperparameters import to_hyperparameters
-from workers.oracle import Claimant, Outcome, claim_trial, finish_trial
-from workers.support import Heartbeat, load_dataset, release_memory, with_db_retry
+from workers.model_building import build_model, study_hyperparameters
+from workers.oracle import KerasTunerOracles
+from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
 from workers.training import TrialCancelled, TrialFailed, TrialSpec, run_trial
 
 log = logging.getLogger(__name__)
-IDLE_COUNTDOWN_SECONDS = 2.0
+ORACLES = KerasTunerOracles()
 # A task keeps claiming the study's next trial itself for this long, then goes back to the queue.
 CONTINUE_SECONDS = 60.0
 
@@ -57,8 +63,7 @@ def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
 def _train(study: Study, trial: Trial) -> Outcome:
     import keras
 
-    hp = to_hyperparameters(study.search_space)  # the study's space, as the oracle has it
-    hp.values = dict(trial.hyperparameters)
+    hp = study_hyperparameters(study, trial.hyperparameters)
     values = dict(hp.values)
     started = time.monotonic()
     heartbeat = Heartbeat(lambda: trial_heartbeat(trial_pk=trial.pk), settings.TRIAL_HEARTBEAT_SECONDS,
@@ -74,9 +79,10 @@ def _train(study: Study, trial: Trial) -> Outcome:
                 initial_epoch=int(values.get("tuner/initial_epoch", 0)),
                 batch_size=study.batch_size, patience=study.patience,
                 executions=study.executions_per_trial, seed=study.seed + trial.number,
+                time_limit_seconds=settings.MAX_TRIAL_SECONDS,
             )
             result = run_trial(
-                build=lambda: hypermodels.build(study.hypermodel, hp, info), spec=spec, data=data,
+                build=lambda: build_model(study, hp, info), spec=spec, data=data,
                 reporter=_DatabaseReporter(trial.pk), workdir=workdir,
                 warm_start=_warm_start(study, values, workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
             )
@@ -87,16 +93,9 @@ def _train(study: Study, trial: Trial) -> Outcome:
             return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
                            checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds)
     except TrialCancelled:
-        return Outcome("cancelled")
-    except TrialFailed as exc:
-        return Outcome("failed", error=str(exc))
-    except hypermodels.UnknownHypermodel as exc:
-        return Outcome("failed", error=str(exc))
-    except MemoryError:
-        return Outcome("failed", error="The trial ran out of memory; try fewer units or a smaller batch size.")
-    except Exception as exc:  # any other crash becomes a readable FAILED trial; the study goes on
-        log.exception("trial %s crashed", trial.pk)
-        return Outcome("failed", error=f"{type(exc).__name__}: {exc}")
+        return Outcome("released")
+    except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
+        return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"))
     finally:
         heartbeat.stop()
         release_memory(keras, trial_seconds=time.monotonic() - started)
@@ -114,7 +113,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
         return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
                         worker_name=worker_name)
 
-    claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant())
+    claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
     study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
     deadline = time.monotonic() + CONTINUE_SECONDS
     status = claim.status
@@ -122,33 +121,21 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
         outcome = _train(study, claim.trial)
         status = outcome.status
         keep_going = time.monotonic() < deadline and outcome.status == "completed"
-        finish = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, study_id=study_id,
-                               next_claimant=claimant() if keep_going else None)
-        claim = finish.claim
-        if finish.wake:
-            idle = claim is not None and claim.status == "idle"
-            countdown = IDLE_COUNTDOWN_SECONDS if idle else None
-            trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=countdown)
-    if status == "idle":
-        # The oracle waits for running trials (Hyperband rounds, a grid's last cells): ask again soon.
-        study_touch(study_id=study_id)
-        trial_tasks_enqueue(study_id=study_id, queue=study.queue, countdown=IDLE_COUNTDOWN_SECONDS)
+        claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
+                              next_claimant=claimant() if keep_going else None).claim
     return status
 
 
-def reap_and_kick() -> dict:
-    """The periodic job: RUNNING trials whose heartbeat went stale are LOST (their worker
-    died); the oracle hears of it (so max_retries_per_trial applies) and a replacement is
-    woken. Then quiet running studies get fresh wake-ups, and lost model trainings are
-    queued again."""
-    cutoff = timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
-    reaped = 0
-    for trial_pk in trial_stale(older_than=cutoff):
-        trial = Trial.objects.select_related("study").get(pk=trial_pk)
-        outcome = Outcome("lost", error=f"Lost: the worker {trial.worker_name or trial.worker_host} stopped "
-                          f"heartbeating for over {settings.TRIAL_STALE_SECONDS}s.")
-        if finish_trial(trial_pk=trial_pk, outcome=outcome, stale_before=cutoff, study_id=trial.study_id).wake:
-            trial_tasks_enqueue(study_id=trial.study_id, queue=trial.study.queue)
-        reaped += 1
-    return {"reaped": reaped, "kicked": studies_kick_quiet(),
-            "models_requeued": trained_models_requeue_lost(stale_before=cutoff)}
+def reap() -> dict:
+    """The periodic job (beat, or the reaper-leader worker): lost trials, studies with free
+    slots no wake-up covers, lost and unsent model jobs. Each part, and each row within it,
+    on its own: one failure is logged and never stops the rest."""
+    parts = {"trials_reaped": lambda: trials_reap_stale(oracles=ORACLES), "wakeups_sent": studies_refill,
+             "models": models_reap}
+    done = {}
+    for name, part in parts.items():
+        try:
+            done[name] = part()
+        except Exception:
+            log.exception("reaper step %s failed; the others went on", name)
+    return done

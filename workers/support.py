@@ -1,5 +1,6 @@
 """What every worker job shares: riding out database restarts, a heartbeat thread, the
-per-process dataset cache and freeing Keras's memory between jobs."""
+per-process dataset cache, freeing Keras's memory between jobs, and turning an exception
+into the reason a person reads."""
 
 import logging
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from django.db import InterfaceError, OperationalError, connection
 
+from experiments.errors import TuneboardError
 from experiments.services.artifacts import artifact_copy_to_path
 from workers.hypermodels.base import DataInfo
 from workers.training import DatasetArrays
@@ -90,3 +92,15 @@ class Heartbeat(threading.Thread):
     def stop(self) -> None:
         self.stopped.set()
         self.join(timeout=5)
+
+
+def failure_reason(exc: BaseException, *, job: str) -> str:
+    """What a failed trial or model shows: our own errors' messages as they are, memory
+    exhaustion with advice, anything else (a bug, a library's error) by type and message,
+    logged with its traceback."""
+    if isinstance(exc, TuneboardError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "It ran out of memory; try fewer units or a smaller batch size."
+    log.error("%s crashed", job, exc_info=exc)
+    return f"{type(exc).__name__}: {exc}"

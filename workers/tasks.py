@@ -68,8 +68,8 @@ def train_model(model_pk: int) -> str:
     return make_trained_model(model_pk=model_pk)
 
 
-@shared_task(name="workers.tasks.reap_and_kick", ignore_result=True)
-def reap_and_kick() -> dict:
-    from workers.runner import reap_and_kick as run
+@shared_task(name="workers.tasks.reap", ignore_result=True)
+def reap() -> dict:
+    from workers.runner import reap as run
 
     return run()

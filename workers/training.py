@@ -13,10 +13,11 @@ from typing import Protocol
 import keras
 import numpy as np
 
+from experiments.errors import TuneboardError
 from workers import checkpoints
 
 
-class TrialFailed(Exception):
+class TrialFailed(TuneboardError):
     """The trial cannot produce a result; str(exc) is shown to the user."""
 
 
@@ -53,6 +54,7 @@ class TrialSpec:
     executions: int
     seed: int
     initial_epoch: int = 0
+    time_limit_seconds: float | None = None  # TUNEBOARD_MAX_TRIAL_SECONDS
 
 
 @dataclass
@@ -115,6 +117,27 @@ class _Report(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class _TimeLimit(keras.callbacks.Callback):
+    """Stops training after the batch during which the time limit passed (an epoch may be
+    long; a check per batch costs a clock read)."""
+
+    def __init__(self, limit_seconds: float | None):
+        super().__init__()
+        self.limit = limit_seconds
+        self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds
+        self.exceeded = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.exceeded = True
+            self.model.stop_training = True
+
+    def check(self) -> None:
+        if self.exceeded:
+            raise TrialFailed(f"It ran longer than the limit of {self.limit:.0f} s (TUNEBOARD_MAX_TRIAL_SECONDS) "
+                              "and was stopped; use fewer epochs or a smaller model, or raise the limit.")
+
+
 def _keras_fit(model, **kwargs):
     return model.fit(**kwargs)
 
@@ -127,6 +150,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     started = time.monotonic()
     best: tuple[float, int, dict, Path] | None = None
     scores = []
+    time_limit = _TimeLimit(spec.time_limit_seconds)  # one budget for all executions
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
         model = _build(build)
@@ -138,11 +162,15 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
         report = _Report(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
         keep_best = _KeepBest(spec.objective, spec.direction, spec.patience)
-        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best]
+        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
         _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val),
              epochs=spec.epochs, initial_epoch=spec.initial_epoch, batch_size=spec.batch_size,
              callbacks=callbacks, verbose=0)
-        if report.cancelled:
+        time_limit.check()
+        ran_to_its_end = bool(report.history) and (report.history[-1][0] + 1 >= spec.epochs
+                                                   or keep_best.wait >= spec.patience)
+        if report.cancelled and not (ran_to_its_end and execution == spec.executions - 1):
+            # A stop that came with the last epoch changes nothing: the result is complete and kept.
             raise TrialCancelled()
         _check_history(report.history, spec.objective)
         values = [(logs[spec.objective], epoch, logs) for epoch, logs in report.history]
@@ -163,17 +191,19 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
 
 
 def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap: int, seed: int, report,
-                      fit=_keras_fit, patience: int = 10) -> tuple[int, dict]:
+                      fit=_keras_fit, patience: int = 10, time_limit_seconds: float | None = None) -> tuple[int, dict]:
     """The recipe's best epoch: a fresh model trained on the training split with validation,
     EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
     (argmin + 1, that epoch's logs)."""
     keras.utils.set_random_seed(seed)
     model = _build(build)
     log = _Report(report)
+    time_limit = _TimeLimit(time_limit_seconds)
     callbacks = [log, keras.callbacks.TerminateOnNaN(),
-                 keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience)]
+                 keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
     _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val), epochs=epoch_cap,
          batch_size=batch_size, callbacks=callbacks, verbose=0)
+    time_limit.check()
     if log.cancelled:
         raise TrialCancelled()
     _check_history(log.history, "val_loss")
@@ -183,14 +213,17 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
 
 
 def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int, epochs: int, seed: int, report,
-                                  fit=_keras_fit):
+                                  fit=_keras_fit, time_limit_seconds: float | None = None):
     """A fresh model trained on train+validation for a fixed number of epochs (no
     validation data is left to stop on). `build` should adapt preprocessing on the same rows."""
     keras.utils.set_random_seed(seed)
     model = _build(build)
     log = _Report(report)
+    time_limit = _TimeLimit(time_limit_seconds)
     _fit(fit, model, x=np.concatenate([data.x_train, data.x_val]), y=np.concatenate([data.y_train, data.y_val]),
-         epochs=epochs, batch_size=batch_size, callbacks=[log, keras.callbacks.TerminateOnNaN()], verbose=0)
+         epochs=epochs, batch_size=batch_size, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
+         verbose=0)
+    time_limit.check()
     if log.cancelled:
         raise TrialCancelled()
     _check_history(log.history, "loss")

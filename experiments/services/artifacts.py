@@ -11,16 +11,17 @@ from django.core.files import File
 from django.core.files.storage import storages
 from django.utils.text import get_valid_filename
 
+from experiments.errors import TuneboardError
 from experiments.models import Artifact, Team
 
 READ_BLOCK = 1024 * 1024
 
 
-class ArtifactCorrupted(Exception):
+class ArtifactCorrupted(TuneboardError):
     """The stored bytes no longer match the sha256 recorded when they were saved."""
 
 
-class ArtifactMissing(Exception):
+class ArtifactMissing(TuneboardError):
     pass
 
 
@@ -93,3 +94,15 @@ def artifact_copy_to_path(*, artifact: Artifact, path: Path) -> Path:
 
 def artifact_read_bytes(*, artifact: Artifact) -> bytes:
     return b"".join(artifact_iter_chunks(artifact=artifact))
+
+
+def artifacts_delete(*, artifacts) -> None:
+    """Remove artifacts nothing refers to (a superseded worker's files): the rows, then the
+    stored bytes. Storage that is already gone is fine."""
+    for artifact in artifacts:
+        name = artifact.storage_name
+        artifact.delete()
+        try:
+            _storage().delete(name)
+        except FileNotFoundError:
+            pass

@@ -4,12 +4,10 @@ TrainedModel of kind ENSEMBLE with the same downloads and card as single models.
 from django.db import transaction
 
 from experiments.models import EnsembleMember, Team, TrainedModel, Trial
-from experiments.services.queueing import model_task_enqueue
+from experiments.services.model_runs import model_send
 from experiments.services.trained_models import ModelRequestError, check_model_name, last_version_locked
 
 METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY)
-# Prediction and weight fitting need no accelerator.
-ENSEMBLE_QUEUE = "cpu"
 MAX_ROUNDS = 1000
 
 
@@ -85,6 +83,6 @@ def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int
                            trial=m if isinstance(m, Trial) else None)
             for i, m in enumerate(members)
         ])
-        model_task_enqueue(model_pk=ensemble.pk, queue=ENSEMBLE_QUEUE)
+        model_send(model=ensemble)
     return ensemble
 

@@ -19,8 +19,9 @@ def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countd
             for _ in range(count):
                 current_app.send_task(task, args=args, queue=queue, countdown=countdown)
         except Exception:
-            # The broker is down: the reaper re-sends wake-ups once it is back.
-            log.warning("could not enqueue %s%s; the reaper will retry", task, args, exc_info=True)
+            # The broker is down. The row says what should run and when it was sent, so the
+            # reaper re-sends it (trial_runs.studies_refill, model_runs.models_reap).
+            log.warning("could not send %s%s; the reaper re-sends it", task, args, exc_info=True)
 
     transaction.on_commit(send)
 

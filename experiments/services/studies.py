@@ -1,15 +1,48 @@
-"""Studies: create, start (or resume), cancel."""
+"""Studies: create and change budgets (starting, cancelling and running them: trial_runs)."""
 
 from django.db import transaction
-from django.utils import timezone
 
 from experiments.models import Dataset, Study, Team, Trial
 from experiments.search_space import grid_size, validate_search_space
-from experiments.services.queueing import trial_tasks_enqueue
+from experiments.services.trial_runs import StudyError, study_wake
+
+# The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
+LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
+          "batch_size": (1, 65536), "patience": (1, 1000), "parallelism": (1, 64),
+          "initial_random_trials": (1, 10000), "max_retries_per_trial": (0, 10),
+          "max_consecutive_failed_trials": (1, 1000)}
+HYPERBAND_MIN_EPOCHS = 3
 
 
-class StudyError(ValueError):
-    pass
+def default_initial_random_trials(search_space: list) -> int:
+    """KerasTuner's BayesianOptimization default: 3 x the number of hyperparameters, at least 3."""
+    return max(3 * len(search_space), 3)
+
+
+def study_settings_errors(*, search_space: list | None, **options) -> dict[str, str]:
+    """Every rule a study's settings must meet, as {field: message}; empty when all hold."""
+    errors = {}
+    for name, (low, high) in LIMITS.items():
+        value = options.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            errors[name] = f"Must be a whole number from {low:,} to {high:,}."
+    tuner = options.get("tuner")
+    if tuner == Study.Tuner.GRID and search_space and grid_size(search_space) is None:
+        errors["tuner"] = "Grid search needs a finite grid: give every Float a step, or use another tuner."
+    epochs = options.get("epochs") or 0
+    if tuner == Study.Tuner.HYPERBAND and "epochs" not in errors and epochs < HYPERBAND_MIN_EPOCHS:
+        errors["epochs"] = f"Hyperband needs at least {HYPERBAND_MIN_EPOCHS} epochs to form brackets."
+    if options.get("initial_random_trials") is not None and tuner != Study.Tuner.BAYESIAN:
+        errors["initial_random_trials"] = "Initial random trials only apply to Bayesian optimisation."
+    return errors
+
+
+def _refuse(errors: dict[str, str]) -> None:
+    if errors:
+        raise StudyError(" ".join(f"{name.replace('_', ' ').capitalize()}: {message}"
+                                  for name, message in errors.items()))
 
 
 def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: str,
@@ -17,39 +50,9 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
     if dataset.team_id != team.id:
         raise StudyError("That dataset does not belong to your team.")
     rows = validate_search_space(search_space)
-    if options.get("tuner") == Study.Tuner.GRID and grid_size(rows) is None:
-        raise StudyError("Grid search needs a finite grid: give every Float a step, or use another tuner.")
+    _refuse(study_settings_errors(search_space=rows, **options))
     return Study.objects.create(team=team, created_by=user, dataset=dataset, name=name.strip(),
                                 hypermodel=hypermodel, search_space=rows, **options)
-
-
-def study_start(*, study: Study) -> Study:
-    """Start a new study, or resume a cancelled or failed one where it left off."""
-    with transaction.atomic():
-        study = Study.objects.select_for_update().get(pk=study.pk)
-        if not study.can_start:
-            raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
-        study.status = Study.Status.RUNNING
-        study.message = ""
-        study.started = study.started or timezone.now()
-        study.finished = None
-        study.last_activity = timezone.now()
-        study.save(update_fields=["status", "message", "started", "finished", "last_activity"])
-        trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=study.parallelism)
-    return study
-
-
-def study_cancel(*, study: Study) -> Study:
-    """Stop the study; each running trial notices at its next epoch end and stops."""
-    with transaction.atomic():
-        study = Study.objects.select_for_update().get(pk=study.pk)
-        if study.status != Study.Status.RUNNING:
-            raise StudyError("Only a running study can be cancelled.")
-        study.status = Study.Status.CANCELLED
-        study.message = "Cancelled by a user."
-        study.finished = timezone.now()
-        study.save(update_fields=["status", "message", "finished"])
-    return study
 
 
 def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> Study:
@@ -57,14 +60,13 @@ def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> S
     more workers at once, less lets running trials finish without successors."""
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
+        _refuse(study_settings_errors(search_space=None, max_trials=max_trials, parallelism=parallelism))
         started = Trial.objects.filter(study=study).order_by().values("trial_id").distinct().count()
         if max_trials < started:
             raise StudyError(f"{started} trials have already started; max trials cannot be lower than that.")
-        if not 1 <= parallelism <= 64:
-            raise StudyError("Parallelism must be between 1 and 64.")
         extra = parallelism - study.parallelism
         study.max_trials, study.parallelism = max_trials, parallelism
         study.save(update_fields=["max_trials", "parallelism"])
         if study.status == Study.Status.RUNNING and extra > 0:
-            trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=extra)
+            study_wake(study, extra)
     return study

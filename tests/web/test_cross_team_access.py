@@ -7,8 +7,8 @@ from django.urls import reverse
 from experiments import urls as experiment_urls
 from experiments.models import Dataset, Membership, Study, TrainedModel, Trial
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.studies import study_start
 from experiments.services.teams import membership_add
+from experiments.services.trial_runs import study_start
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
 

@@ -7,11 +7,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import StoredChunk, TrainedModel, Trial
-from experiments.services.trained_models import (
-    trained_model_claim,
-    trained_models_request,
-    trained_models_requeue_lost,
-)
+from experiments.services.trained_models import trained_models_request
 from tests.web.pages import page_text, shows
 
 pytestmark = pytest.mark.django_db
@@ -149,22 +145,3 @@ def test_a_recorded_best_epoch_is_required_to_reuse_it(acme_study, acme_trial, a
     assert not TrainedModel.objects.exists()
 
 
-def test_only_one_worker_claims_a_model_and_a_lost_one_is_queued_again_then_failed(acme_study, acme_trial, alice):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    (model,) = trained_models_request(study=acme_study, user=alice, trials=[acme_trial], method="retrain")
-    now = timezone.now()
-    assert trained_model_claim(model_pk=model.pk, worker_host="a", stale_before=now - timedelta(minutes=1))
-    # A duplicated delivery finds it taken.
-    assert trained_model_claim(model_pk=model.pk, worker_host="b", stale_before=now - timedelta(minutes=1)) is None
-    # Its worker dies: the reaper queues it again once, then gives up with the reason.
-    later = timezone.now() + timedelta(seconds=1)
-    assert trained_models_requeue_lost(stale_before=later) == 1
-    model.refresh_from_db()
-    assert model.status == TrainedModel.Status.QUEUED
-    assert trained_model_claim(model_pk=model.pk, worker_host="b", stale_before=now)
-    assert trained_models_requeue_lost(stale_before=timezone.now() + timedelta(seconds=1)) == 0
-    model.refresh_from_db()
-    assert model.status == TrainedModel.Status.FAILED and "Lost 2 times" in model.error

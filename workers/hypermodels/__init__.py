@@ -10,12 +10,13 @@ import importlib
 import inspect
 from collections.abc import Callable
 
+from experiments.errors import TuneboardError
 from experiments.hypermodel_catalog import hypermodel_entries
 from workers.hypermodels.base import DataInfo
 from workers.hypermodels.dense import build_dense
 
 
-class UnknownHypermodel(LookupError):
+class UnknownHypermodel(TuneboardError, LookupError):
     pass
 
 

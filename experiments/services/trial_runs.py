@@ -1,0 +1,360 @@
+"""Trial runs: a study's trials from claim to finish, and what keeps a running study moving
+whatever happens to workers and the broker.
+
+Every step holds the Study row lock (`SELECT ... FOR UPDATE`) for one short transaction, so
+claims, finishes, cancels and the reaper are serialised per study across processes and
+hosts. The tuner is driven through an adapter the caller passes in (`workers/oracle.py`'s
+`KerasTunerOracles` on workers), so this module, like the whole web process, never imports
+KerasTuner. States and their moves: `experiments/states.py`.
+
+Slots: a study may run `parallelism` trials at once. A slot is busy while a trial runs in it
+or while a wake-up for it is in the broker (`wakeups_pending`). A wake-up that does not reach
+a worker within RESEND_AFTER_SECONDS (a Redis restart, a worker killed with the message) is
+counted as lost and sent again, with backoff while nobody picks them up; duplicates are
+harmless, because a task that finds every slot busy exits."""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Protocol
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from experiments.errors import TuneboardError
+from experiments.models import Study, Trial, TrialEpoch
+from experiments.services.queueing import trial_tasks_enqueue
+from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
+
+log = logging.getLogger(__name__)
+# An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
+IDLE_POLL_SECONDS = 2.0
+MAX_RESEND_DOUBLINGS = 5
+
+
+class Oracles(Protocol):
+    """The tuner adapter; see workers/oracle.py."""
+
+    def load(self, study: Study): ...
+    def propose(self, study: Study, oracle, tuner_id: str): ...
+    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
+    def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
+    def release(self, oracle, trial_id: str): ...
+    def done(self, oracle) -> bool: ...
+    def state(self, study: Study, oracle) -> dict: ...
+
+
+@dataclass
+class Claimant:
+    tuner_id: str  # unique per claim: KerasTuner hands a known tuner id its old trial back
+    worker_host: str
+    worker_name: str = ""
+
+
+@dataclass
+class Claim:
+    status: str  # "running" | "idle" | "stopped"
+    trial: Trial | None = None
+    values: dict = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    # "completed" | "failed" | "lost" (its worker died) | "released" (stopped early with no
+    # fault of its own: the study was cancelled or its worker shut down; it runs again later)
+    status: str
+    score: float | None = None
+    best_step: int | None = None
+    metrics: dict = field(default_factory=dict)
+    error: str = ""
+    checkpoint_id: int | None = None
+    duration_seconds: float | None = None
+
+
+# --- studies ---------------------------------------------------------------------------
+
+
+class StudyError(TuneboardError, ValueError):
+    pass
+
+
+def _move_study(study: Study, target: str, **fields) -> None:
+    if target not in STUDY_MOVES[study.status]:
+        raise StudyError(f"A {study.get_status_display().lower()} study cannot become {target}.")
+    study.status = target
+    for name, value in fields.items():
+        setattr(study, name, value)
+    study.save(update_fields=["status", *fields])
+
+
+def _locked(study_id: int) -> Study:
+    return Study.objects.select_for_update().get(pk=study_id)
+
+
+def study_wake(study: Study, count: int, *, countdown: float | None = None) -> None:
+    """Send `count` wake-ups once the transaction commits; the caller holds the study's lock."""
+    if count <= 0:
+        return
+    study.wakeups_pending += count
+    study.last_wakeup = timezone.now()
+    study.save(update_fields=["wakeups_pending", "last_wakeup", "wakeup_resends"])
+    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown)
+
+
+def study_start(*, study: Study) -> Study:
+    """Start a new study, or resume a cancelled or failed one where it left off. Failures
+    before this start no longer count towards max_consecutive_failed_trials."""
+    with transaction.atomic():
+        study = _locked(study.pk)
+        if not study.can_start:
+            raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
+        now = timezone.now()
+        _move_study(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
+                    last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
+                    wakeups_pending=0, wakeup_resends=0)
+        study_wake(study, study.parallelism)
+    return study
+
+
+def study_cancel(*, study: Study) -> Study:
+    """Stop the study; each running trial notices at its next epoch end and stops (a trial
+    that completes meanwhile keeps its result)."""
+    with transaction.atomic():
+        study = _locked(study.pk)
+        if study.status != StudyStatus.RUNNING:
+            raise StudyError("Only a running study can be cancelled.")
+        _move_study(study, StudyStatus.CANCELLED, message="Cancelled by a user.", finished=timezone.now())
+    return study
+
+
+def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
+    if not oracle_done or running or study.status != StudyStatus.RUNNING:
+        return False
+    _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+    return True
+
+
+def _fail_after_failures(study: Study) -> None:
+    errors = list(
+        Trial.objects.filter(study=study, status=TrialStatus.FAILED)
+        .order_by("-number").values_list("trial_id", "error")[: study.max_consecutive_failed_trials]
+    )
+    detail = "; ".join(f"trial {tid}: {err}" for tid, err in errors)
+    _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
+                message=f"{study.max_consecutive_failed_trials} trials failed in a row. Last errors — {detail}")
+
+
+# --- trials ----------------------------------------------------------------------------
+
+
+def trial_running_count(*, study: Study) -> int:
+    return Trial.objects.filter(study=study, status=TrialStatus.RUNNING).count()
+
+
+def _create_running(study: Study, proposal, claimant: Claimant) -> Trial:
+    started = Trial.objects.filter(study=study).count()
+    attempts = Trial.objects.filter(study=study, trial_id=proposal.trial_id).count()
+    now = timezone.now()
+    return Trial.objects.create(
+        study=study, trial_id=proposal.trial_id, number=started + 1, attempt=attempts + 1,
+        status=TrialStatus.RUNNING, hyperparameters=proposal.values, kt_state=proposal.state,
+        oracle_version=study.oracle_version + 1, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
+        worker_name=claimant.worker_name, started=now, heartbeat=now,
+    )
+
+
+def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
+    """The oracle's state as the next version (rows changed in this transaction carry it)."""
+    study.oracle_state = oracles.state(study, oracle)
+    study.oracle_version += 1
+    study.last_activity = timezone.now()
+    study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
+
+
+def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, running: int) -> Claim:
+    proposal = oracles.propose(study, oracle, claimant.tuner_id)
+    if proposal.status == "idle":
+        if running == 0:  # nothing will finish to wake it: ask again shortly
+            study_wake(study, 1, countdown=IDLE_POLL_SECONDS)
+        return Claim("idle")
+    if proposal.status != "running":
+        _complete_if_done(study, True, running)
+        return Claim("stopped")
+    row = _create_running(study, proposal, claimant)
+    study.wakeup_resends = 0  # wake-ups are reaching workers
+    study.save(update_fields=["wakeup_resends"])
+    return Claim("running", trial=row, values=dict(proposal.values))
+
+
+def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim:
+    """A wake-up arrived: take a free slot's next trial, if the study has one to give."""
+    with transaction.atomic():
+        study = _locked(study_id)
+        if study.wakeups_pending:
+            study.wakeups_pending -= 1
+            study.save(update_fields=["wakeups_pending"])
+        if study.status != StudyStatus.RUNNING:
+            return Claim("stopped")
+        running = trial_running_count(study=study)
+        if running >= study.parallelism:
+            return Claim("stopped")  # a duplicated wake-up: every slot is busy
+        oracle = oracles.load(study)
+        claim = _claim_locked(study, oracles, oracle, claimant, running)
+        if claim.status == "running":
+            _save_oracle(study, oracles, oracle)
+        return claim
+
+
+def trial_heartbeat(*, trial_pk: int) -> bool:
+    return bool(Trial.objects.filter(pk=trial_pk, status=TrialStatus.RUNNING).update(heartbeat=timezone.now()))
+
+
+def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict) -> bool:
+    """Store one epoch's metrics and bump the heartbeat. Returns False when the trial
+    should stop (its study was cancelled, or the trial is no longer running)."""
+    alive = Trial.objects.filter(
+        pk=trial_pk, status=TrialStatus.RUNNING, study__status=StudyStatus.RUNNING
+    ).update(heartbeat=timezone.now())
+    if alive:  # one INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row
+        TrialEpoch.objects.bulk_create(
+            [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics)],
+            update_conflicts=True, unique_fields=["trial", "execution", "epoch"], update_fields=["metrics"],
+        )
+    return bool(alive)
+
+
+def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome: Outcome, **fields) -> None:
+    now = timezone.now()
+    trial.status, trial.kt_state, trial.finished = status, kt_state, now
+    trial.oracle_version = study.oracle_version + 1  # the version _save_oracle is about to write
+    trial.duration_seconds = outcome.duration_seconds or (now - trial.started).total_seconds()
+    for name, value in fields.items():
+        setattr(trial, name, value)
+    trial.save()
+
+
+RELEASED_REASON = "Stopped before it finished (the study was cancelled or its worker shut down); it runs again."
+
+
+def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle) -> bool:
+    """Write the outcome to the oracle and the row; True when the failure limit was reached."""
+    running_study = study.status == StudyStatus.RUNNING
+    if outcome.status == "completed":
+        # Always kept, even when the study was cancelled meanwhile: a result is never thrown away.
+        ended = oracles.complete(oracle, row.trial_id, objective=study.objective_metric, score=outcome.score,
+                                 best_step=outcome.best_step)
+        _finish_row(row, study, TrialStatus.COMPLETED, ended.state, outcome, score=outcome.score,
+                    best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
+                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id)
+    elif outcome.status == "failed":
+        ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
+        _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.")
+    elif outcome.status == "lost" and running_study:
+        ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=True)
+        _finish_row(row, study, TrialStatus.LOST, ended.state, outcome, error=outcome.error)
+    else:  # released, or lost while the study was not running: no penalty, it runs again on resume
+        ended = oracles.release(oracle, row.trial_id)
+        status = TrialStatus.LOST if outcome.status == "lost" else TrialStatus.CANCELLED
+        _finish_row(row, study, status, ended.state, outcome, error=outcome.error or RELEASED_REASON)
+    return running_study and ended.failure_limit_reached
+
+
+@dataclass
+class Finish:
+    claim: Claim | None = None  # the finisher's next trial, claimed under the same lock
+
+
+def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_before=None,
+                 next_claimant: Claimant | None = None) -> Finish:
+    """Record a trial's outcome and keep the study's slots filled: with `next_claimant` the
+    finisher claims the next trial under the same lock (no second oracle load, no trip through
+    the broker); free slots get wake-ups. With `stale_before` (the reaper), only a trial whose
+    heartbeat is older than that is finished."""
+    with transaction.atomic():
+        study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
+        study = _locked(study_id)
+        row = Trial.objects.select_for_update().get(pk=trial_pk)
+        row.study = study
+        if row.status != TrialStatus.RUNNING:
+            return Finish()  # finished trials are immutable (the reaper got there first)
+        if stale_before is not None and row.heartbeat >= stale_before:
+            return Finish()  # it heartbeat since the reaper looked: its worker is alive
+        oracle = oracles.load(study)
+        failure_limit = _record(study, row, outcome, oracles, oracle)
+        finish = Finish()
+        if failure_limit:
+            _fail_after_failures(study)
+        elif study.status == StudyStatus.RUNNING:
+            finish = _fill_slots(study, oracles, oracle, next_claimant)
+        _save_oracle(study, oracles, oracle)
+        return finish
+
+
+def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant | None) -> Finish:
+    running = trial_running_count(study=study)
+    if _complete_if_done(study, oracles.done(oracle), running):
+        return Finish()
+    claim = None
+    if next_claimant is not None and running < study.parallelism:
+        claim = _claim_locked(study, oracles, oracle, next_claimant, running)
+        if claim.status == "running":
+            running += 1
+        else:
+            return Finish(claim)  # the tuner waits for running trials: their finishes refill
+    study_wake(study, study.parallelism - running - study.wakeups_pending)
+    return Finish(claim)
+
+
+# --- the reaper ------------------------------------------------------------------------
+
+
+def trials_reap_stale(*, oracles: Oracles, now=None) -> int:
+    """RUNNING trials whose heartbeat went stale are LOST (their worker died): the oracle hears
+    of it (so max_retries_per_trial applies) and the slot is refilled. One bad row is logged
+    and skipped; it never stops the others."""
+    now = now or timezone.now()
+    stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
+    stale = Trial.objects.filter(status=TrialStatus.RUNNING, heartbeat__lt=stale_before)
+    reaped = 0
+    for pk, worker in stale.values_list("pk", "worker_name"):
+        outcome = Outcome("lost", error=f"Lost: the worker {worker or 'running it'} stopped heartbeating "
+                          f"for over {settings.TRIAL_STALE_SECONDS}s.")
+        try:
+            finish_trial(trial_pk=pk, outcome=outcome, oracles=oracles, stale_before=stale_before)
+            reaped += 1
+        except Exception:
+            log.exception("the reaper could not finish lost trial %s; it tries again next time", pk)
+    return reaped
+
+
+def resend_due(last_sent, resends: int, now) -> bool:
+    """True when a message sent at `last_sent` and still not picked up counts as lost. The wait
+    doubles with each unanswered resend (capped), so a queue nobody serves does not fill up."""
+    wait = settings.RESEND_AFTER_SECONDS * 2 ** min(resends, MAX_RESEND_DOUBLINGS)
+    return last_sent is None or last_sent < now - timedelta(seconds=wait)
+
+
+def studies_refill(*, now=None) -> int:
+    """Running studies with free slots that no wake-up in flight covers get wake-ups, busy or
+    not: a wake-up lost by the broker never leaves a study running on fewer slots."""
+    now = now or timezone.now()
+    sent = 0
+    for study_id in Study.objects.filter(status=StudyStatus.RUNNING).values_list("pk", flat=True):
+        try:
+            with transaction.atomic():
+                study = Study.objects.select_for_update(skip_locked=True).filter(pk=study_id).first()
+                if study is None or study.status != StudyStatus.RUNNING:
+                    continue  # busy under someone's lock right now, or it just ended
+                if not resend_due(study.last_wakeup, study.wakeup_resends, now):
+                    continue
+                missing = study.parallelism - trial_running_count(study=study)
+                if missing <= 0:
+                    continue
+                study.wakeups_pending = 0  # what was sent this long ago is not coming
+                study.wakeup_resends += 1
+                study_wake(study, missing)
+                sent += missing
+        except Exception:
+            log.exception("the reaper could not refill study %s; it tries again next time", study_id)
+    return sent

@@ -1,0 +1,71 @@
+"""The states of every job Tuneboard runs, and the moves between them, in one place.
+
+A study runs trials; a trial run is one attempt of a KerasTuner trial (a retried trial gets
+a new row); a model run makes a TrainedModel (a retrain, a promotion or an ensemble). The
+lifecycle services (`services/trial_runs.py`, `services/model_runs.py`) only make the moves
+listed here, each as a conditional UPDATE on the state it leaves, so two processes racing
+for the same row cannot both win."""
+
+from django.db import models
+
+
+class StudyStatus(models.TextChoices):
+    CREATED = "created", "Not started"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+
+
+class TrialStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    LOST = "lost", "Lost"
+
+
+class ModelStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+STUDY_MOVES = {
+    StudyStatus.CREATED: {StudyStatus.RUNNING},
+    # A study ends when its oracle has nothing left, a user cancels it, or too many trials
+    # in a row fail; a cancelled or failed study may be resumed.
+    StudyStatus.RUNNING: {StudyStatus.COMPLETED, StudyStatus.CANCELLED, StudyStatus.FAILED},
+    StudyStatus.CANCELLED: {StudyStatus.RUNNING},
+    StudyStatus.FAILED: {StudyStatus.RUNNING},
+    StudyStatus.COMPLETED: set(),
+}
+
+TRIAL_MOVES = {
+    # A trial row is created RUNNING by a claim and finished once; its results never change.
+    TrialStatus.RUNNING: {TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.CANCELLED, TrialStatus.LOST},
+    TrialStatus.COMPLETED: set(),
+    TrialStatus.FAILED: set(),
+    TrialStatus.CANCELLED: set(),
+    TrialStatus.LOST: set(),
+}
+
+MODEL_MOVES = {
+    ModelStatus.QUEUED: {ModelStatus.RUNNING, ModelStatus.CANCELLED, ModelStatus.FAILED},
+    # RUNNING -> QUEUED: its worker stopped heartbeating and the reaper queues it again
+    # (the next claim is a new attempt; the old worker's writes are refused from then on).
+    ModelStatus.RUNNING: {ModelStatus.COMPLETED, ModelStatus.FAILED, ModelStatus.CANCELLED, ModelStatus.QUEUED},
+    ModelStatus.COMPLETED: set(),
+    ModelStatus.FAILED: set(),
+    ModelStatus.CANCELLED: set(),
+}
+
+TRIAL_FINISHED = tuple(status for status, moves in TRIAL_MOVES.items() if not moves)
+MODEL_ACTIVE = (ModelStatus.QUEUED, ModelStatus.RUNNING)
+
+
+def sources(moves: dict, target) -> list:
+    """The states a row may leave to reach `target`: the filter of a conditional UPDATE."""
+    return [state for state, targets in moves.items() if target in targets]

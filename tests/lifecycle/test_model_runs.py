@@ -1,0 +1,102 @@
+"""Model runs: one claim per attempt, fenced writes, lost and never-delivered jobs sent again,
+cancel, and failing after the last attempt."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch, Trial
+from experiments.services import model_runs
+from experiments.services.trained_models import trained_models_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def model(make_study, alice):
+    study = make_study()
+    trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
+                                 hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2)
+    (model,) = trained_models_request(study=study, user=alice, trials=[trial], method="retrain")
+    return model
+
+
+def claim(model, host="a"):
+    return model_runs.model_claim(model_pk=model.pk, worker_host=host)
+
+
+def lose(model):
+    TrainedModel.objects.filter(pk=model.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+
+
+def complete(model, attempt):
+    return model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+                                     val_metrics={"loss": 0.1}, test_metrics={"loss": 0.2}, signature={},
+                                     versions={}, files={}, duration_seconds=1.0)
+
+
+def test_one_worker_claims_a_model_and_a_duplicate_finds_nothing(model):
+    assert model.last_sent is not None or TrainedModel.objects.get(pk=model.pk).last_sent is not None
+    first = claim(model)
+    assert first.status == TrainedModel.Status.RUNNING and first.attempts == 1
+    assert claim(model, "b") is None
+
+
+def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_model(model):
+    old = claim(model, "a").attempts
+    assert model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=0, metrics={"loss": 1})
+    lose(model)
+    assert model_runs.models_reap()["requeued"] == 1
+    new = claim(model, "b").attempts
+    assert new == old + 1
+    assert not TrainedModelEpoch.objects.filter(model=model).exists()  # the old attempt's curve is gone
+    # The old worker wakes up: every write is refused, so it stops and stores nothing.
+    assert not model_runs.model_heartbeat(model_pk=model.pk, attempt=old)
+    assert not model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=1, metrics={})
+    assert not complete(model, old)
+    assert not model_runs.model_fail(model_pk=model.pk, attempt=old, error="late")
+    row = TrainedModel.objects.get(pk=model.pk)
+    assert (row.status, row.worker_host, row.error) == (TrainedModel.Status.RUNNING, "b", "")
+    assert complete(model, new)
+    assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED
+
+
+def test_a_model_whose_task_never_arrived_is_sent_again_with_backoff(model, settings):
+    long_ago = timezone.now() - timedelta(seconds=settings.RESEND_AFTER_SECONDS + 1)
+    assert model_runs.models_reap()["resent"] == 0  # just sent: it may still arrive
+    TrainedModel.objects.filter(pk=model.pk).update(last_sent=long_ago)
+    assert model_runs.models_reap()["resent"] == 1
+    row = TrainedModel.objects.get(pk=model.pk)
+    assert row.resends == 1 and row.last_sent > long_ago
+    TrainedModel.objects.filter(pk=model.pk).update(last_sent=long_ago)
+    assert model_runs.models_reap()["resent"] == 0  # the second resend waits twice as long
+    assert claim(model) is not None
+    assert TrainedModel.objects.get(pk=model.pk).resends == 0
+
+
+def test_cancel_stops_a_running_model_and_never_undoes_a_completed_one(model):
+    attempt = claim(model).attempts
+    model_runs.model_cancel(model=model)
+    assert not model_runs.model_record_epoch(model_pk=model.pk, attempt=attempt, phase="retrain", epoch=0, metrics={})
+    assert not complete(model, attempt)
+    row = TrainedModel.objects.get(pk=model.pk)
+    assert row.status == TrainedModel.Status.CANCELLED and not ModelFile.objects.filter(model=model).exists()
+    with pytest.raises(model_runs.ModelCancelError, match="cancelled"):
+        model_runs.model_cancel(model=row)
+
+
+def test_a_completed_model_cannot_be_cancelled(model):
+    assert complete(model, claim(model).attempts)
+    with pytest.raises(model_runs.ModelCancelError, match="completed"):
+        model_runs.model_cancel(model=model)
+    assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED
+
+
+def test_a_model_lost_on_its_last_attempt_fails_with_the_reason(model):
+    for _ in range(model_runs.MAX_ATTEMPTS):
+        assert claim(model)
+        lose(model)
+        model_runs.models_reap()
+    row = TrainedModel.objects.get(pk=model.pk)
+    assert row.status == TrainedModel.Status.FAILED and f"Lost {model_runs.MAX_ATTEMPTS} times" in row.error
