@@ -73,6 +73,20 @@ class Worker:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+class Beat(Worker):
+    """`celery beat`: the reaper on its schedule, as deployments run it."""
+
+    def __init__(self, env: dict, name: str):
+        log_dir = ROOT / "var" / "bench"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "webapp", "beat", "--schedule", str(log_dir / f"{name}-schedule"),
+             "--loglevel", "WARNING"],
+            cwd=ROOT, env=env, stdout=open(log_dir / f"{name}.log", "wb"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def wait_finished(study, timeout: float = 1800) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

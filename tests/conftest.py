@@ -158,8 +158,8 @@ def start_beat(worker_env, tmp_path):
     started: list[CeleryProcess] = []
 
     def start(name: str = "beat", env: dict | None = None) -> CeleryProcess:
-        beat = CeleryProcess(name, {**worker_env, **(env or {})}, ["beat", "--schedule", str(tmp_path / f"{name}-schedule"),
-                                                "--loglevel", "INFO"])
+        beat = CeleryProcess(name, {**worker_env, **(env or {})},
+                             ["beat", "--schedule", str(tmp_path / f"{name}-schedule"), "--loglevel", "INFO"])
         started.append(beat)
         return beat
 
