@@ -176,3 +176,22 @@ def test_the_bayesian_tuner_uses_the_studys_initial_random_trials(make_study):
     study = make_study(tuner="bayesian", initial_random_trials=2)
     assert load_oracle(study).num_initial_points == 2
     assert load_oracle(make_study(tuner="bayesian")).num_initial_points is None  # KerasTuner's default
+
+
+def test_bayesian_optimisation_closes_in_on_the_optimum_after_its_random_start(make_study):
+    import math
+
+    study = trial_runs.study_start(study=make_study(tuner="bayesian", initial_random_trials=4, max_trials=16,
+                                                    parallelism=1))
+    distances = []
+    trial = claim(study).trial
+    while trial is not None:
+        distance = abs(math.log10(trial.hyperparameters["learning_rate"]) + 2)  # the optimum is 0.01
+        distances.append(distance)
+        following = finish(trial, score=-distance ** 2,
+                           next_claimant=Claimant(tuner_id=f"b{len(distances)}", worker_host="h")).claim
+        trial = following.trial if following and following.status == "running" else None
+    assert len(distances) == 16
+    # The guided trials find a point closer than the random start did (KerasTuner's own
+    # implementation, same seed: 0.002; the random start: 0.051; log10 range 2 wide).
+    assert min(distances[4:]) < min(min(distances[:4]), 0.05), distances
