@@ -50,7 +50,7 @@ def test_each_tuner_runs_in_parallel(acme, alice, start_worker, tuner):
     if tuner == "grid":
         options = {"max_trials": 10, "epochs": 2, "search_space": TWO_UNITS_TWO_RATES}
     if tuner == "hyperband":
-        options = {"max_trials": 30, "epochs": 4}
+        options = {"max_trials": 12, "epochs": 4}
     study = started_study(acme, alice, digits(acme, alice), tuner=tuner, parallelism=2, **options)
     wait_for(lambda: finished(study), timeout=300, what=f"the {tuner} study to finish")
     assert study.status == Study.Status.COMPLETED, study.message
@@ -63,6 +63,7 @@ def test_each_tuner_runs_in_parallel(acme, alice, start_worker, tuner):
         combos = {(t.hyperparameters["units"], t.hyperparameters["learning_rate"]) for t in completed}
         assert combos == {(4, 0.01), (4, 0.1), (8, 0.01), (8, 0.1)}  # the whole grid, each once
     if tuner == "hyperband":
+        assert len(completed) == 12  # brackets repeat until max_trials is spent
         continued = [t for t in completed if t.hyperparameters.get("tuner/trial_id")]
         assert continued, "no Hyperband round continued an earlier trial"
         for trial in continued:
