@@ -122,7 +122,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
         status = outcome.status
         keep_going = time.monotonic() < deadline and outcome.status == "completed"
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
-                              next_claimant=claimant() if keep_going else None).claim
+                              study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status
 
 

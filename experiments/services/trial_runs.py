@@ -20,6 +20,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from experiments.errors import TuneboardError
@@ -153,11 +154,11 @@ def trial_running_count(*, study: Study) -> int:
 
 
 def _create_running(study: Study, proposal, claimant: Claimant) -> Trial:
-    started = Trial.objects.filter(study=study).count()
-    attempts = Trial.objects.filter(study=study, trial_id=proposal.trial_id).count()
+    counts = Trial.objects.filter(study=study).aggregate(
+        started=Count("id"), attempts=Count("id", filter=Q(trial_id=proposal.trial_id)))
     now = timezone.now()
     return Trial.objects.create(
-        study=study, trial_id=proposal.trial_id, number=started + 1, attempt=attempts + 1,
+        study=study, trial_id=proposal.trial_id, number=counts["started"] + 1, attempt=counts["attempts"] + 1,
         status=TrialStatus.RUNNING, hyperparameters=proposal.values, kt_state=proposal.state,
         oracle_version=study.oracle_version + 1, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
         worker_name=claimant.worker_name, started=now, heartbeat=now,
@@ -165,11 +166,13 @@ def _create_running(study: Study, proposal, claimant: Claimant) -> Trial:
 
 
 def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
-    """The oracle's state as the next version (rows changed in this transaction carry it)."""
+    """The oracle's state as the next version (rows changed in this transaction carry it),
+    with the slot counters changed in the same step: one UPDATE of the study row."""
     study.oracle_state = oracles.state(study, oracle)
     study.oracle_version += 1
     study.last_activity = timezone.now()
-    study.save(update_fields=["oracle_state", "oracle_version", "last_activity"])
+    study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
+                              "wakeup_resends"])
 
 
 def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, running: int) -> Claim:
@@ -182,8 +185,7 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, ru
         _complete_if_done(study, True, running)
         return Claim("stopped")
     row = _create_running(study, proposal, claimant)
-    study.wakeup_resends = 0  # wake-ups are reaching workers
-    study.save(update_fields=["wakeup_resends"])
+    study.wakeup_resends = 0  # wake-ups are reaching workers (saved with the oracle state)
     return Claim("running", trial=row, values=dict(proposal.values))
 
 
@@ -191,18 +193,19 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
     """A wake-up arrived: take a free slot's next trial, if the study has one to give."""
     with transaction.atomic():
         study = _locked(study_id)
-        if study.wakeups_pending:
+        arrived = study.wakeups_pending > 0
+        if arrived:
             study.wakeups_pending -= 1
-            study.save(update_fields=["wakeups_pending"])
-        if study.status != StudyStatus.RUNNING:
-            return Claim("stopped")
-        running = trial_running_count(study=study)
-        if running >= study.parallelism:
-            return Claim("stopped")  # a duplicated wake-up: every slot is busy
-        oracle = oracles.load(study)
-        claim = _claim_locked(study, oracles, oracle, claimant, running)
+        claim = Claim("stopped")
+        running = trial_running_count(study=study) if study.status == StudyStatus.RUNNING else 0
+        # Not running, or a duplicated wake-up when every slot is busy: nothing to claim.
+        if study.status == StudyStatus.RUNNING and running < study.parallelism:
+            oracle = oracles.load(study)
+            claim = _claim_locked(study, oracles, oracle, claimant, running)
         if claim.status == "running":
             _save_oracle(study, oracles, oracle)
+        elif arrived:
+            study.save(update_fields=["wakeups_pending"])
         return claim
 
 
@@ -231,7 +234,7 @@ def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome
     trial.duration_seconds = outcome.duration_seconds or (now - trial.started).total_seconds()
     for name, value in fields.items():
         setattr(trial, name, value)
-    trial.save()
+    trial.save(update_fields=["status", "kt_state", "finished", "oracle_version", "duration_seconds", *fields])
 
 
 RELEASED_REASON = "Stopped before it finished (the study was cancelled or its worker shut down); it runs again."
@@ -266,13 +269,14 @@ class Finish:
 
 
 def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_before=None,
-                 next_claimant: Claimant | None = None) -> Finish:
+                 next_claimant: Claimant | None = None, study_id: int | None = None) -> Finish:
     """Record a trial's outcome and keep the study's slots filled: with `next_claimant` the
     finisher claims the next trial under the same lock (no second oracle load, no trip through
     the broker); free slots get wake-ups. With `stale_before` (the reaper), only a trial whose
     heartbeat is older than that is finished."""
     with transaction.atomic():
-        study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
+        if study_id is None:
+            study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
         study = _locked(study_id)
         row = Trial.objects.select_for_update().get(pk=trial_pk)
         row.study = study
