@@ -3,6 +3,20 @@ from django.contrib import admin
 from experiments import models
 
 
+class WrittenByWorkers(admin.ModelAdmin):
+    """Rows the lifecycle services write (experiments/services/trial_runs.py, model_runs.py):
+    staff may read them and change only `editable`; results are never edited by hand, and
+    rows are never added here."""
+
+    editable: tuple[str, ...] = ()
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields if field.name not in self.editable]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(models.Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = ["name", "created"]
@@ -25,18 +39,20 @@ class DatasetAdmin(admin.ModelAdmin):
 class StudyAdmin(admin.ModelAdmin):
     list_display = ["name", "team", "tuner", "status", "max_trials", "queue", "created"]
     list_filter = ["team", "status", "tuner", "queue"]
-    readonly_fields = ["oracle_state", "oracle_version"]
+    # Start, cancel and budgets go through the pages (the lifecycle rules); the rest is state.
+    readonly_fields = ["status", "message", "oracle_state", "oracle_version", "started", "finished",
+                       "last_activity", "wakeups_pending", "last_wakeup", "wakeup_resends", "failures_counted_from"]
 
 
 @admin.register(models.Trial)
-class TrialAdmin(admin.ModelAdmin):
+class TrialAdmin(WrittenByWorkers):
     list_display = ["study", "trial_id", "attempt", "status", "score", "best_epoch", "worker_host", "started"]
     list_filter = ["status"]
-    readonly_fields = ["kt_state"]
+    editable = ("notes", "tags")  # people's annotations; the results stay as the worker wrote them
 
 
 @admin.register(models.TrialEpoch)
-class TrialEpochAdmin(admin.ModelAdmin):
+class TrialEpochAdmin(WrittenByWorkers):
     list_display = ["trial", "execution", "epoch", "created"]
 
 
@@ -66,7 +82,7 @@ class ModelFileInline(admin.TabularInline):
 
 
 @admin.register(models.TrainedModel)
-class TrainedModelAdmin(admin.ModelAdmin):
+class TrainedModelAdmin(WrittenByWorkers):
     list_display = ["name", "version", "team", "method", "status", "study", "created"]
     list_filter = ["team", "status", "method"]
     search_fields = ["name"]

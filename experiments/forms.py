@@ -7,7 +7,7 @@ from django.core import validators
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries
 from experiments.models import Dataset, Study, TrainedModel
-from experiments.search_space import SearchSpaceError, validate_search_space
+from experiments.search_space import SearchSpaceError, default_initial_random_trials, validate_search_space
 from experiments.services.studies import LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
 
@@ -82,6 +82,17 @@ class StudyForm(forms.ModelForm):
             self.fields[name].widget.attrs.update(min=low, max=high)
         if not self.is_bound and "search_space" not in self.initial:
             self.initial["search_space"] = json.dumps(BUILTIN["dense"].default_space, indent=1)
+        self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
+
+    @property
+    def initial_random_default(self) -> int:
+        """What an empty 'initial random trials' means for the space on the page."""
+        text = self.data.get("search_space") if self.is_bound else self.initial.get("search_space")
+        try:
+            rows = json.loads(text) if isinstance(text, str) else (text or [])
+        except json.JSONDecodeError:
+            rows = []
+        return default_initial_random_trials(rows if isinstance(rows, list) else [])
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()

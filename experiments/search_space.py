@@ -514,3 +514,9 @@ def grid_size(rows: list[dict]) -> int | None:
         return total
 
     return math.prod(combinations(row) for row in children[None])
+
+
+def default_initial_random_trials(rows: list[dict]) -> int:
+    """KerasTuner's BayesianOptimization default: 3 x the number of hyperparameters, at least 3
+    (each row is one KerasTuner hyperparameter)."""
+    return max(3 * len(rows), 3)

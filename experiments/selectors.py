@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from django.db.models import Count, F, Q, QuerySet
 
 from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
+from experiments.search_space import default_initial_random_trials
 
 
 def team_datasets(*, team: Team) -> QuerySet[Dataset]:
@@ -105,7 +106,18 @@ def study_progress(*, study: Study) -> dict:
         "finished": finished,
         "max_trials": study.max_trials,
         "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
+        "exploration": bayesian_exploration(study=study, completed=completed),
     }
+
+
+def bayesian_exploration(*, study: Study, completed: int) -> dict | None:
+    """Where a Bayesian study stands: KerasTuner proposes random trials until `initial` have
+    completed, then its Gaussian process guides the search."""
+    if study.tuner != Study.Tuner.BAYESIAN:
+        return None
+    initial = study.initial_random_trials or default_initial_random_trials(study.search_space)
+    return {"initial": initial, "done": min(completed, initial), "exploring": completed < initial,
+            "pure_random": study.max_trials <= initial, "default": study.initial_random_trials is None}
 
 
 def study_trials_export(*, study: Study) -> tuple[list[str], Iterator[list]]:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("leaderboard/", leaderboard.leaderboard_view, name="leaderboard"),
     path("models/<int:model_id>/", models.model_detail, name="model_detail"),
     path("models/<int:model_id>/live/", models.model_live, name="model_live"),
+    path("models/<int:model_id>/cancel/", models.model_cancel_view, name="model_cancel"),
     path("models/<int:model_id>/download/<str:fmt>/", models.model_download, name="model_download"),
     path("models/<int:model_id>/model-card.json", models.model_card_download, name="model_card"),
     path("workers/", fleet.worker_list, name="worker_list"),

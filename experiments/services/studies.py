@@ -14,12 +14,7 @@ LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (
 HYPERBAND_MIN_EPOCHS = 3
 
 
-def default_initial_random_trials(search_space: list) -> int:
-    """KerasTuner's BayesianOptimization default: 3 x the number of hyperparameters, at least 3."""
-    return max(3 * len(search_space), 3)
-
-
-def study_settings_errors(*, search_space: list | None, **options) -> dict[str, str]:
+def study_settings_errors(*, search_space: list | None = None, **options) -> dict[str, str]:
     """Every rule a study's settings must meet, as {field: message}; empty when all hold."""
     errors = {}
     for name, (low, high) in LIMITS.items():

@@ -10,6 +10,7 @@ from experiments.model_cards import model_card
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.selectors import ensemble_members, model_epoch_rows, model_files, study_top_trials, team_models
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import ModelRequestError, trained_models_request
 from experiments.views.access import (
     editor_required,
@@ -138,3 +139,16 @@ def trial_models_request(request, study_id: int, trial_pk: int):
     if models:
         return redirect("model_detail", model_id=models[0].id)
     return redirect("trial_detail", study_id=study_id, trial_pk=trial.pk)
+
+
+@require_POST
+@editor_required
+def model_cancel_view(request, model_id: int):
+    model = get_model_for_user(request, model_id)
+    try:
+        model_cancel(model=model)
+    except ModelCancelError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Model {model} cancelled.")
+    return redirect("model_detail", model_id=model.id)

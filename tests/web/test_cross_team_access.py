@@ -25,6 +25,7 @@ ACTIONS = {
                              Study.Status.CREATED),
     "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
     "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
+    "model_cancel": ({}, Study.Status.CREATED),
 }
 POST_ONLY = {*ACTIONS, "switch_team"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]

@@ -209,7 +209,7 @@ def test_grid_search_with_a_float_without_step_is_rejected(alice_client, acme_da
     response = _post(alice_client, _form(acme_dataset, tuner="grid"))
 
     assert response.status_code == 200
-    assert shows(response, "Grid search needs a finite grid: give every Float a step.")
+    assert shows(response, "Grid search needs a finite grid: give every Float a step, or use another tuner.")
     assert not Study.objects.exists()
 
 
