@@ -3,6 +3,10 @@
 Everything here is pure (no Django, no TensorFlow) so the web process can validate an upload
 while the user waits and a worker can parse the same bytes again with identical results.
 Every problem with the data raises DatasetError, whose text is shown to the user as is.
+
+Four kinds of data share one ParsedDataset: tabular (this module), images (image_parsing),
+text (text_parsing) and sequences (sequence_parsing); the bundled datasets live in bundled_data.
+Those modules build on the helpers here, so this module imports them only where it needs them.
 """
 
 from __future__ import annotations
@@ -11,15 +15,15 @@ import csv
 import io
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn import datasets
 from sklearn.model_selection import train_test_split
 
 from experiments.errors import TuneboardError
 
 TASKS = ("auto", "classification", "regression")
+KINDS = ("tabular", "image", "text", "sequence")
 _MB = 1024 * 1024
 # Spellings people and spreadsheet exports use for "no value".
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none"})
@@ -36,12 +40,23 @@ class DatasetError(TuneboardError, ValueError):
 
 @dataclass
 class ParsedDataset:
-    x: np.ndarray  # float32, shape (n_rows, *input_shape)
+    """Validated arrays plus what the dataset page shows about them.
+
+    x by kind: tabular float32 (n_rows, *input_shape); image uint8 (n, height, width, channels)
+    with 1, 3 or 4 channels; text a NumPy unicode array of shape (n,) (it survives
+    numpy.savez without pickle); sequence float32 (n, timesteps, features).
+    """
+
+    x: np.ndarray
     y: np.ndarray  # int64 class indices for classification, float32 for regression
-    feature_names: list[str]
+    feature_names: list[str]  # image: []; text: [text column]; sequence: one per feature
     task: str  # "classification" | "regression"
     classes: list[str]  # classes[i] is the name of label i; [] for regression
     target_name: str = "target"
+    kind: str = "tabular"  # one of KINDS
+    details: dict = field(default_factory=dict)  # JSON-serialisable facts for the dataset page
+    # True: rows are consecutive moments of one series, so splits are contiguous blocks in time.
+    time_ordered: bool = False
 
     @property
     def n_rows(self) -> int:
@@ -53,7 +68,7 @@ class ParsedDataset:
 
     @property
     def n_features(self) -> int:
-        return math.prod(self.input_shape)
+        return math.prod(self.input_shape)  # a text dataset has one input: its text
 
     @property
     def class_counts(self) -> dict[str, int]:
@@ -63,49 +78,44 @@ class ParsedDataset:
         return {name: int(count) for name, count in zip(self.classes, counts, strict=True)}
 
     def preview(self, n: int = 10) -> list[dict[str, float | str]]:
-        """The first n rows as {feature: value, ..., target_name: label} for display."""
-        head = self.x[:n].reshape(min(n, self.n_rows), self.n_features)
+        """The first n rows for display: tabular rows list every value; an image or a sequence
+        shows its shape (listing every pixel would bury the page) and a text its first 200
+        characters. The last key is target_name with the class name or the number."""
         rows: list[dict[str, float | str]] = []
-        for features, target in zip(head, self.y[:n], strict=True):
-            # str() of a float32 is its shortest repr, so 0.1 shows as 0.1, not 0.10000000149.
-            row: dict[str, float | str] = {
-                name: float(str(value))
-                for name, value in zip(self.feature_names, features, strict=True)
-            }
+        for i in range(min(n, self.n_rows)):
+            row: dict[str, float | str] = {}
+            if self.kind == "image":
+                row["image"] = "×".join(str(d) for d in self.input_shape)
+            elif self.kind == "sequence":
+                row["sequence"] = "×".join(str(d) for d in self.input_shape)
+            elif self.kind == "text":
+                row[self.feature_names[0]] = str(self.x[i])[:200]
+            else:
+                # str() of a float32 is its shortest repr, so 0.1 shows as 0.1, not 0.10000000149.
+                values = self.x[i].reshape(-1)
+                for name, value in zip(self.feature_names, values, strict=True):
+                    row[name] = float(str(value))
+            target = self.y[i]
             is_class = self.task == "classification"
             row[self.target_name] = self.classes[int(target)] if is_class else float(str(target))
             rows.append(row)
         return rows
 
 
-BUNDLED: dict[str, str] = {
-    "digits": "Handwritten digits: 1,797 8×8 grayscale images as 64 pixel values, 10 classes.",
-    "wine": "Wine recognition: 178 wines, 13 chemical measurements, 3 grape cultivars.",
-    "iris": "Iris flowers: 150 flowers, 4 petal and sepal measurements, 3 species.",
-    "breast_cancer": "Breast cancer (Wisconsin): 569 tumours, 30 measurements, "
-    "malignant or benign.",
-}
-_LOADERS = {
-    "digits": datasets.load_digits,
-    "wine": datasets.load_wine,
-    "iris": datasets.load_iris,
-    "breast_cancer": datasets.load_breast_cancer,
-}
-
-
 def load_bundled(name: str) -> ParsedDataset:
-    if name not in _LOADERS:
-        raise DatasetError(
-            f"There is no bundled dataset named {name!r}. Choose one of: {', '.join(BUNDLED)}."
-        )
-    bunch = _LOADERS[name]()  # these ship inside scikit-learn: no download
-    return ParsedDataset(
-        x=bunch.data.astype(np.float32),
-        y=bunch.target.astype(np.int64),
-        feature_names=[str(f) for f in bunch.feature_names],
-        task="classification",
-        classes=[str(c) for c in bunch.target_names],
-    )
+    from experiments import bundled_data  # it builds on this module; see the module docstring
+
+    return bundled_data.load_bundled(name)
+
+
+def __getattr__(name: str) -> object:
+    # BUNDLED (name -> description) and BUNDLED_KINDS (name -> kind) are defined next to their
+    # loaders in bundled_data and read from here on first use, which avoids a circular import.
+    if name in ("BUNDLED", "BUNDLED_KINDS"):
+        from experiments import bundled_data
+
+        return getattr(bundled_data, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_upload_size(size_bytes: int, limit_mb: int) -> None:
@@ -148,7 +158,15 @@ def parse_csv(data: bytes, *, target_column: str, task: str = "auto") -> ParsedD
             + ". Fill them in or remove those rows."
         )
 
-    unlabeled = [line for cell, line in zip(target_cells, lines, strict=True) if _is_missing(cell)]
+    y, task, classes = _csv_target(target_cells, lines, target_column, task)
+    return _finish(x, y, list(columns), task, classes, target_column)
+
+
+def _csv_target(
+    cells: tuple[str, ...] | list[str], lines: list[int], target_column: str, task: str
+) -> tuple[np.ndarray, str, list[str]]:
+    """(y, task, classes) from a CSV target column; refuses rows without a label."""
+    unlabeled = [line for cell, line in zip(cells, lines, strict=True) if _is_missing(cell)]
     if unlabeled:
         raise DatasetError(
             f"{_rows(len(unlabeled)).capitalize()} {'has' if len(unlabeled) == 1 else 'have'} "
@@ -156,13 +174,12 @@ def parse_csv(data: bytes, *, target_column: str, task: str = "auto") -> ParsedD
             f"(row{'s' if len(unlabeled) > 1 else ''} {_first_few(unlabeled)}). "
             "Fill them in or remove those rows."
         )
-    y, task, classes = _encode_target(
-        _labels(target_cells),
+    return _encode_target(
+        _labels(cells),
         task,
         subject=f"The target column {target_column!r}",
         locate=lambda i: f"row {lines[i]}",
     )
-    return _finish(x, y, list(columns), task, classes, target_column)
 
 
 def _decode_text(data: bytes) -> str:
@@ -305,8 +322,20 @@ def _non_numeric_message(
 # --- NPZ ----------------------------------------------------------------------------------
 
 
-def parse_npz(data: bytes, *, task: str = "auto") -> ParsedDataset:
+def parse_npz(
+    data: bytes,
+    *,
+    task: str = "auto",
+    kind: str = "auto",
+    image_size: tuple[int, int] | None = None,
+) -> ParsedDataset:
+    """Arrays x and y from numpy.savez. kind "auto" reads x by its shape: (n, h, w, channels)
+    is images, (n, h, w) too when its type is uint8, other (n, steps, features) arrays are
+    sequences and (n,) or (n, features) is tabular. image_size (height, width) resizes images
+    and is ignored for other kinds."""
     _check_task(task)
+    if kind not in ("auto", "tabular", "image", "sequence"):
+        raise DatasetError(f"Unknown kind {kind!r} for an .npz file; use auto, tabular, image or sequence.")
     if not data:
         raise DatasetError("The file is empty.")
     try:
@@ -339,10 +368,11 @@ def parse_npz(data: bytes, *, task: str = "auto") -> ParsedDataset:
 
     if x.ndim == 0:
         raise DatasetError("x must have one row per sample, but it is a single number.")
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)  # one feature per row
     if x.dtype.kind not in "biuf":
         raise DatasetError(f"x must contain numbers, but its type is {x.dtype}.")
+    kind = _npz_kind(x, kind)
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)  # one feature per row
     if y.ndim == 2 and y.shape[1] == 1:
         y = y.ravel()
     if y.ndim != 1:
@@ -372,8 +402,39 @@ def parse_npz(data: bytes, *, task: str = "auto") -> ParsedDataset:
             "a missing (NaN or empty) label in y. Remove those rows or fill them in."
         )
     y_encoded, task, classes = _encode_target(labels, task, subject="y", locate=lambda i: f"y[{i}]")
+    if kind == "image":
+        from experiments.image_parsing import image_array  # it builds on this module
+
+        images, details = image_array(x, image_size=image_size)
+        return ParsedDataset(images, y_encoded, [], task, classes, "y", kind="image", details=details)
+    if kind == "sequence":
+        from experiments.sequence_parsing import sequence_array  # it builds on this module
+
+        sequences, details = sequence_array(x)
+        names = [f"f{i}" for i in range(sequences.shape[2])]
+        return ParsedDataset(sequences, y_encoded, names, task, classes, "y", kind="sequence", details=details)
     feature_names = [f"f{i}" for i in range(math.prod(x.shape[1:]))]
     return _finish(x, y_encoded, feature_names, task, classes, "y")
+
+
+def _npz_kind(x: np.ndarray, kind: str) -> str:
+    """The kind x is read as; a forced kind must fit x's shape (tabular takes any shape)."""
+    shape = "×".join(str(d) for d in x.shape)
+    if kind == "auto":
+        if x.ndim == 4 or (x.ndim == 3 and x.dtype == np.uint8):
+            return "image"
+        return "sequence" if x.ndim == 3 else "tabular"
+    if kind == "image" and x.ndim not in (3, 4):
+        raise DatasetError(
+            "Images need x of shape (n, height, width) or (n, height, width, channels), "
+            f"but x is {shape}. Choose another kind or save the images in that shape."
+        )
+    if kind == "sequence" and x.ndim not in (2, 3):
+        raise DatasetError(
+            f"Sequences need x of shape (n, steps) or (n, steps, features), but x is {shape}. "
+            "Choose another kind or save the sequences in that shape."
+        )
+    return kind
 
 
 def _read_array(archive: np.lib.npyio.NpzFile, key: str) -> np.ndarray:
@@ -495,6 +556,15 @@ def split_indices(
     Rule: validation and test get round(n * fraction) rows but at least one each, and training
     must keep at least one row. Stratification is attempted per split and quietly dropped when
     a class is too small to appear on both sides.
+
+    A time-ordered dataset (parsed.time_ordered) is cut into contiguous blocks instead, never
+    shuffled and whatever the seed: training first, then validation, then test, so the model
+    is always judged on a later period than the one it learnt from. When its rows are sliding
+    windows (details has "window" and "horizon"), neighbouring samples share time steps: sample
+    i reads rows i .. i + window + horizon - 1. So the window + horizon - 1 samples just before
+    the validation block and just before the test block are dropped, and no time step is seen
+    by two parts. Validation and test keep their sizes from the rule above; the dropped samples
+    come out of training, which must still keep at least one.
     """
     for label, fraction in (("validation", val_fraction), ("test", test_fraction)):
         if not 0 < fraction < 1:
@@ -508,17 +578,40 @@ def split_indices(
             "left for training."
         )
 
+    gap = 0
+    if parsed.time_ordered and "window" in parsed.details:
+        gap = int(parsed.details["window"]) + int(parsed.details.get("horizon", 1)) - 1
+
     def sizes(n: int) -> tuple[int, int]:
         return max(1, round(n * val_fraction)), max(1, round(n * test_fraction))
 
     n = parsed.n_rows
     n_val, n_test = sizes(n)
-    if n - n_val - n_test < 1:
-        need = next((m for m in range(3, 1_000_000) if m - sum(sizes(m)) >= 1), None)
+    n_train = n - n_val - n_test - 2 * gap
+    if n_train < 1:
+        need = next((m for m in range(3, 10_000_000) if m - sum(sizes(m)) - 2 * gap >= 1), None)
+        if gap:
+            raise DatasetError(
+                f"The series gives {n} windows, but a time-ordered split with {val_fraction:.0%} "
+                f"validation and {test_fraction:.0%} test needs at least {need or 'far more'}: "
+                f"the {gap} windows before the validation block and the {gap} before the test "
+                "block are left out so that no time step is in two parts, and training, "
+                "validation and test must each keep at least one window. Use a longer series, "
+                "a smaller window or horizon, or smaller fractions."
+            )
         raise DatasetError(
             f"The dataset has {_rows(n)}, but a split with {val_fraction:.0%} validation and "
             f"{test_fraction:.0%} test needs at least {need or 'far more'} rows: training, "
             "validation and test must each get at least one row."
+        )
+
+    if parsed.time_ordered:
+        val_start = n_train + gap
+        test_start = val_start + n_val + gap
+        return (
+            np.arange(n_train, dtype=np.int64),
+            np.arange(val_start, val_start + n_val, dtype=np.int64),
+            np.arange(test_start, n, dtype=np.int64),
         )
 
     labels = parsed.y if parsed.task == "classification" else None

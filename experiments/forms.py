@@ -5,16 +5,24 @@ from django.conf import settings
 from django.core import validators
 
 from experiments.dataset_parsing import BUNDLED
-from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries
+from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.search_space import SearchSpaceError, default_initial_random_trials, validate_search_space
-from experiments.services.studies import LIMITS, study_settings_errors
+from experiments.services.datasets import UploadOptions
+from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],
     Dataset.Task.REGRESSION: ["val_loss", "val_mae", "loss", "mae"],
 }
+
+
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def infer_direction(metric: str) -> str:
@@ -37,8 +45,24 @@ class BundledDatasetForm(forms.Form):
 
 class DatasetUploadForm(forms.Form):
     name = forms.CharField(max_length=100)
-    file = forms.FileField(help_text="CSV with a header row, or NPZ with arrays x and y.")
+    file = forms.FileField(help_text="CSV with a header row, NPZ with arrays x and y, or a ZIP of images in one "
+                           "folder per class.")
+    kind = forms.ChoiceField(label="Kind of data", initial="auto", required=False, choices=[
+        ("auto", "Detect (ZIP: images; NPZ: by the shape of x; CSV: tabular, text or time series by the fields below)"),
+        ("tabular", "Tabular rows"), ("image", "Images"), ("text", "Text"), ("sequence", "Sequences")])
     target_column = forms.CharField(max_length=200, required=False, help_text="CSV only: the column to predict.")
+    text_column = forms.CharField(max_length=200, required=False,
+                                  help_text="Text CSV: the column holding the texts.")
+    window = forms.IntegerField(required=False, min_value=1, max_value=100_000, label="Window length",
+                                help_text="Time-series CSV: time steps each sample sees (rows in file order).")
+    horizon = forms.IntegerField(initial=1, min_value=1, required=False, max_value=100_000,
+                                 help_text="Time-series CSV: how many steps after the window the target is.")
+    image_size = forms.CharField(max_length=20, required=False, label="Image size",
+                                 help_text="Images: height×width (e.g. 32x32) or one number for squares; "
+                                 "empty: the most common size, at most 256.")
+    color_mode = forms.ChoiceField(label="Colour mode", initial="auto", required=False, choices=[
+        ("auto", "Detect (grayscale when every image is)"), ("grayscale", "Grayscale"), ("rgb", "RGB"),
+        ("rgba", "RGBA")])
     task = forms.ChoiceField(choices=[("auto", "Detect"), ("classification", "Classification"),
                                       ("regression", "Regression")], initial="auto")
     val_fraction = _fraction_field(0.15)
@@ -48,6 +72,24 @@ class DatasetUploadForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["file"].help_text += f" At most {settings.UPLOAD_MAX_MB} MB."
+
+    def clean_image_size(self):
+        text = self.cleaned_data["image_size"].strip().lower().replace("×", "x")
+        if not text:
+            return None
+        parts = text.split("x")
+        if len(parts) > 2 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+            raise forms.ValidationError("Write the size as height×width, e.g. 32x32, or one number for squares.")
+        height, width = (int(parts[0]), int(parts[-1]))
+        if not (4 <= height <= 1024 and 4 <= width <= 1024):
+            raise forms.ValidationError("Each side must be from 4 to 1,024 pixels.")
+        return height, width
+
+    def upload_options(self):
+        data = self.cleaned_data
+        return UploadOptions(kind=data["kind"] or "auto", target_column=data["target_column"],
+                             text_column=data["text_column"], window=data["window"], horizon=data["horizon"] or 1,
+                             image_size=data["image_size"], color_mode=data["color_mode"] or "auto", task=data["task"])
 
 
 class StudyForm(forms.ModelForm):
@@ -61,11 +103,22 @@ class StudyForm(forms.ModelForm):
         model = Study
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
-                  "patience", "seed", "queue", "parallelism", "initial_random_trials"]
+                  "patience", "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
+                  "steps_per_execution", "devices_per_trial"]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
-                  "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience"}
+                  "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience",
+                  "batch_size": "Batch size (per replica)", "queue": "Accelerator queue",
+                  "jit_compile": "XLA compilation (jit_compile)", "steps_per_execution": "Steps per execution",
+                  "devices_per_trial": "Devices per trial"}
         help_texts = {"objective_metric": "e.g. val_accuracy or val_loss (never a test metric).",
-                      "parallelism": "Trials in flight at once across the workers of the queue."}
+                      "parallelism": "Trials in flight at once across the workers of the queue.",
+                      "batch_size": "Rows per device per step: with N devices per trial a step sees N × this "
+                                    "(the global batch).",
+                      "precision": "Mixed precision computes in 16 bits and keeps weights and outputs in float32.",
+                      "steps_per_execution": "Batches run per call into TensorFlow: above 1 cuts per-step "
+                                             "overhead on small models and TPUs; callbacks see every epoch.",
+                      "devices_per_trial": "1, or N accelerators of one host with MirroredStrategy (GPU/CPU "
+                                           "queues), or the whole TPU with TPUStrategy on the TPU queue."}
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
@@ -74,6 +127,15 @@ class StudyForm(forms.ModelForm):
         self.fields["hypermodel"] = forms.ChoiceField(
             choices=[(name, f"{name} — {e.description}") for name, e in hypermodel_entries().items()]
         )
+        # The page greys out the hypermodels that do not fit the chosen dataset's kind, with why.
+        self.dataset_kinds = dict(self.fields["dataset"].queryset.values_list("id", "kind"))
+        self.hypermodel_kinds = {name: list(e.kinds) for name, e in hypermodel_entries().items()}
+        if not self.is_bound and "hypermodel" not in self.initial:
+            kind = self.dataset_kinds.get(_int_or_none(self.initial.get("dataset")), "tabular")
+            # A hypermodel made for this kind first (dense also takes flattened images).
+            usable = sorted((entry for entry, why in hypermodels_for_kind(kind) if why is None),
+                            key=lambda entry: entry.kinds[0] != kind)
+            self.initial["hypermodel"] = usable[0].name if usable else "dense"
         for name, (low, high) in LIMITS.items():
             if name not in self.fields:
                 continue
@@ -81,8 +143,11 @@ class StudyForm(forms.ModelForm):
                                              validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
         if not self.is_bound and "search_space" not in self.initial:
-            self.initial["search_space"] = json.dumps(BUILTIN["dense"].default_space, indent=1)
+            entry = BUILTIN.get(self.initial.get("hypermodel"), BUILTIN["dense"])
+            self.initial["search_space"] = json.dumps(entry.default_space, indent=1)
         self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
+        for name in ("precision", "jit_compile", "steps_per_execution", "devices_per_trial"):
+            self.fields[name].required = False  # absent: the default (float32, auto, 1, 1)
 
     @property
     def initial_random_default(self) -> int:
@@ -124,6 +189,9 @@ class StudyForm(forms.ModelForm):
             self.add_error("objective_metric", "The test split is never used for selection.")
         if data.get("objective_direction") == "auto" and metric:
             data["objective_direction"] = infer_direction(metric)
+        for name, default in COMPUTE_DEFAULTS.items():
+            if data.get(name) in (None, "") and name != "queue":
+                data[name] = default
         # The rules live in the service; the form only shows them beside their fields.
         settings = {name: data.get(name) for name in self.Meta.fields if name in data}
         for name, message in study_settings_errors(**settings).items():

@@ -3,11 +3,31 @@ JSON document built from the rows (no TensorFlow in the web process)."""
 
 from experiments.models import ModelFile, TrainedModel
 
-PREPROCESSING = (
-    "None needed: the model takes raw features. Standardisation is a Normalization layer inside the model, "
-    "with the mean and variance of the rows it was trained on (train+validation when retrained, train when "
-    "promoted)."
-)
+PREPROCESSING = {
+    "tabular": "None needed: the model takes raw features. Standardisation is a Normalization layer inside the "
+               "model, with the mean and variance of the rows it was trained on (train+validation when retrained, "
+               "train when promoted).",
+    "image": "None needed: the model takes raw uint8 pixels (0-255) of the dataset's image size and colour mode; "
+             "rescaling (and, in training only, augmentation) are layers inside the model.",
+    "text": "None needed: the model takes raw UTF-8 strings; tokenisation is a TextVectorization layer inside the "
+            "model whose vocabulary was learned from the rows it was trained on.",
+    "sequence": "None needed: the model takes raw float sequences (time steps x features); per-feature "
+                "standardisation is a Normalization layer inside the model.",
+}
+FORMAT_INPUTS = {
+    "image": "raw uint8 images, shape (batch, height, width, channels)",
+    "text": "raw UTF-8 strings, shape (batch,)",
+    "sequence": "float32 sequences, shape (batch, time steps, features)",
+    "tabular": "float32 features, shape (batch, features)",
+}
+
+
+def format_inputs(*, kind: str, files: list, unavailable: dict) -> list[dict]:
+    """Which input each download takes, and why a format is missing when it is."""
+    taken = FORMAT_INPUTS.get(kind, FORMAT_INPUTS["tabular"])
+    rows = [{"format": f.format, "input": taken} for f in files]
+    rows += [{"format": fmt, "input": None, "unavailable": why} for fmt, why in sorted(unavailable.items())]
+    return rows
 
 
 def _lineage(model: TrainedModel, members: list) -> dict:
@@ -61,6 +81,8 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
         "dataset": {
             "name": dataset.name,
             "task": dataset.task,
+            "kind": dataset.kind,
+            "details": dataset.details,
             "rows": dataset.n_rows,
             "features": dataset.n_features,
             "feature_names": dataset.feature_names,
@@ -68,7 +90,10 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
             "split": {"val_fraction": dataset.val_fraction, "test_fraction": dataset.test_fraction,
                       "seed": dataset.split_seed, "sizes": dataset.split_sizes},
         },
-        "preprocessing": PREPROCESSING,
+        "preprocessing": PREPROCESSING.get(dataset.kind, PREPROCESSING["tabular"]),
+        "inputs_by_format": format_inputs(kind=dataset.kind, files=files,
+                                          unavailable=model.signature.get("unavailable", {})),
+        "compute": model.compute,
         "signature": model.signature,
         "package_versions": model.versions,
         "files": [

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from experiments.compute_options import JIT_COMPILE, PRECISIONS
 from experiments.states import TRIAL_FINISHED, ModelStatus, StudyStatus, TrialStatus
 
 
@@ -84,6 +85,12 @@ class Dataset(models.Model):
         CLASSIFICATION = "classification", "Classification"
         REGRESSION = "regression", "Regression"
 
+    class Kind(models.TextChoices):
+        TABULAR = "tabular", "Tabular"
+        IMAGE = "image", "Images"
+        TEXT = "text", "Text"
+        SEQUENCE = "sequence", "Sequences"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=100)
     source = models.CharField(max_length=10, choices=Source.choices)
@@ -91,6 +98,10 @@ class Dataset(models.Model):
     file_format = models.CharField(max_length=10, blank=True)
     target_column = models.CharField(max_length=200, blank=True)
     task = models.CharField(max_length=20, choices=Task.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.TABULAR)
+    # What the parser found for this kind: image size and colour mode, files skipped and why,
+    # text column, window and horizon...
+    details = models.JSONField(default=dict, blank=True)
     n_rows = models.IntegerField()
     n_features = models.IntegerField()
     input_shape = models.JSONField(default=list)
@@ -179,6 +190,11 @@ class Study(models.Model):
     # Bayesian optimisation's random trials before its Gaussian process takes over; empty
     # means KerasTuner's default, 3 x the number of hyperparameters.
     initial_random_trials = models.PositiveIntegerField(null=True, blank=True)
+    # Compute settings (experiments/compute_options.py): retrains and ensembles reuse them.
+    precision = models.CharField(max_length=16, choices=list(PRECISIONS.items()), default="float32")
+    jit_compile = models.CharField(max_length=4, choices=list(JIT_COMPILE.items()), default="auto")
+    steps_per_execution = models.PositiveIntegerField(default=1)
+    devices_per_trial = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["-created"]
@@ -224,6 +240,8 @@ class Trial(models.Model):
     heartbeat = models.DateTimeField(default=timezone.now)
     finished = models.DateTimeField(null=True, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
+    # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
+    compute = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -332,6 +350,7 @@ class TrainedModel(models.Model):
     # Input and output tensors of the exported model, and the packages that made it.
     signature = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
     # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)
     worker_host = models.CharField(max_length=200, blank=True)

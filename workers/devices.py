@@ -5,9 +5,12 @@ child must be pinned (CUDA_VISIBLE_DEVICES) before TensorFlow loads in it.
 """
 
 import glob
+import logging
 import os
 import shutil
 import subprocess
+
+log = logging.getLogger(__name__)
 
 
 def discover_gpus(environ=os.environ) -> list[str]:
@@ -25,7 +28,10 @@ def discover_gpus(environ=os.environ) -> list[str]:
 
 
 def discover_tpus() -> list[str]:
-    return sorted(glob.glob("/dev/accel*")) or (["tpu"] if os.environ.get("TPU_NAME") else [])
+    """TPU chips on this host: /dev/accel* (TPU v2-v4 VMs) or numbered /dev/vfio nodes (v5e and
+    later), else one named TPU node (TPU_NAME)."""
+    local = glob.glob("/dev/accel*") + [p for p in glob.glob("/dev/vfio/*") if os.path.basename(p).isdigit()]
+    return sorted(local) or (["tpu"] if os.environ.get("TPU_NAME") else [])
 
 
 def host_devices(environ=os.environ) -> list[str]:
@@ -40,11 +46,64 @@ def device_for_child(child_index: int, gpus: list[str]) -> str | None:
     return gpus[child_index % len(gpus)]
 
 
-def pin_child(child_index: int, gpus: list[str], environ=os.environ) -> str | None:
-    device = device_for_child(child_index, gpus)
-    if device is not None:
-        environ["CUDA_VISIBLE_DEVICES"] = device
-    return device
+def gpus_for_child(child_index: int, gpus: list[str], per_child: int) -> list[str]:
+    """The `per_child` GPUs child i trains on: the host's GPUs cut into len(gpus) // per_child
+    groups, child i taking group i. Children beyond the groups share them round-robin (two
+    trials on the same GPUs compete for their memory); GPUs left over after the last whole
+    group are unused. With fewer GPUs than `per_child`, every GPU (the trial then fails and
+    says so)."""
+    if per_child < 1:
+        raise ValueError(f"GPUs per child must be at least 1, not {per_child}.")
+    groups = len(gpus) // per_child
+    if groups == 0:
+        return list(gpus)
+    group = child_index % groups
+    return list(gpus[group * per_child:(group + 1) * per_child])
+
+
+def recommended_concurrency(gpus: list[str], per_child: int) -> int | None:
+    """How many children a GPU worker should run: one per whole group of `per_child` GPUs.
+    None without GPUs (a CPU worker's concurrency is a matter of cores and TUNEBOARD_TF_THREADS)."""
+    if not gpus:
+        return None
+    return max(1, len(gpus) // max(1, per_child))
+
+
+def _positive_int(environ, name: str, default: int) -> int:
+    raw = str(environ.get(name, default)).strip() or str(default)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a whole number of at least 1, not {raw!r}.")
+    return int(raw)
+
+
+def gpus_per_child(environ=os.environ) -> int:
+    """TUNEBOARD_GPUS_PER_CHILD: how many GPUs each worker child (one trial at a time) gets."""
+    return _positive_int(environ, "TUNEBOARD_GPUS_PER_CHILD", 1)
+
+
+def cpu_devices_per_child(environ=os.environ) -> int:
+    """TUNEBOARD_CPU_DEVICES: how many logical devices each worker child splits its CPU into,
+    so CPU studies can run several replicas per trial."""
+    return _positive_int(environ, "TUNEBOARD_CPU_DEVICES", 1)
+
+
+def pin_child(child_index: int, gpus: list[str], environ=os.environ, per_child: int | None = None) -> str | None:
+    """Make only this child's GPUs visible to it (TUNEBOARD_GPUS_PER_CHILD of them unless
+    `per_child` is given); returns the CUDA_VISIBLE_DEVICES value set, None without GPUs."""
+    per_child = gpus_per_child(environ) if per_child is None else per_child
+    devices = gpus_for_child(child_index, gpus, per_child)
+    if not devices:
+        return None
+    groups = len(gpus) // per_child
+    if groups == 0:
+        log.warning("this host has %d GPUs, fewer than TUNEBOARD_GPUS_PER_CHILD=%d: trials that need %d will fail",
+                    len(gpus), per_child, per_child)
+    elif child_index >= groups:
+        log.warning("worker child %d shares GPUs %s with child %d: %d GPUs at %d per child make %d groups, so run "
+                    "this worker with concurrency %d", child_index, ",".join(devices), child_index % groups, len(gpus),
+                    per_child, groups, groups)
+    environ["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+    return environ["CUDA_VISIBLE_DEVICES"]
 
 
 def configure_threads() -> None:

@@ -7,7 +7,10 @@ import keras
 
 def weighted_average_model(members: list, weights: list[float], input_shape: tuple,
                            task: str = "classification") -> keras.Model:
-    inputs = keras.Input(shape=input_shape, name="features")
+    # The members' own input type: raw uint8 images and raw strings go in as they are.
+    first = members[0].inputs[0]
+    inputs = keras.Input(shape=tuple(first.shape[1:]) if first.shape else input_shape, dtype=first.dtype,
+                         name="features")
     outputs = []
     for i, (member, weight) in enumerate(zip(members, weights, strict=True)):
         if weight <= 0:

@@ -22,7 +22,7 @@ from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
 from workers.support import load_dataset
-from workers.training import TrialFailed
+from workers.training import TrialFailed, predict
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024
@@ -66,7 +66,9 @@ class _Member:
         if file is None:
             raise TrialFailed(f"Member {model} has no .keras file to load.")
         path = artifact_copy_to_path(artifact=file.artifact, path=self.workdir / f"member-{model.pk}.keras")
-        return keras.models.load_model(path)
+        # safe_mode off: Tuneboard wrote this file itself, and some application hypermodels
+        # (ResNeXt) hold Lambda layers that safe mode refuses.
+        return keras.models.load_model(path, safe_mode=False)
 
     def _source(self, split: str) -> str:
         return self.key(split).rsplit(":", 1)[0]
@@ -99,7 +101,7 @@ class _Member:
                 raise
             except Exception as exc:  # a corrupted artifact, a hypermodel that changed, custom layers
                 raise TrialFailed(f"Member {self.label} cannot be loaded: {type(exc).__name__}: {exc}") from exc
-            return model.predict(x, batch_size=PREDICT_BATCH, verbose=0)
+            return predict(model, x, PREDICT_BATCH)
 
         return _cached(team, self.key(split), compute)
 
@@ -159,7 +161,7 @@ def build_ensemble(row: TrainedModel, *, workdir: Path) -> dict:
 
     combined = weighted_average_model([m.final_model() for m in members], [float(w) for w in weights],
                                       tuple(data.x_test.shape[1:]), task)
-    exported_predictions = combined.predict(data.x_test, batch_size=PREDICT_BATCH, verbose=0)
+    exported_predictions = predict(combined, data.x_test, PREDICT_BATCH)
     expected = ensembles.blend(test, weights)
     gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
     if gap > EXACT:

@@ -1,27 +1,62 @@
 """Serving formats of a trained Keras model: `.keras`, a SavedModel zipped in TF Serving's
 `<name>/<version>/` layout, and TFLite (float32, and dynamic-range int8). Knows nothing of
-the ORM: a model and a folder in, files and the model's signature out."""
+the ORM: a model and a folder in, files and the model's signature out.
+
+Models take raw input (uint8 pixels, UTF-8 strings, float features): preprocessing is part
+of them. A format that cannot hold a model gets no file, only a reason in
+`Exported.unavailable`; TFLite, for one, has no kernels for TextVectorization's string ops."""
 
 import shutil
+import warnings
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
+TFLITE_TEXT_REASON = (
+    "TFLite cannot hold this model's text preprocessing (TextVectorization uses string ops the TFLite "
+    "runtime lacks); use the SavedModel or .keras file."
+)
 
 
 @dataclass
 class Exported:
     files: dict[str, Path]  # format -> file
     signature: dict
+    unavailable: dict[str, str] = field(default_factory=dict)  # format -> why it has no file, for a person
 
 
 def _tensor_spec(tensor) -> dict:
     name = getattr(tensor, "name", "") or ""
     return {"name": name.split(":")[0], "shape": [None if d is None else int(d) for d in tensor.shape],
             "dtype": str(getattr(tensor.dtype, "name", tensor.dtype))}
+
+
+def _describe_one(shape: tuple, dtype: str) -> str:
+    dims = tuple(None if d is None else int(d) for d in shape)
+    if dtype == "string":
+        return "raw UTF-8 strings, one text per example"
+    if dtype == "uint8" and len(dims) in (2, 3):
+        return f"raw uint8 images of shape {dims} (height, width{', channels' if len(dims) == 3 else ''}), values 0-255"
+    if len(dims) == 1:
+        return f"{dtype} feature vectors of length {dims[0]}"
+    if len(dims) == 2 and dtype.startswith("float"):
+        return f"{dtype} sequences of shape {dims} (time steps, features)"
+    return f"{dtype} arrays of shape {dims}"
+
+
+def describe_input(model) -> str:
+    """What one example fed to the model (and to every exported format) looks like, for a
+    person: "raw uint8 images of shape (8, 8, 1) ...", "raw UTF-8 strings ...", ..."""
+    parts = []
+    for tensor in model.inputs:
+        dtype = str(getattr(tensor.dtype, "name", tensor.dtype))
+        parts.append(_describe_one(tuple(tensor.shape[1:]), dtype))
+    return "; ".join(parts)
 
 
 def _serving_signature(saved_model_dir: Path) -> dict:
@@ -41,13 +76,134 @@ def _zip_tree(root: Path, target: Path) -> Path:
     return target
 
 
-def _tflite(saved_model_dir: Path, target: Path, *, quantise: bool) -> Path:
+def _takes_strings(model) -> bool:
+    return any(str(getattr(t.dtype, "name", t.dtype)) == "string" for t in model.inputs)
+
+
+def _runs(flatbuffer: bytes) -> None:
+    """Raises unless the TFLite runtime can load the model and run it once on zeros: a
+    converted file that cannot run in the runtime is not worth offering."""
+    with warnings.catch_warnings():
+        # Its successor (ai_edge_litert) is not a dependency; TF 2.21 still ships this one.
+        warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated", category=UserWarning)
+        interpreter = tf.lite.Interpreter(model_content=flatbuffer)
+    for detail in interpreter.get_input_details():
+        shape = [1 if d < 0 else int(d) for d in detail["shape_signature"]]
+        interpreter.resize_tensor_input(detail["index"], shape)
+    interpreter.allocate_tensors()
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], np.zeros(detail["shape"], dtype=detail["dtype"]))
+    interpreter.invoke()
+
+
+def _reason(exc: Exception) -> str:
+    """The converter's message without its MLIR location prefixes ("loc(callsite(fused[...")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    errors = [line.rsplit("error: ", 1)[1] for line in lines if "error: " in line]
+    detail = (errors or lines or [""])[0]
+    if detail.startswith("loc("):
+        detail = detail.rsplit("): ", 1)[-1]
+    return f"{type(exc).__name__}: {detail}"[:300]
+
+
+def _convert(saved_model_dir: Path, *, quantise: bool) -> bytes:
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir))
     if quantise:
         # Dynamic-range quantisation: int8 weights, float activations; no calibration data needed.
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    target.write_bytes(converter.convert())
+    flatbuffer = converter.convert()
+    _runs(flatbuffer)
+    return flatbuffer
+
+
+def _float32_config(config):
+    """The model's config with mixed-precision policies made float32, and whether any was."""
+    if isinstance(config, list):
+        pairs = [_float32_config(item) for item in config]
+        return [item for item, _ in pairs], any(changed for _, changed in pairs)
+    if not isinstance(config, dict):
+        return config, False
+    if config.get("class_name") == "DTypePolicy" and config.get("config", {}).get("name", "").startswith("mixed_"):
+        return {**config, "config": {**config["config"], "name": "float32"}}, True
+    pairs = {key: _float32_config(value) for key, value in config.items()}
+    return {key: item for key, (item, _) in pairs.items()}, any(changed for _, changed in pairs.values())
+
+
+def _float32_twin(model):
+    """The same model computing in float32, or None when it already does. Mixed precision
+    keeps the weights in float32 and computes in bfloat16/float16, for which TFLite has no
+    kernels ("'tf.Sub' op is neither a custom op nor a flex op" on bfloat16 tensors), so the
+    TFLite files are converted from this twin with the very same weights."""
+    config, changed = _float32_config(keras.saving.serialize_keras_object(model))
+    if not changed:
+        return None
+    # safe_mode=False lets ResNeXt's Lambda layers through: the config comes from the model
+    # in memory, not from a file someone sent.
+    twin = keras.saving.deserialize_keras_object(config, safe_mode=False)
+    twin.set_weights(model.get_weights())
+    return twin
+
+
+def _export_saved_model(model, target: Path, *, batch_size: int | None = None) -> Path:
+    """The model's inference pass as a SavedModel ("serving_default"). Not model.export():
+    Keras 3.15 exports `model.__call__` without training=False, and the Random* augmentation
+    layers, whose call defaults to training=True, then flip and rotate every served image."""
+    specs = [tf.TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=t.name.split(":")[0]) for t in model.inputs]
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", lambda inputs: model(inputs, training=False),
+                         input_signature=[specs[0] if len(specs) == 1 else specs])
+    archive.write_out(str(target), verbose=False)
     return target
+
+
+def _one_example_saved_model(model, workdir: Path) -> Path:
+    """The model exported for batches of exactly one. LSTM and GRU layers only convert with a
+    static batch size: with a free one the converter stops at TensorListReserve ("requires
+    element_shape to be static"), and converting the Keras function directly gives a file
+    whose while loop cannot read its weights at run time."""
+    return _export_saved_model(model, workdir / "serving-one-example", batch_size=1)
+
+
+def _unavailable(exc: Exception) -> str:
+    return f"TFLite cannot hold this model ({_reason(exc)}); use the SavedModel or .keras file."
+
+
+def _tflite_files(model, saved_model_dir: Path, workdir: Path, stem: str) -> tuple[dict, dict, set]:
+    """The TFLite files ({format: path}), the formats TFLite cannot hold ({format: why}), and
+    the formats whose file takes one example per call."""
+    variants = {"tflite": (f"{stem}.tflite", False), "tflite_int8": (f"{stem}-int8.tflite", True)}
+    if _takes_strings(model):
+        # Checked: conversion stops at StringLower, StaticRegexReplace, StringSplitV2 and
+        # RaggedTensorToTensor ("Some ops are not supported by the native TFLite runtime"),
+        # which only a runtime bundling TF Select kernels could run.
+        return {}, dict.fromkeys(variants, TFLITE_TEXT_REASON), set()
+    files, unavailable, one_example = {}, {}, set()
+    try:
+        twin = _float32_twin(model)
+        if twin is not None:
+            model, saved_model_dir = twin, _export_saved_model(twin, workdir / "serving-float32")
+    except Exception as exc:  # deserialisation and tracing raise many types; any means no file
+        return {}, dict.fromkeys(variants, _unavailable(exc)), set()
+    single = None
+    try:
+        for fmt, (filename, quantise) in variants.items():
+            try:
+                flatbuffer = _convert(saved_model_dir, quantise=quantise)
+            except Exception as first:  # the converter and the runtime raise many types
+                try:
+                    single = single or _one_example_saved_model(model, workdir)
+                    flatbuffer = _convert(single, quantise=quantise)
+                    one_example.add(fmt)
+                except Exception:
+                    unavailable[fmt] = _unavailable(first)
+                    continue
+            files[fmt] = workdir / filename
+            files[fmt].write_bytes(flatbuffer)
+    finally:
+        shutil.rmtree(workdir / "serving-one-example", ignore_errors=True)
+        shutil.rmtree(workdir / "serving-float32", ignore_errors=True)
+    return files, unavailable, one_example
 
 
 def export_model(model, *, workdir: Path, name: str, version: int) -> Exported:
@@ -57,17 +213,20 @@ def export_model(model, *, workdir: Path, name: str, version: int) -> Exported:
     model.save(keras_path)
     serving_root = workdir / "serving"
     saved_model_dir = serving_root / name / str(version)
-    model.export(str(saved_model_dir), format="tf_saved_model", verbose=False)
-    files = {
-        "keras": keras_path,
-        "savedmodel": _zip_tree(serving_root, workdir / f"{stem}-savedmodel.zip"),
-        "tflite": _tflite(saved_model_dir, workdir / f"{stem}.tflite", quantise=False),
-        "tflite_int8": _tflite(saved_model_dir, workdir / f"{stem}-int8.tflite", quantise=True),
-    }
+    _export_saved_model(model, saved_model_dir)
+    files = {"keras": keras_path, "savedmodel": _zip_tree(serving_root, workdir / f"{stem}-savedmodel.zip")}
+    tflite_files, unavailable, one_example = _tflite_files(model, saved_model_dir, workdir, stem)
+    files.update(tflite_files)
+    described = describe_input(model)
     signature = {
         "keras": {"inputs": [_tensor_spec(t) for t in model.inputs],
                   "outputs": [_tensor_spec(t) for t in model.outputs]},
         "serving": _serving_signature(saved_model_dir),
+        # Per format: what one call takes, for the download page.
+        "input_description": {fmt: described + (" (one example per call: batch size 1)" if fmt in one_example else "")
+                              for fmt in files},
+        # A copy of Exported.unavailable, so it is stored wherever the signature is.
+        "unavailable": unavailable,
     }
     shutil.rmtree(serving_root, ignore_errors=True)
-    return Exported(files=files, signature=signature)
+    return Exported(files=files, signature=signature, unavailable=unavailable)

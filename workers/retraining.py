@@ -14,6 +14,7 @@ import numpy as np
 from django.conf import settings
 from django.db import close_old_connections
 
+from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, TrainedModel, TrainedModelEpoch
 from experiments.services.artifacts import artifact_create_from_path, artifacts_delete
 from experiments.services.model_runs import (
@@ -29,7 +30,7 @@ from workers.export import export_model
 from workers.hypermodels.base import DataInfo
 from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
 from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
-from workers.training import TrialCancelled, detect_best_epoch, evaluate, train_on_train_and_validation
+from workers.training import TrialCancelled, describe, detect_best_epoch, evaluate, train_on_train_and_validation
 from workers.versions import package_versions
 
 log = logging.getLogger(__name__)
@@ -64,16 +65,17 @@ def _retrain(row: TrainedModel, hp, data, info: DataInfo):
         best_epoch, logs = detect_best_epoch(
             build=lambda: build_model(study, hp, info), data=data, batch_size=study.batch_size,
             epoch_cap=row.epoch_cap, seed=row.seed, fit=fit, time_limit_seconds=settings.MAX_TRIAL_SECONDS,
-            report=_reporter(row, TrainedModelEpoch.Phase.BEST_EPOCH),
+            report=_reporter(row, TrainedModelEpoch.Phase.BEST_EPOCH), compute=ComputeSettings.from_study(study),
         )
         val_metrics = _without_val_prefix(logs)
     epochs = max(1, int(best_epoch * RETRAIN_EPOCH_FACTOR))
     # Normalisation is adapted on the rows the final model trains on: train+validation.
-    both = DataInfo.from_training_split(np.concatenate([data.x_train, data.x_val]), info.task, info.n_classes)
+    both = DataInfo.from_training_split(np.concatenate([data.x_train, data.x_val]), info.task, info.n_classes,
+                                        kind=info.kind)
     model = train_on_train_and_validation(
         build=lambda: build_model(study, hp, both), data=data, batch_size=study.batch_size,
         epochs=epochs, seed=row.seed, fit=fit, report=_reporter(row, TrainedModelEpoch.Phase.RETRAIN),
-        time_limit_seconds=settings.MAX_TRIAL_SECONDS,
+        time_limit_seconds=settings.MAX_TRIAL_SECONDS, compute=ComputeSettings.from_study(study),
     )
     return model, best_epoch, epochs, val_metrics
 
@@ -87,8 +89,11 @@ def _single_model(row: TrainedModel, workdir: Path) -> dict:
     else:
         model, best_epoch, epochs, val_metrics = _retrain(row, hp, data, info)
     test_metrics = evaluate(model, data.x_test, data.y_test, study.batch_size)
+    # Promoted models ran where their trial did; retrained ones here, with the study's settings.
+    compute = (row.trial.compute if row.method == TrainedModel.Method.PROMOTE
+               else describe(ComputeSettings.from_study(study), study.batch_size))
     return {"best_epoch": best_epoch, "epochs": epochs, "val_metrics": val_metrics, "test_metrics": test_metrics,
-            "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
+            "compute": compute, "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
 
 
 def make_trained_model(*, model_pk: int) -> str:
@@ -110,7 +115,7 @@ def make_trained_model(*, model_pk: int) -> str:
             if row.is_ensemble:
                 built = build_ensemble(row, workdir=workdir)
                 exported = built.pop("exported")
-                result = {"best_epoch": None, "epochs": None, **built}
+                result = {"best_epoch": None, "epochs": None, "compute": describe(None), **built}
             else:
                 result = _single_model(row, workdir)
                 exported = result.pop("exported")
@@ -118,7 +123,8 @@ def make_trained_model(*, model_pk: int) -> str:
                 fmt: artifact_create_from_path(team=row.team, kind=Artifact.Kind.MODEL, path=path)
                 for fmt, path in exported.files.items()
             }
-            if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=exported.signature,
+            signature = {**exported.signature, "unavailable": exported.unavailable}
+            if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=signature,
                              versions=package_versions(), files=files,
                              duration_seconds=time.monotonic() - started, **result):
                 return "completed"

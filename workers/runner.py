@@ -13,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import close_old_connections
 
+from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.model_runs import models_reap
@@ -85,13 +86,15 @@ def _train(study: Study, trial: Trial) -> Outcome:
                 build=lambda: build_model(study, hp, info), spec=spec, data=data,
                 reporter=_DatabaseReporter(trial.pk), workdir=workdir,
                 warm_start=_warm_start(study, values, workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
+                compute=ComputeSettings.from_study(study),
             )
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
             return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
-                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds)
+                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds,
+                           compute=result.compute)
     except TrialCancelled:
         return Outcome("released")
     except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on

@@ -23,12 +23,17 @@ def _unregister_worker(sender, **_kwargs) -> None:
 
 @worker_process_init.connect
 def _configure_child(**_kwargs) -> None:
-    """Before TensorFlow loads in this child: pin it to its GPU, cap its threads."""
+    """Before TensorFlow loads in this child: pin it to its GPUs (TUNEBOARD_GPUS_PER_CHILD), split
+    its CPU into logical devices for multi-replica CPU trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
     from billiard.process import current_process
 
-    from workers.devices import configure_threads, discover_gpus, pin_child
+    from workers.devices import configure_threads, cpu_devices_per_child, discover_gpus, pin_child
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
+    if cpu_devices_per_child() > 1:
+        from workers.compute import configure_logical_cpus
+
+        configure_logical_cpus(cpu_devices_per_child())
     configure_threads()
     import gc
 

@@ -4,17 +4,21 @@ Knows nothing of the ORM: the caller passes a reporter (epoch metrics out, "keep
 back) and gets a TrialResult or an exception with a readable reason.
 """
 
+import contextlib
 import math
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import keras
 import numpy as np
 
+from experiments.compute_options import ComputeSettings
 from experiments.errors import TuneboardError
 from workers import checkpoints
+from workers.compute import Placement, apply_compile_options, pipeline, placement_for, precision
 
 
 class TrialFailed(TuneboardError):
@@ -64,6 +68,7 @@ class TrialResult:
     metrics: dict  # the logs of the best epoch of the best execution
     checkpoint_path: Path
     duration_seconds: float
+    compute: dict = field(default_factory=dict)  # where and how it trained: Placement.record()
 
 
 def _better(a: float, b: float, direction: str) -> bool:
@@ -142,30 +147,89 @@ def _keras_fit(model, **kwargs):
     return model.fit(**kwargs)
 
 
-def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
-              workdir: Path, warm_start: Path | None = None, fit=_keras_fit) -> TrialResult:
-    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
-    KerasTuner HyperModel may bring its own); `warm_start` is a checkpoint whose weights
-    continue training (Hyperband's later rounds)."""
-    started = time.monotonic()
-    best: tuple[float, int, dict, Path] | None = None
-    scores = []
-    time_limit = _TimeLimit(spec.time_limit_seconds)  # one budget for all executions
-    for execution in range(spec.executions):
-        keras.utils.set_random_seed(spec.seed + execution)
+class _Compute:
+    """One training run's placement, batch and input pipelines, from the study's settings."""
+
+    def __init__(self, compute: ComputeSettings | None, batch_size: int):
+        self.settings = compute or ComputeSettings()
+        self.placement: Placement = placement_for(self.settings)
+        self.batch_size = batch_size
+        self.global_batch = self.placement.global_batch_size(batch_size)
+
+    def record(self) -> dict:
+        return self.placement.record(self.settings, batch_size=self.batch_size)
+
+    def training(self, x, y, seed: int):
+        drop = self.placement.drop_remainder
+        if drop and len(x) < self.global_batch:
+            raise TrialFailed(f"The training rows ({len(x):,}) do not fill one batch of {self.global_batch:,} "
+                              f"({self.batch_size} per replica × {self.placement.replicas} replicas), and a TPU "
+                              "trains on whole batches only: lower the batch size.")
+        return self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop)
+
+    def validation(self, x, y):
+        # Never drop validation rows, even on a TPU: a last smaller batch costs one more
+        # compilation, a dropped one would change the objective.
+        return self._pipeline(x, y, shuffle=False, seed=0, drop_remainder=False)
+
+    def _pipeline(self, x, y, **kwargs):
+        try:
+            return pipeline(x, y, batch_size=self.global_batch, **kwargs)
+        except Exception as exc:
+            raise TrialFailed(f"Preparing the data for training failed: {type(exc).__name__}: {exc}") from exc
+
+    def build(self, build, warm_start: Path | None = None):
+        """A fresh model built under the placement's strategy and the study's precision, with
+        the study's compile options; call inside `self.scope()`."""
         model = _build(build)
+        apply_compile_options(model, self.settings)
         if warm_start is not None:
             try:
                 checkpoints.restore(model, warm_start)
             except checkpoints.CheckpointMismatch as exc:
                 raise TrialFailed(str(exc)) from exc
+        return model
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Variables are placed (mirrored, on TPU) when they are created, layers take the dtype
+        policy when they are created: both must hold from build to the end of fit."""
+        with precision(self.settings), self.placement.strategy.scope():
+            yield
+
+
+def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> dict:
+    """The record (Placement.record) of where and how a run with these settings trains in this
+    worker child: what run_trial stores in TrialResult.compute, for retrains to store too."""
+    settings = compute or ComputeSettings()
+    return placement_for(settings).record(settings, batch_size=batch_size)
+
+
+def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
+              workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
+              compute: ComputeSettings | None = None) -> TrialResult:
+    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
+    KerasTuner HyperModel may bring its own; it gets tf.data datasets, x=dataset and no y);
+    `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
+    `compute` the study's devices, precision and compile options (None: one default device,
+    float32)."""
+    started = time.monotonic()
+    run = _Compute(compute, spec.batch_size)
+    validation = run.validation(data.x_val, data.y_val)
+    best: tuple[float, int, dict, Path] | None = None
+    scores = []
+    time_limit = _TimeLimit(spec.time_limit_seconds)  # one budget for all executions
+    for execution in range(spec.executions):
+        keras.utils.set_random_seed(spec.seed + execution)
+        train = run.training(data.x_train, data.y_train, seed=spec.seed + execution)
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
         report = _Report(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
         keep_best = _KeepBest(spec.objective, spec.direction, spec.patience)
         callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
-        _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val),
-             epochs=spec.epochs, initial_epoch=spec.initial_epoch, batch_size=spec.batch_size,
-             callbacks=callbacks, verbose=0)
+        with run.scope():
+            model = run.build(build, warm_start)
+            _fit(fit, model, x=train, validation_data=validation, epochs=spec.epochs, initial_epoch=spec.initial_epoch,
+                 callbacks=callbacks, verbose=0)
         time_limit.check()
         ran_to_its_end = bool(report.history) and (report.history[-1][0] + 1 >= spec.epochs
                                                    or keep_best.wait >= spec.patience)
@@ -186,23 +250,27 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     assert best is not None
     return TrialResult(
         score=float(np.mean(scores)), best_step=best[1], metrics=best[2],
-        checkpoint_path=best[3], duration_seconds=time.monotonic() - started,
+        checkpoint_path=best[3], duration_seconds=time.monotonic() - started, compute=run.record(),
     )
 
 
 def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap: int, seed: int, report,
-                      fit=_keras_fit, patience: int = 10, time_limit_seconds: float | None = None) -> tuple[int, dict]:
+                      fit=_keras_fit, patience: int = 10, time_limit_seconds: float | None = None,
+                      compute: ComputeSettings | None = None) -> tuple[int, dict]:
     """The recipe's best epoch: a fresh model trained on the training split with validation,
     EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
     (argmin + 1, that epoch's logs)."""
+    run = _Compute(compute, batch_size)
     keras.utils.set_random_seed(seed)
-    model = _build(build)
+    train = run.training(data.x_train, data.y_train, seed=seed)
+    validation = run.validation(data.x_val, data.y_val)
     log = _Report(report)
     time_limit = _TimeLimit(time_limit_seconds)
     callbacks = [log, keras.callbacks.TerminateOnNaN(),
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
-    _fit(fit, model, x=data.x_train, y=data.y_train, validation_data=(data.x_val, data.y_val), epochs=epoch_cap,
-         batch_size=batch_size, callbacks=callbacks, verbose=0)
+    with run.scope():
+        model = run.build(build)
+        _fit(fit, model, x=train, validation_data=validation, epochs=epoch_cap, callbacks=callbacks, verbose=0)
     time_limit.check()
     if log.cancelled:
         raise TrialCancelled()
@@ -213,16 +281,21 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
 
 
 def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int, epochs: int, seed: int, report,
-                                  fit=_keras_fit, time_limit_seconds: float | None = None):
+                                  fit=_keras_fit, time_limit_seconds: float | None = None,
+                                  compute: ComputeSettings | None = None):
     """A fresh model trained on train+validation for a fixed number of epochs (no
-    validation data is left to stop on). `build` should adapt preprocessing on the same rows."""
+    validation data is left to stop on). `build` should adapt preprocessing on the same rows.
+    Where it trained: describe(compute, batch_size)."""
+    run = _Compute(compute, batch_size)
     keras.utils.set_random_seed(seed)
-    model = _build(build)
+    train = run.training(np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val]),
+                         seed=seed)
     log = _Report(report)
     time_limit = _TimeLimit(time_limit_seconds)
-    _fit(fit, model, x=np.concatenate([data.x_train, data.x_val]), y=np.concatenate([data.y_train, data.y_val]),
-         epochs=epochs, batch_size=batch_size, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
-         verbose=0)
+    with run.scope():
+        model = run.build(build)
+        _fit(fit, model, x=train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
+             verbose=0)
     time_limit.check()
     if log.cancelled:
         raise TrialCancelled()
@@ -231,7 +304,17 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
 
 
 def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
-    return _clean(model.evaluate(x, y, batch_size=batch_size, return_dict=True, verbose=0))
+    """Metrics on one split, in the model's own strategy (`batch_size` per replica); works for
+    text (NumPy string arrays), which Keras's own NumPy input path rejects."""
+    batch = batch_size * model.distribute_strategy.num_replicas_in_sync
+    dataset = pipeline(x, y, batch_size=batch, shuffle=False, seed=0, drop_remainder=False)
+    return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
+
+
+def predict(model, x: np.ndarray, batch_size: int) -> np.ndarray:
+    """Outputs for every row, in order; like `evaluate`, it takes text too."""
+    dataset = pipeline(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
+    return model.predict(dataset, verbose=0)
 
 
 def _build(build):
@@ -243,7 +326,11 @@ def _build(build):
 
 def _fit(fit, model, **kwargs) -> None:
     try:
-        fit(model, **kwargs)
+        with warnings.catch_warnings():
+            # Keras warns that fit's default shuffle=True does nothing for a tf.data dataset:
+            # ours shuffle themselves, each epoch.
+            warnings.filterwarnings("ignore", message="`shuffle=True` was passed", category=UserWarning)
+            fit(model, **kwargs)
     except Exception as exc:
         raise TrialFailed(f"Training failed: {type(exc).__name__}: {exc}") from exc
 

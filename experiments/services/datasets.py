@@ -1,6 +1,7 @@
 """Datasets: parse and validate, split once with a seed, store the splits as one artifact."""
 
 import io
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import IntegrityError, transaction
@@ -14,10 +15,13 @@ from experiments.dataset_parsing import (
     parse_npz,
     split_indices,
 )
+from experiments.image_parsing import parse_image_zip
 from experiments.models import Artifact, Dataset, Team
+from experiments.sequence_parsing import parse_time_series_csv
 from experiments.services.artifacts import artifact_create
+from experiments.text_parsing import parse_text_csv
 
-__all__ = ["DatasetError", "dataset_create_bundled", "dataset_create_upload"]
+__all__ = ["DatasetError", "UploadOptions", "dataset_create_bundled", "dataset_create_upload"]
 
 
 def _arrays_npz(parsed: ParsedDataset, splits) -> io.BytesIO:
@@ -55,7 +59,7 @@ def _save(*, team: Team, user, name: str, parsed: ParsedDataset, val_fraction: f
                 fileobj=_arrays_npz(parsed, splits),
             )
             return Dataset.objects.create(
-                team=team, name=name, created_by=user, task=parsed.task,
+                team=team, name=name, created_by=user, task=parsed.task, kind=parsed.kind, details=parsed.details,
                 n_rows=parsed.n_rows, n_features=parsed.n_features, input_shape=parsed.input_shape,
                 feature_names=parsed.feature_names, classes=parsed.classes,
                 class_counts=parsed.class_counts, preview=parsed.preview(10),
@@ -75,20 +79,59 @@ def dataset_create_bundled(*, team: Team, user, bundled_name: str, name: str = "
                  source=Dataset.Source.BUNDLED, bundled_name=bundled_name)
 
 
+@dataclass(frozen=True)
+class UploadOptions:
+    """What the upload form asks beside the file; each applies to some kinds of file only."""
+
+    kind: str = "auto"  # auto | tabular | image | text | sequence
+    target_column: str = ""  # CSV: the column to predict
+    text_column: str = ""  # CSV of texts
+    window: int | None = None  # CSV time series: time steps per sample
+    horizon: int = 1  # ... and how far ahead of the window the target is
+    image_size: tuple[int, int] | None = None  # images: (height, width); None = the most common
+    color_mode: str = "auto"
+    task: str = "auto"
+
+
+def _parse_upload(filename: str, data: bytes, options: UploadOptions) -> tuple[ParsedDataset, str]:
+    lower, kind = filename.lower(), options.kind
+    target = options.target_column.strip()
+    if lower.endswith(".zip"):
+        if kind not in ("auto", "image"):
+            raise DatasetError(f"A .zip upload holds images (one folder per class), not {kind} data.")
+        return parse_image_zip(data, image_size=options.image_size, color_mode=options.color_mode,
+                               task=options.task), "zip"
+    if lower.endswith(".npz"):
+        return parse_npz(data, task=options.task, kind=kind, image_size=options.image_size), "npz"
+    if not lower.endswith(".csv"):
+        raise DatasetError("Upload a .csv file (with a header row), a .npz file with arrays x and y, "
+                           "or a .zip of images in one folder per class.")
+    if kind == "image":
+        raise DatasetError("Images come as a .zip of one folder per class or as a .npz file, not as a CSV.")
+    if not target:
+        raise DatasetError("Name the target column of the CSV (the column to predict).")
+    text_column = options.text_column.strip()
+    if kind == "text" or text_column:
+        if not text_column:
+            raise DatasetError("Name the text column of the CSV (the column holding the texts).")
+        return parse_text_csv(data, text_column=text_column, target_column=target, task=options.task), "csv"
+    if kind == "sequence" or options.window is not None:
+        if options.window is None:
+            raise DatasetError("A CSV time series needs a window length: how many time steps each sample sees.")
+        task = "regression" if options.task == "auto" else options.task
+        return parse_time_series_csv(data, target_column=target, window=options.window, horizon=options.horizon,
+                                     task=task), "csv"
+    return parse_csv(data, target_column=target, task=options.task), "csv"
+
+
 def dataset_create_upload(*, team: Team, user, name: str, filename: str, data: bytes, size: int,
-                          limit_mb: int, target_column: str = "", task: str = "auto",
-                          val_fraction: float = 0.15, test_fraction: float = 0.15, seed: int = 0) -> Dataset:
+                          limit_mb: int, options: UploadOptions | None = None, target_column: str = "",
+                          task: str = "auto", val_fraction: float = 0.15, test_fraction: float = 0.15,
+                          seed: int = 0) -> Dataset:
     check_upload_size(size, limit_mb)
-    lower = filename.lower()
-    if lower.endswith(".csv"):
-        if not target_column.strip():
-            raise DatasetError("Name the target column of the CSV (the column to predict).")
-        parsed, file_format = parse_csv(data, target_column=target_column.strip(), task=task), "csv"
-    elif lower.endswith(".npz"):
-        parsed, file_format = parse_npz(data, task=task), "npz"
-    else:
-        raise DatasetError("Upload a .csv file (with a header row) or a .npz file with arrays x and y.")
+    options = options or UploadOptions(target_column=target_column, task=task)
+    parsed, file_format = _parse_upload(filename, data, options)
     return _save(team=team, user=user, name=name, parsed=parsed, val_fraction=val_fraction,
                  test_fraction=test_fraction, seed=seed, upload=(filename, data),
                  source=Dataset.Source.UPLOAD, file_format=file_format,
-                 target_column=target_column.strip() if file_format == "csv" else "")
+                 target_column=options.target_column.strip() if file_format == "csv" else "")

@@ -90,14 +90,16 @@ def model_record_epoch(*, model_pk: int, attempt: int, phase: str, epoch: int, m
 
 def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epochs: int | None, val_metrics: dict,
                    test_metrics: dict, signature: dict, versions: dict, files: dict[str, Artifact],
-                   duration_seconds: float, report: dict | None = None, members: list[dict] | None = None) -> bool:
+                   duration_seconds: float, report: dict | None = None, members: list[dict] | None = None,
+                   compute: dict | None = None) -> bool:
     """Everything at once: the row, its files and (for an ensemble) each member's weight and
     metrics, `members[i]` = {"weight", "val", "test"} in position order. False (and nothing
     written) when this attempt no longer owns the model."""
     with transaction.atomic():
         done = _move(model_pk, ModelStatus.COMPLETED, attempt=attempt, best_epoch=best_epoch, epochs=epochs,
                      val_metrics=val_metrics, test_metrics=test_metrics, signature=signature, versions=versions,
-                     duration_seconds=duration_seconds, report=report or {}, finished=timezone.now())
+                     duration_seconds=duration_seconds, report=report or {}, compute=compute or {},
+                     finished=timezone.now())
         if done:
             ModelFile.objects.bulk_create(
                 [ModelFile(model_id=model_pk, format=fmt, artifact=artifact) for fmt, artifact in files.items()]

@@ -2,6 +2,8 @@
 
 from django.db import transaction
 
+from experiments.compute_options import compute_errors
+from experiments.hypermodel_catalog import hypermodels_for_kind
 from experiments.models import Dataset, Study, Team, Trial
 from experiments.search_space import grid_size, validate_search_space
 from experiments.services.trial_runs import StudyError, study_wake
@@ -12,6 +14,9 @@ LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (
           "initial_random_trials": (1, 10000), "max_retries_per_trial": (0, 10),
           "max_consecutive_failed_trials": (1, 1000)}
 HYPERBAND_MIN_EPOCHS = 3
+COMPUTE_DEFAULTS = {"queue": "cpu", "precision": "float32", "jit_compile": "auto", "steps_per_execution": 1,
+                    "devices_per_trial": 1}
+COMPUTE_FIELDS = tuple(COMPUTE_DEFAULTS)
 
 
 def study_settings_errors(*, search_space: list | None = None, **options) -> dict[str, str]:
@@ -31,6 +36,15 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
         errors["epochs"] = f"Hyperband needs at least {HYPERBAND_MIN_EPOCHS} epochs to form brackets."
     if options.get("initial_random_trials") is not None and tuner != Study.Tuner.BAYESIAN:
         errors["initial_random_trials"] = "Initial random trials only apply to Bayesian optimisation."
+    compute = {name: options[name] for name in COMPUTE_FIELDS if name in options}
+    if compute:
+        errors.update(compute_errors(**{**COMPUTE_DEFAULTS, **compute}))
+    dataset, hypermodel = options.get("dataset"), options.get("hypermodel")
+    if dataset is not None and hypermodel:
+        # A name this process does not know is left to the worker, which reports it on the trial.
+        reason = dict((entry.name, why) for entry, why in hypermodels_for_kind(dataset.kind)).get(hypermodel)
+        if reason:
+            errors["hypermodel"] = f"The {hypermodel} hypermodel {reason}."
     return errors
 
 
@@ -45,7 +59,7 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
     if dataset.team_id != team.id:
         raise StudyError("That dataset does not belong to your team.")
     rows = validate_search_space(search_space)
-    _refuse(study_settings_errors(search_space=rows, **options))
+    _refuse(study_settings_errors(search_space=rows, dataset=dataset, hypermodel=hypermodel, **options))
     return Study.objects.create(team=team, created_by=user, dataset=dataset, name=name.strip(),
                                 hypermodel=hypermodel, search_space=rows, **options)
 

@@ -71,6 +71,7 @@ class Outcome:
     error: str = ""
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
+    compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
 
 
 # --- studies ---------------------------------------------------------------------------
@@ -249,7 +250,7 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
                                  best_step=outcome.best_step)
         _finish_row(row, study, TrialStatus.COMPLETED, ended.state, outcome, score=outcome.score,
                     best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
-                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id)
+                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute)
     elif outcome.status == "failed":
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.")

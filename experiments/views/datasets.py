@@ -8,6 +8,10 @@ from experiments.services.datasets import DatasetError, dataset_create_bundled, 
 from experiments.views.access import editor_required, get_dataset_for_user, team_required
 
 
+def _samples(dataset) -> str:
+    return {"image": "images", "text": "texts", "sequence": "sequences"}.get(dataset.kind, "rows")
+
+
 @team_required
 def dataset_list(request):
     form = BundledDatasetForm(request.POST or None)
@@ -29,7 +33,7 @@ def dataset_list(request):
 def dataset_upload(request):
     form = DatasetUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data.pop("file")
+        upload = form.cleaned_data["file"]
         try:
             if upload.size > settings.UPLOAD_MAX_MB * 1024 * 1024:
                 data = b""  # never read a file we are going to refuse
@@ -37,12 +41,13 @@ def dataset_upload(request):
                 data = upload.read()
             dataset = dataset_create_upload(
                 team=request.team, user=request.user, filename=upload.name, data=data, size=upload.size,
-                limit_mb=settings.UPLOAD_MAX_MB, **form.cleaned_data,
+                limit_mb=settings.UPLOAD_MAX_MB, options=form.upload_options(),
+                **{k: form.cleaned_data[k] for k in ("name", "val_fraction", "test_fraction", "seed")},
             )
         except DatasetError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Uploaded {dataset.name}: {dataset.n_rows} rows.")
+            messages.success(request, f"Uploaded {dataset.name}: {dataset.n_rows} {_samples(dataset)}.")
             return redirect("dataset_detail", dataset_id=dataset.id)
     return render(request, "datasets/upload.html", {"form": form, "max_mb": settings.UPLOAD_MAX_MB})
 
@@ -56,10 +61,12 @@ def dataset_detail(request, dataset_id: int):
     balance = [(name, count, round(100 * count / total, 1)) for name, count in counts]
     columns = []
     if dataset.preview:
-        # PostgreSQL's jsonb does not keep key order: show the file's column order, target last.
-        features = set(dataset.feature_names)
-        target = [key for key in dataset.preview[0] if key not in features]
-        columns = [*dataset.feature_names, *target]
+        # PostgreSQL's jsonb does not keep key order: show the file's column order (or the
+        # image or sequence summary), the target last.
+        keys = dataset.preview[0].keys()
+        features = [name for name in dataset.feature_names if name in keys]
+        summary = [key for key in ("image", "sequence") if key in keys and key not in features]
+        columns = [*features, *summary, *sorted(set(keys) - set(features) - set(summary))]
     return render(request, "datasets/detail.html", {
         "dataset": dataset, "balance": balance, "preview_columns": columns,
         "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],

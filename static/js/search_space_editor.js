@@ -370,8 +370,17 @@
     });
     editor.querySelector("#hp-add").addEventListener("click", add);
     editor.querySelector("#hp-reset").addEventListener("click", loadDefaults);
+    // Switching hypermodel brings its defaults, unless the person has edited the space.
+    let edited = editor.dataset.bound === "1";
+    rowsEl.addEventListener("input", () => { edited = true; });
+    rowsEl.addEventListener("click", (event) => { if (event.target.closest(".hp-remove")) edited = true; });
+    editor.querySelector("#hp-add").addEventListener("click", () => { edited = true; });
+    editor.querySelector("#hp-reset").addEventListener("click", () => { edited = false; });
     hypermodel?.addEventListener("change", () => {
-      if (drafts.every(isBlank)) loadDefaults();
+      if (!edited || drafts.every(isBlank)) {
+        loadDefaults();
+        edited = false;
+      }
     });
 
     return {

@@ -44,3 +44,42 @@
   form.addEventListener("click", () => setTimeout(update, 0));
   update();
 })();
+
+/* Hypermodels that do not fit the chosen dataset's kind are greyed out with the reason; the
+ * server refuses them anyway. */
+(function () {
+  const form = document.getElementById("study-form");
+  const read = (id) => JSON.parse(document.getElementById(id)?.textContent || "{}");
+  if (!form) return;
+  const datasetKinds = read("dataset-kinds");
+  const hypermodelKinds = read("hypermodel-kinds");
+  const dataset = form.elements["dataset"];
+  const hypermodel = form.elements["hypermodel"];
+  const note = document.getElementById("hypermodel-fit");
+  const names = { tabular: "tabular rows", image: "images", text: "text", sequence: "sequences" };
+  if (!dataset || !hypermodel || !note) return;
+
+  function update() {
+    const kind = datasetKinds[dataset.value];
+    const unfit = [];
+    for (const option of hypermodel.options) {
+      const kinds = hypermodelKinds[option.value] || [];
+      const fits = !kind || kinds.includes(kind);
+      option.disabled = !fits;
+      option.title = fits ? "" : `Takes ${kinds.map((k) => names[k] || k).join(", ")}; this dataset holds ${names[kind]}.`;
+      if (!fits) unfit.push(`${option.value} (takes ${kinds.map((k) => names[k] || k).join(", ")})`);
+    }
+    if (hypermodel.selectedOptions[0]?.disabled) {
+      const first = [...hypermodel.options].find((option) => !option.disabled);
+      if (first) {
+        hypermodel.value = first.value;
+        hypermodel.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    }
+    note.textContent = kind && unfit.length
+      ? `This dataset holds ${names[kind]}; not offered: ${unfit.join("; ")}.` : "";
+  }
+
+  dataset.addEventListener("change", update);
+  update();
+})();

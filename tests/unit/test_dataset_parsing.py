@@ -7,7 +7,6 @@ import pytest
 
 from experiments.dataset_parsing import (
     BUNDLED,
-    DatasetError,
     ParsedDataset,
     check_upload_size,
     load_bundled,
@@ -15,23 +14,11 @@ from experiments.dataset_parsing import (
     parse_npz,
     split_indices,
 )
+from tests.unit.parsing_helpers import npz_bytes, rejects
 
 MB = 1024 * 1024
 
 
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
-
-
-def rejects(message_parts: list[str], call, *args, **kwargs) -> str:
-    with pytest.raises(DatasetError) as caught:
-        call(*args, **kwargs)
-    message = str(caught.value)
-    for part in message_parts:
-        assert part in message, f"{part!r} not in {message!r}"
-    return message
 
 
 def labelled_csv(n: int = 20) -> bytes:
@@ -281,10 +268,10 @@ def test_it_rejects_an_unknown_task():
 # --- NPZ ------------------------------------------------------------------------------------
 
 
-def test_an_npz_with_image_shaped_x_keeps_its_shape_and_flattens_a_column_y():
+def test_a_tabular_npz_with_three_axes_keeps_its_shape_and_flattens_a_column_y():
     x = np.random.default_rng(0).random((20, 4, 4))
     y = (np.arange(20) % 2).reshape(20, 1)
-    parsed = parse_npz(npz_bytes(x=x, y=y))
+    parsed = parse_npz(npz_bytes(x=x, y=y), kind="tabular")  # "auto" would read these as sequences
     assert parsed.x.shape == (20, 4, 4) and parsed.x.dtype == np.float32
     assert parsed.input_shape == [4, 4] and parsed.n_features == 16
     assert parsed.feature_names == [f"f{i}" for i in range(16)]

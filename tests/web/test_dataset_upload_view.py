@@ -242,7 +242,7 @@ BAD_FILES = {
         "data.xlsx",
         _good_csv(),
         {},
-        "Upload a .csv file (with a header row) or a .npz file with arrays x and y.",
+        "Upload a .csv file (with a header row), a .npz file with arrays x and y, or a .zip of images",
     ),
     "fractions leave no training rows": (
         "data.csv",

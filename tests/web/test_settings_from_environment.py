@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.hypermodel_catalog import BUILTIN
 from tests.web.fresh_process import run_in_fresh_process
 
 # Loads the settings (and the hypermodel catalog, which reads them) in a fresh interpreter.
@@ -77,7 +78,7 @@ def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesyste
     assert result["artifacts_backend"] == "django.core.files.storage.FileSystemStorage"
     assert result["debug"] is False
     assert result["upload_max_mb"] == 50
-    assert result["hypermodels"] == ["dense"]
+    assert result["hypermodels"] == sorted(BUILTIN)
 
 
 def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
@@ -115,7 +116,7 @@ def test_good_values_are_read(tmp_path):
     )
 
     assert (result["debug"], result["upload_max_mb"]) == (True, 5)
-    assert result["hypermodels"] == ["dense", "other", "tiny"]
+    assert result["hypermodels"] == sorted([*BUILTIN, "other", "tiny"])
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 
 A hypermodel is `build_model(hp)` or `build_model(hp, data)` returning a compiled Keras
 model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training;
-`data` (a DataInfo) tells shapes, task and feature statistics, so one function
-serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS.
+`data` (a DataInfo) tells the kind of data, shapes, task and training-split statistics, so
+one function serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS; the
+kinds of data each family takes are in experiments/hypermodel_catalog.py.
 """
 
 import importlib
@@ -11,16 +12,31 @@ import inspect
 from collections.abc import Callable
 
 from experiments.errors import TuneboardError
-from experiments.hypermodel_catalog import hypermodel_entries
+from experiments.hypermodel_catalog import hypermodel_entries, kind_mismatch
+from workers.hypermodels.applications import build_resnet, build_xception
 from workers.hypermodels.base import DataInfo
+from workers.hypermodels.cnn import build_cnn
 from workers.hypermodels.dense import build_dense
+from workers.hypermodels.sequence import build_sequence
+from workers.hypermodels.text import build_text
 
 
 class UnknownHypermodel(TuneboardError, LookupError):
     pass
 
 
-BUILTIN_FUNCTIONS: dict[str, Callable] = {"dense": build_dense}
+class WrongKindOfData(TuneboardError, ValueError):
+    pass
+
+
+BUILTIN_FUNCTIONS: dict[str, Callable] = {
+    "dense": build_dense,
+    "cnn": build_cnn,
+    "text": build_text,
+    "sequence": build_sequence,
+    "resnet": build_resnet,
+    "xception": build_xception,
+}
 
 
 def resolve(name: str) -> Callable:
@@ -44,7 +60,17 @@ def _as_hypermodel(target):
     return target if isinstance(target, kt.HyperModel) else None
 
 
+def check_kind(name: str, data: DataInfo) -> None:
+    """The web refuses such studies already; this guards studies made before a family
+    declared its kinds, with the same words instead of a shape error deep in Keras."""
+    entry = hypermodel_entries().get(name)
+    reason = kind_mismatch(entry, data.kind) if entry is not None else None
+    if reason:
+        raise WrongKindOfData(f"The {name} hypermodel {reason}.")
+
+
 def build(name: str, hp, data: DataInfo):
+    check_kind(name, data)
     target = resolve(name)
     hypermodel = _as_hypermodel(target)
     if hypermodel is not None:

@@ -1,27 +1,27 @@
-"""The built-in `dense` family: an MLP for vector data (the default space is in
-experiments/hypermodel_catalog.py so the web can show it without TensorFlow)."""
+"""The built-in `dense` family: an MLP for vector data, and for images and sequences
+flattened (the default space is in experiments/hypermodel_catalog.py so the web can show it
+without TensorFlow)."""
 
 import keras
 
 from workers.hypermodels.base import DataInfo
+from workers.hypermodels.compiling import compile_for_task, task_output
 
 
-def _optimizer(hp):
-    name = hp.Choice("optimizer", ["adam", "sgd", "rmsprop"])
-    learning_rate = hp.Float("learning_rate", 1e-4, 1e-2, sampling="log", default=1e-3)
-    if name == "sgd":
-        with hp.conditional_scope("optimizer", ["sgd"]):
-            momentum = hp.Float("momentum", 0.0, 0.9, step=0.1, default=0.0)
-        return keras.optimizers.SGD(learning_rate=learning_rate, momentum=momentum)
-    if name == "rmsprop":
-        return keras.optimizers.RMSprop(learning_rate=learning_rate)
-    return keras.optimizers.Adam(learning_rate=learning_rate)
+def _normalised_and_flat(inputs, data: DataInfo):
+    # Tabular statistics are per flattened feature; image (per channel) and sequence (per
+    # feature) statistics apply along the last axis, so those normalise before flattening.
+    normalise = keras.layers.Normalization(mean=data.feature_mean, variance=data.feature_variance, name="normalise")
+    if data.kind == "tabular":
+        return normalise(keras.layers.Flatten()(inputs) if len(data.input_shape) > 1 else inputs)
+    return keras.layers.Flatten()(normalise(inputs))
 
 
 def build_dense(hp, data: DataInfo) -> keras.Model:
-    inputs = keras.Input(shape=data.input_shape, name="features")
-    x = keras.layers.Flatten()(inputs) if len(data.input_shape) > 1 else inputs
-    x = keras.layers.Normalization(mean=data.feature_mean, variance=data.feature_variance, name="normalise")(x)
+    # Images come in as raw uint8 pixels, so an exported model takes them as they are.
+    dtype = "uint8" if data.kind == "image" else "float32"
+    inputs = keras.Input(shape=data.input_shape, dtype=dtype, name="features")
+    x = _normalised_and_flat(inputs, data)
     activation = hp.Choice("activation", ["relu", "tanh", "gelu"])
     dropout = hp.Float("dropout", 0.0, 0.5, step=0.1, default=0.0)
     batch_norm = hp.Boolean("batch_norm", default=False)
@@ -33,12 +33,5 @@ def build_dense(hp, data: DataInfo) -> keras.Model:
         x = keras.layers.Activation(activation)(x)
         if dropout > 0:
             x = keras.layers.Dropout(dropout)(x)
-    if data.is_classification:
-        outputs = keras.layers.Dense(data.n_classes, activation="softmax", name="probabilities")(x)
-        loss, metrics = "sparse_categorical_crossentropy", ["accuracy"]
-    else:
-        outputs = keras.layers.Dense(1, name="prediction")(x)
-        loss, metrics = "mse", ["mae"]
-    model = keras.Model(inputs, outputs, name="dense")
-    model.compile(optimizer=_optimizer(hp), loss=loss, metrics=metrics)
-    return model
+    model = keras.Model(inputs, task_output(x, data), name="dense")
+    return compile_for_task(model, hp, data)

@@ -13,7 +13,7 @@ DEMO_TEAM = "Demo team"
 
 
 class Command(BaseCommand):
-    help = "Create the demo team, user and the digits dataset if they do not exist."
+    help = "Create the demo team, user and bundled datasets of every kind if they do not exist."
 
     def handle(self, *args, **options):
         User = get_user_model()
@@ -25,7 +25,8 @@ class Command(BaseCommand):
             user.save()
         team, _ = Team.objects.get_or_create(name=DEMO_TEAM)
         membership_add(team=team, user=user, role="owner")
-        for name in ("digits", "iris"):
+        # One of each kind, so every hypermodel can be tried at once.
+        for name in ("digits", "iris", "digits_images", "reviews", "waves"):
             if not Dataset.objects.filter(team=team, bundled_name=name).exists():
                 dataset_create_bundled(team=team, user=user, bundled_name=name)
         self.stdout.write(f"Demo login: {DEMO_USERNAME} / {DEMO_PASSWORD}")

@@ -1,0 +1,57 @@
+"""A study's compute settings as the web sees them: choices, defaults and their rules.
+
+No TensorFlow here (the web validates with it); workers/compute.py turns the same values into
+a distribution strategy, a mixed-precision policy and compile options.
+"""
+
+from dataclasses import asdict, dataclass
+
+QUEUES = ("cpu", "gpu", "tpu")
+PRECISIONS = {
+    "float32": "float32 (exact, every device)",
+    "mixed_float16": "mixed float16 (GPUs with tensor cores; loss scaling as Keras does it)",
+    "mixed_bfloat16": "mixed bfloat16 (TPUs, recent CPUs and GPUs)",
+}
+JIT_COMPILE = {"auto": "auto (Keras decides)", "on": "on (XLA)", "off": "off"}
+MAX_STEPS_PER_EXECUTION = 1000
+MAX_DEVICES_PER_TRIAL = 64
+
+
+@dataclass(frozen=True)
+class ComputeSettings:
+    """How one trial (or retrain, or ensemble member) runs. The study's batch size is per
+    replica: with N devices a step sees N × batch size rows."""
+
+    queue: str = "cpu"
+    precision: str = "float32"
+    jit_compile: str = "auto"
+    steps_per_execution: int = 1
+    devices_per_trial: int = 1
+
+    @classmethod
+    def from_study(cls, study) -> "ComputeSettings":
+        return cls(queue=study.queue, precision=study.precision, jit_compile=study.jit_compile,
+                   steps_per_execution=study.steps_per_execution, devices_per_trial=study.devices_per_trial)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compute_errors(*, queue: str, precision: str, jit_compile: str, steps_per_execution,
+                   devices_per_trial) -> dict[str, str]:
+    """{field: message} for every rule the settings break; empty when they all hold."""
+    errors = {}
+    if queue not in QUEUES:
+        errors["queue"] = f"Choose one of: {', '.join(QUEUES)}."
+    if precision not in PRECISIONS:
+        errors["precision"] = f"Choose one of: {', '.join(PRECISIONS)}."
+    elif precision == "mixed_float16" and queue in ("cpu", "tpu"):
+        errors["precision"] = (f"mixed float16 needs a GPU: on the {queue.upper()} queue it is slower than float32 "
+                               "(CPUs emulate float16; TPUs use bfloat16). Choose mixed bfloat16 or float32.")
+    if jit_compile not in JIT_COMPILE:
+        errors["jit_compile"] = f"Choose one of: {', '.join(JIT_COMPILE)}."
+    for name, value, high in (("steps_per_execution", steps_per_execution, MAX_STEPS_PER_EXECUTION),
+                              ("devices_per_trial", devices_per_trial, MAX_DEVICES_PER_TRIAL)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            errors[name] = f"Must be a whole number from 1 to {high:,}."
+    return errors
