@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 
 run: $(VENV)/.installed
 	$(VENV)/bin/python manage.py migrate --noinput
-	$(VENV)/bin/python manage.py seed_demo
+	$(VENV)/bin/python manage.py seed_demo --i-know-this-is-not-production
 	TF_CPP_MIN_LOG_LEVEL=2 bash scripts/run_embedded.sh
 
 test: $(VENV)/.installed

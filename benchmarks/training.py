@@ -54,15 +54,15 @@ def _build_cnn():
     import keras_tuner as kt
     import numpy as np
 
-    from workers.hypermodels import build
     from workers.hypermodels.base import DataInfo
+    from workers.hypermodels.cnn import build_cnn
 
     hp = kt.HyperParameters()
     for name, value in CNN_VALUES.items():
         hp.Fixed(name, value)
     info = DataInfo(input_shape=(32, 32, 3), task="classification", n_classes=CLASSES,
                     feature_mean=np.zeros(3, "float32"), feature_variance=np.ones(3, "float32"), kind="image")
-    return build("cnn", hp, info)
+    return build_cnn(hp, info)
 
 
 def _stamp() -> tuple[float, float]:

@@ -29,6 +29,20 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "team"]
 
 
+@admin.register(models.Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations are made on the team page, where the link is shown once; here staff can
+    read, shorten or withdraw them. The token's hash is useless to edit, so it is read-only."""
+
+    list_display = ["email", "team", "role", "created_by", "created", "expires", "accepted_at"]
+    list_filter = ["team", "role"]
+    search_fields = ["email"]
+    readonly_fields = ["token_hash", "created_by", "created", "accepted_at", "accepted_by"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(models.Dataset)
 class DatasetAdmin(admin.ModelAdmin):
     list_display = ["name", "team", "task", "n_rows", "n_features", "source", "created"]

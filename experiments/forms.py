@@ -7,6 +7,7 @@ from django.core import validators
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.models import Dataset, Study, TrainedModel
+from experiments.ranking import metric_direction
 from experiments.search_space import SearchSpaceError, default_initial_random_trials, validate_search_space
 from experiments.services.datasets import UploadOptions
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
@@ -26,8 +27,12 @@ def _int_or_none(value) -> int | None:
 
 
 def infer_direction(metric: str) -> str:
-    maximised = any(k in metric for k in ("acc", "auc", "precision", "recall"))
-    return Study.Direction.MAX if maximised else Study.Direction.MIN
+    return Study.Direction.MAX if metric_direction(metric) == "max" else Study.Direction.MIN
+
+
+def default_epoch_cap(study: Study) -> int:
+    """The retrain's best-epoch detection cap: room for 3x the search's epochs (at least 10)."""
+    return min(MAX_EPOCH_CAP, max(10, 3 * study.epochs))
 
 
 def _fraction_field(initial: float) -> forms.FloatField:
@@ -110,7 +115,8 @@ class StudyForm(forms.ModelForm):
                   "batch_size": "Batch size (per replica)", "queue": "Accelerator queue",
                   "jit_compile": "XLA compilation (jit_compile)", "steps_per_execution": "Steps per execution",
                   "devices_per_trial": "Devices per trial"}
-        help_texts = {"objective_metric": "e.g. val_accuracy or val_loss (never a test metric).",
+        help_texts = {"objective_metric": "What the tuner optimises: a metric the hypermodel reports on this "
+                                          "dataset's task (never a test metric).",
                       "parallelism": "Trials in flight at once across the workers of the queue.",
                       "batch_size": "Rows per device per step: with N devices per trial a step sees N × this "
                                     "(the global batch).",
@@ -145,9 +151,30 @@ class StudyForm(forms.ModelForm):
         if not self.is_bound and "search_space" not in self.initial:
             entry = BUILTIN.get(self.initial.get("hypermodel"), BUILTIN["dense"])
             self.initial["search_space"] = json.dumps(entry.default_space, indent=1)
+        self._objective_metric_widget()
         self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
         for name in ("precision", "jit_compile", "steps_per_execution", "devices_per_trial"):
             self.fields[name].required = False  # absent: the default (float32, auto, 1, 1)
+
+    def _objective_metric_widget(self) -> None:
+        """A select of the metrics a built-in hypermodel reports on the chosen dataset's task; free
+        text for a team hypermodel (it may report anything). study_form.js switches between
+        the two when the dataset or hypermodel changes; clean() checks the value either way."""
+        self.dataset_tasks = dict(self.fields["dataset"].queryset.values_list("id", "task"))
+        self.task_metrics = {str(task): metrics for task, metrics in METRICS_BY_TASK.items()}
+        self.builtin_hypermodels = sorted(BUILTIN)
+        source = self.data if self.is_bound else self.initial
+        task = self.dataset_tasks.get(_int_or_none(source.get("dataset")))
+        hypermodel = source.get("hypermodel")
+        field = self.fields["objective_metric"]
+        if hypermodel in BUILTIN:
+            metrics = list(METRICS_BY_TASK.get(task) or dict.fromkeys(m for ms in METRICS_BY_TASK.values() for m in ms))
+            current = source.get("objective_metric") or field.initial
+            if current and current not in metrics:  # a refused value stays visible beside its error
+                metrics.append(current)
+            field.widget = forms.Select(choices=[(m, m) for m in metrics])
+        else:
+            field.widget = forms.TextInput(attrs={"maxlength": 50, "placeholder": "e.g. val_loss"})
 
     @property
     def initial_random_default(self) -> int:
@@ -231,7 +258,24 @@ class ModelRequestForm(forms.Form):
     name = forms.SlugField(label="Model name", max_length=80, required=False,
                            help_text="Versions count up per name; defaults to the study's name.")
 
-    def __init__(self, *args, single_trial: bool = False, **kwargs):
+    def __init__(self, *args, single_trial: bool = False, study: Study | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         if single_trial:
             del self.fields["top_n"]
+        if study is not None:
+            cap = default_epoch_cap(study)
+            self.fields["epoch_cap"].initial = cap
+            self.fields["epoch_cap"].help_text = (
+                f"Defaults to 3 × the study's {study.epochs} epochs (at least 10, at most {MAX_EPOCH_CAP}): "
+                f"{cap}. If the best epoch found is the cap, the model was still improving: raise it.")
+
+
+class RankingForm(forms.Form):
+    """The team's ranking metric, among the test metrics its models record."""
+
+    ranking_metric = forms.ChoiceField(label="Rank by", required=False)
+
+    def __init__(self, *args, recorded: list[str], defaults: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["ranking_metric"].choices = [("", f"Default ({defaults})")] + [
+            (m, f"test {m} ({'higher' if metric_direction(m) == 'max' else 'lower'} is better)") for m in recorded]

@@ -1,6 +1,7 @@
 """The model card: everything a user needs to load, serve and trust a trained model, as one
 JSON document built from the rows (no TensorFlow in the web process)."""
 
+from experiments import figures
 from experiments.models import ModelFile, TrainedModel
 
 PREPROCESSING = {
@@ -34,9 +35,12 @@ def _lineage(model: TrainedModel, members: list) -> dict:
     if model.is_ensemble:
         return {"team": model.team.name, "ensemble": {
             "method": model.method, "greedy_rounds": model.greedy_rounds,
-            "members": [{"label": m.label, "model": str(m.model) if m.model_id else None,
-                         "trial": m.trial.trial_id if m.trial_id else None, "weight": m.weight,
-                         "validation": m.val_metrics, "test": m.test_metrics} for m in members],
+            "members": [{"label": figures.member_label(m), "model": str(m.model) if m.model_id else None,
+                         "trial": m.trial.trial_id if m.trial_id else None,
+                         "trial_number": m.trial.number if m.trial_id else None, "weight": m.weight,
+                         "validation": m.val_metrics,
+                         "validation_source": figures.member_validation_source(m).long,
+                         "test": m.test_metrics} for m in members],
             "weights_fitted_on": "validation predictions of members trained on the training split only",
         }}
     study, trial = model.study, model.trial
@@ -46,6 +50,14 @@ def _lineage(model: TrainedModel, members: list) -> dict:
                   "objective": {"metric": study.objective_metric, "direction": study.objective_direction}},
         "trial": {"id": trial.trial_id, "number": trial.number, "score": trial.score, "best_epoch": trial.best_epoch},
     }
+
+
+def _warnings(model: TrainedModel, members: list) -> list[str]:
+    dominant = figures.dominant_member([m.weight for m in members])
+    return figures.model_warnings(
+        model, study_epochs=model.study.epochs if model.study_id else None,
+        trial_best_epoch=model.trial.best_epoch if model.trial_id else None,
+        dominant_label=figures.member_label(members[dominant]) if dominant is not None else None)
 
 
 def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | None = None) -> dict:
@@ -58,6 +70,7 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
         "kind": model.kind,
         "status": model.status,
         "lineage": _lineage(model, members or []),
+        "warnings": _warnings(model, members or []),
         "hyperparameters": model.hyperparameters,
         "training": {
             "method": model.method,
@@ -74,9 +87,9 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
         "metrics": {
             "validation": model.val_metrics,
             "test": model.test_metrics,
-            "note": "Validation metrics are from models trained on the training split only (best-epoch "
-                    "detection, the search trial, or for an ensemble its members' search-phase checkpoints); "
-                    "test metrics are from this model, evaluated once.",
+            "validation_source": figures.validation_source(model).long,
+            "note": "Validation metrics are from models trained on the training split only (validation_source "
+                    "says which); test metrics are from this model, evaluated once.",
         },
         "dataset": {
             "name": dataset.name,

@@ -11,6 +11,9 @@ from experiments.states import TRIAL_FINISHED, ModelStatus, StudyStatus, TrialSt
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created = models.DateTimeField(default=timezone.now)
+    # The test metric the leaderboard and the dashboard rank models by (experiments/ranking.py);
+    # empty: accuracy for classification, the loss for regression.
+    ranking_metric = models.CharField(max_length=50, blank=True, default="")
 
     def __str__(self) -> str:
         return self.name
@@ -449,3 +452,35 @@ class ModelFile(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["model", "format"], name="one_file_per_format")]
+
+
+class Invitation(models.Model):
+    """A link that adds whoever opens it (signing up or logging in) to a team with a role.
+
+    Only the sha256 of the link's token is kept: the link is shown once to the owner who made
+    it (and e-mailed), so a leaked database does not hand out team seats."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.EDITOR)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(default=timezone.now)
+    expires = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.team} ({self.role})"
+
+    @property
+    def is_accepted(self) -> bool:
+        return self.accepted_at is not None
+
+    @property
+    def is_expired(self) -> bool:
+        return not self.is_accepted and timezone.now() >= self.expires

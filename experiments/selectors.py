@@ -4,7 +4,15 @@ from collections.abc import Iterator
 
 from django.db.models import Count, F, Q, QuerySet
 
+from experiments import figures
 from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
+from experiments.ranking import (
+    TIE_BREAKS,
+    effective_ranking_metric,
+    metric_direction,
+    rank_models,
+    recorded_test_metrics,
+)
 from experiments.search_space import default_initial_random_trials
 
 
@@ -61,6 +69,8 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
                                           status=TrainedModel.Status.COMPLETED)
               .select_related("dataset", "study", "trial").order_by("name", "version"))
     for model in models:
+        model.weighing = figures.weighing_figures(model)
+        model.own_source = figures.validation_source(model)
         group(model.dataset)["models"].append(model)
     for study in Study.objects.filter(team=team).select_related("dataset").order_by("name"):
         order = "-score" if study.objective_direction == "max" else "score"
@@ -68,24 +78,58 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
                   .order_by(order, "number")[:trials_per_study])
         for trial in trials:
             trial.study = study
+            trial.weighing = figures.weighing_figures(trial)
             group(study.dataset)["trials"].append(trial)
     return [g for g in groups.values() if len(g["models"]) + len(g["trials"]) >= 1]
 
 
 def ensemble_members(*, ensemble: TrainedModel) -> list:
-    return list(ensemble.members.select_related("model", "trial__study"))
+    """The members in position order, each with its display label, the source of its
+    validation figures (what the weights were fitted on) and whether it dominates the blend."""
+    members = list(ensemble.members.select_related("model", "trial__study"))
+    dominant = figures.dominant_member([m.weight for m in members]) if members else None
+    for i, member in enumerate(members):
+        member.display_label = figures.member_label(member)
+        member.validation_source = figures.member_validation_source(member)
+        member.dominant = i == dominant
+    return members
 
 
 def study_models(*, study: Study, limit: int = 10) -> tuple[list[TrainedModel], int]:
     """The latest models made from the study, and how many there are in all."""
     models = TrainedModel.objects.filter(study=study)
     latest = list(models.select_related("trial").only(
-        "id", "name", "version", "status", "test_metrics", "created", "trial__trial_id").order_by("-created")[:limit])
+        "id", "name", "version", "status", "test_metrics", "created", "trial__trial_id", "trial__number")
+        .order_by("-created")[:limit])
     return latest, models.count()
 
 
 def model_epoch_rows(*, model: TrainedModel) -> list[dict]:
     return list(model.epoch_rows.values("phase", "epoch", "metrics"))
+
+
+def model_learning_curves(*, model: TrainedModel, epoch_rows: list[dict]) -> dict | None:
+    """The model page's chart: per phase for a retrain (best-epoch detection, then the retrain
+    on train+validation); a promoted model's are its trial's (it trained no further)."""
+    from experiments import study_charts
+    from experiments.models import TrainedModelEpoch
+
+    if model.is_ensemble:
+        return None
+    if model.method == TrainedModel.Method.PROMOTE and model.trial_id:
+        rows = trial_epoch_rows(trial=model.trial)
+        series = study_charts.series_by(rows, "execution", lambda e: f"search trial, execution {e + 1}")
+        marks = [{"epoch": model.trial.best_epoch, "label": "best epoch"}] if model.trial.best_epoch else []
+    else:
+        labels = dict(TrainedModelEpoch.Phase.choices)
+        series = study_charts.series_by(epoch_rows, "phase", lambda p: labels.get(p, p))
+        marks = []
+        if model.best_epoch and model.epoch_source == TrainedModel.EpochSource.DETECT:
+            marks.append({"epoch": model.best_epoch, "label": "best epoch"})
+        detected = [row["epoch"] + 1 for row in epoch_rows if row["phase"] == TrainedModelEpoch.Phase.BEST_EPOCH]
+        if detected and max(detected) >= model.epoch_cap:  # drawn only where it stopped the detection
+            marks.append({"epoch": model.epoch_cap, "label": "epoch cap"})
+    return study_charts.learning_curves(series, task=model.dataset.task, marks=marks)
 
 
 def model_files(*, model: TrainedModel) -> list[ModelFile]:
@@ -99,6 +143,8 @@ def study_progress(*, study: Study) -> dict:
     completed = counts.get(Trial.Status.COMPLETED, 0)
     failed = counts.get(Trial.Status.FAILED, 0)
     finished = completed + failed
+    at_last_epoch = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED,
+                                         best_epoch__gte=study.epochs).count() if completed else 0
     return {
         "completed": completed,
         "failed": failed,
@@ -107,6 +153,8 @@ def study_progress(*, study: Study) -> dict:
         "max_trials": study.max_trials,
         "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
         "exploration": bayesian_exploration(study=study, completed=completed),
+        "still_improving": figures.study_still_improving(completed=completed, at_last_epoch=at_last_epoch,
+                                                         epochs=study.epochs),
     }
 
 
@@ -137,7 +185,7 @@ def trials_compared(*, study: Study, trial_pks: list[int]) -> dict:
     from experiments.models import TrialEpoch
 
     trials = list(Trial.objects.filter(study=study, pk__in=trial_pks).order_by("number"))
-    labels = {t.pk: f"trial {t.trial_id}" for t in trials}
+    labels = {t.pk: figures.trial_label(t.number) for t in trials}
     epochs = TrialEpoch.objects.filter(trial_id__in=list(labels)).order_by("trial_id", "execution", "epoch")
     return {"trials": trials, "names": sorted({name for t in trials for name in t.hyperparameters}),
             "curves": study_charts.curves(list(epochs.values("trial_id", "execution", "epoch", "metrics")), labels)}
@@ -157,6 +205,19 @@ def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
 
 def trial_epoch_rows(*, trial: Trial) -> list[dict]:
     return list(trial.epochs.values("execution", "epoch", "metrics"))
+
+
+def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict]) -> dict:
+    """The trial page's chart: one series per execution, the best epoch and the study's last marked."""
+    from experiments import study_charts
+
+    executions = {row["execution"] for row in epoch_rows}
+    series = study_charts.series_by(
+        epoch_rows, "execution", lambda e: f"execution {e + 1}" if len(executions) > 1 else "this trial")
+    marks = [{"epoch": trial.best_epoch, "label": "best epoch"}] if trial.best_epoch else []
+    if epoch_rows and max(row["epoch"] for row in epoch_rows) + 1 >= trial.study.epochs:  # it ran to the limit
+        marks.append({"epoch": trial.study.epochs, "label": "last epoch"})
+    return study_charts.learning_curves(series, task=trial.study.dataset.task, marks=marks)
 
 
 def fleet_rows(*, team: Team, now=None) -> list[dict]:
@@ -180,11 +241,7 @@ def fleet_rows(*, team: Team, now=None) -> list[dict]:
 
 
 def dashboard_data(*, team: Team) -> dict:
-    """Running studies with their progress, the fleet at a glance, the team's best recent models."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
+    """Running studies with their progress, the fleet at a glance, the team's best models."""
     running = list(
         Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
         .annotate(completed_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)),
@@ -196,25 +253,13 @@ def dashboard_data(*, team: Team) -> dict:
         finished = study.completed_trials + study.failed_trials
         study.percent = min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0
     fleet = fleet_rows(team=team)
-    recent = (TrainedModel.objects.filter(team=team, status=TrainedModel.Status.COMPLETED,
-                                          finished__gte=timezone.now() - timedelta(days=30))
-              .select_related("dataset").order_by("-finished")[:50])
-    best: dict[int, TrainedModel] = {}
-    for model in recent:  # the best recent model of each dataset, by its ranking metric
-        metric, higher_is_better = ranking_metric(model.dataset.task)
-        value = model.test_metrics.get(metric)
-        if value is None:
-            continue
-        current = best.get(model.dataset_id)
-        if current is None or (value > current.metric_value if higher_is_better else value < current.metric_value):
-            model.metric_name, model.metric_value = metric, value
-            best[model.dataset_id] = model
+    best = team_best_models(team=team)
     return {
         "running_studies": running,
         "fleet": {"alive": sum(1 for r in fleet if r["alive"]), "total": len(fleet),
                   "busy": sum(1 for r in fleet if r["alive"] and (r["trials"] or r["other_teams"])),
                   "queues": sorted({q for r in fleet if r["alive"] for q in r["worker"].queues})},
-        "best_models": sorted(best.values(), key=lambda m: m.dataset.name),
+        "best_models": best,
     }
 
 
@@ -236,7 +281,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     completed = [t for t in trials if t["status"] == Trial.Status.COMPLETED and t["score"] is not None]
     ranked = sorted(completed, key=lambda t: t["score"], reverse=study.objective_direction == "max")
     running = [t for t in trials if t["status"] == Trial.Status.RUNNING]
-    shown = {t["pk"]: f"trial {t['trial_id']}" for t in [*ranked[:curve_trials], *running]}
+    shown = {t["pk"]: figures.trial_label(t["number"]) for t in [*ranked[:curve_trials], *running]}
     epochs = list(TrialEpoch.objects.filter(trial_id__in=list(shown)).order_by("trial_id", "execution", "epoch")
                   .values("trial_id", "execution", "epoch", "metrics"))
     sample = [completed[i] for i in study_charts.downsample_indices(len(completed), study_charts.MAX_PARALLEL_TRIALS)]
@@ -261,12 +306,43 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
 
 
 LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created")
+RECENT_DAYS = 30
 
 
-def ranking_metric(task: str) -> tuple[str, bool]:
-    """The test metric models of a dataset are ranked by, and whether higher is better:
-    accuracy for classification, the loss (MSE) for regression."""
-    return ("accuracy", True) if task == Dataset.Task.CLASSIFICATION else ("loss", False)
+def team_recorded_test_metrics(*, team: Team) -> list[str]:
+    """The test metrics the team's finished models record: what the team may rank by."""
+    finished = TrainedModel.objects.filter(team=team, status=TrainedModel.Status.COMPLETED)
+    return recorded_test_metrics({"test_metrics": m} for m in finished.values_list("test_metrics", flat=True))
+
+
+def ranking_for(*, team: Team, task: str, rows) -> dict:
+    """How models of one dataset rank: the team's metric (or the task's default, or the default
+    when none of `rows` records the team's), its direction, and a note when it fell back."""
+    metric, note = effective_ranking_metric(team.ranking_metric, task, recorded_test_metrics(rows))
+    return {"metric": metric, "direction": metric_direction(metric), "note": note, "ties": TIE_BREAKS,
+            "chosen": team.ranking_metric}
+
+
+def team_best_models(*, team: Team) -> list[dict]:
+    """Rank 1 of the leaderboard of each dataset that had a model finish in the last 30 days,
+    ranked by exactly the leaderboard's rule; by dataset name."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    finished = TrainedModel.objects.filter(team=team, status=TrainedModel.Status.COMPLETED)
+    recent = finished.filter(finished__gte=timezone.now() - timedelta(days=RECENT_DAYS)).values("dataset_id")
+    by_dataset: dict[int, list[dict]] = {}
+    for row in finished.filter(dataset_id__in=recent).values(
+            "id", "name", "version", "dataset_id", "dataset__name", "dataset__task", "test_metrics", "val_metrics",
+            "created"):
+        by_dataset.setdefault(row["dataset_id"], []).append(row)
+    best = []
+    for rows in by_dataset.values():
+        ranking = ranking_for(team=team, task=rows[0]["dataset__task"], rows=rows)
+        top = rank_models(rows, ranking["metric"], ranking["direction"])[0]
+        best.append({**top, "metric": ranking["metric"], "value": top["test_metrics"].get(ranking["metric"])})
+    return sorted(best, key=lambda row: row["dataset__name"])
 
 
 def leaderboard_datasets(*, team: Team) -> list[Dataset]:
@@ -288,9 +364,8 @@ def leaderboard_filter_choices(*, team: Team, dataset: Dataset) -> dict:
 def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hypermodel: str = "",
                 author_id: int | None = None, since=None, until=None, sort: str = "test",
                 descending: bool | None = None) -> dict:
-    """The team's finished models and ensembles of one dataset, ranked by the test metric
-    (accuracy for classification, MSE for regression) with the validation metric beside it."""
-    metric, higher_is_better = ranking_metric(dataset.task)
+    """The team's finished models and ensembles of one dataset, ranked by the team's ranking
+    metric (experiments/ranking.py), each validation figure with its source beside it."""
     models = TrainedModel.objects.filter(team=team, dataset=dataset, status=TrainedModel.Status.COMPLETED)
     if study_id:
         models = models.filter(study_id=study_id)
@@ -305,31 +380,36 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
     methods = dict(TrainedModel.Method.choices)
     rows = []
     # Plain values, not model instances: a thousand rows without the studies' JSON columns.
-    for m in models.values("id", "name", "version", "method", "study_id", "study__name", "study__hypermodel",
-                           "created_by__username", "created", "test_metrics", "val_metrics", "hyperparameters"):
+    for m in models.values("id", "name", "version", "kind", "method", "epoch_source", "best_epoch", "epoch_cap",
+                           "study_id", "study__name", "study__hypermodel", "created_by__username", "created",
+                           "test_metrics", "val_metrics", "hyperparameters", "report__weights"):
+        warning = ""
+        if figures.retrain_hit_cap(m):
+            warning = figures.CAP_REACHED.format(cap=m["epoch_cap"])
+        elif figures.dominant_member(m["report__weights"]) is not None:
+            warning = "Effectively a single model: one member carries at least 99% of the weight."
         rows.append({
             "id": m["id"], "label": f"{m['name']} v{m['version']}", "slug": f"{m['name']}-v{m['version']}",
             "model_name": m["name"], "version": m["version"], "study_id": m["study_id"],
-            "test": m["test_metrics"].get(metric), "val": m["val_metrics"].get(metric),
+            "test_metrics": m["test_metrics"], "val_metrics": m["val_metrics"],
+            "val_source": figures.validation_source(m).short, "warning": warning,
             "name": (m["name"], m["version"]), "kind": methods.get(m["method"], m["method"]),
             "study": m["study__name"] or "", "hypermodel": m["study__hypermodel"] or "ensemble",
             "author": m["created_by__username"] or "", "created": m["created"],
             "hp": {k: v for k, v in m["hyperparameters"].items() if not k.startswith("tuner/")},
         })
-    # The rank is by the test metric (ties: the validation one), whatever column the table is sorted by.
-    def by_metric(row):
-        test, val = row["test"], row["val"]
-        sign = -1 if higher_is_better else 1
-        return (test is None, sign * (test or 0), val is None, sign * (val or 0))
-
-    for rank, row in enumerate(sorted(rows, key=by_metric), start=1):
+    ranking = ranking_for(team=team, task=dataset.task, rows=rows)
+    metric, higher_is_better = ranking["metric"], ranking["direction"] == "max"
+    # The rank follows the ranking rule whatever column the table is sorted by.
+    for rank, row in enumerate(rank_models(rows, metric, ranking["direction"]), start=1):
         row["rank"] = rank
+        row["test"], row["val"] = row["test_metrics"].get(metric), row["val_metrics"].get(metric)
     hp_names = sorted({name for row in rows for name in row["hp"]})
     if sort not in LEADERBOARD_COLUMNS and sort.removeprefix("hp:") not in hp_names:
         sort = "test"
     if sort == "test" and descending in (None, higher_is_better):
         return {"rows": sorted(rows, key=lambda r: r["rank"]), "metric": metric, "hp_names": hp_names,
-                "sort": sort, "descending": higher_is_better}
+                "sort": sort, "descending": higher_is_better, "ranking": ranking}
     if descending is None:
         descending = higher_is_better if sort in ("test", "val") else sort == "created"
 
@@ -345,4 +425,5 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
         return (row["hp"].get(sort[3:]) if sort.startswith("hp:") else row[sort]) is None
 
     rows = sorted((r for r in rows if not missing(r)), key=key, reverse=descending) + [r for r in rows if missing(r)]
-    return {"rows": rows, "metric": metric, "hp_names": hp_names, "sort": sort, "descending": descending}
+    return {"rows": rows, "metric": metric, "hp_names": hp_names, "sort": sort, "descending": descending,
+            "ranking": ranking}

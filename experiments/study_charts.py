@@ -66,6 +66,44 @@ def curves(epochs: list[dict], labels: dict[int, str]) -> list[dict]:
     return series
 
 
+MAX_LEARNING_CURVE_POINTS = 300
+TASK_METRIC = {"classification": "accuracy", "regression": "mae"}
+
+
+def series_by(rows: list[dict], field: str, label) -> list[dict]:
+    """Epoch rows (dicts with epoch, metrics and `field`) split into one series per value of
+    `field` (a phase, an execution), in the order they first appear; `label(value)` names each."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(row[field], []).append(row)
+    return [{"name": label(value), "rows": sorted(group, key=lambda r: r["epoch"])} for value, group in groups.items()]
+
+
+def learning_curves(series: list[dict], *, task: str, marks: list[dict] | None = None) -> dict:
+    """Loss and the task's metric per epoch (1-based), train and validation, for each series of
+    series_by; `marks` are epochs to draw a line at (best epoch, cap). Long runs are downsampled
+    to MAX_LEARNING_CURVE_POINTS, keeping the marked epochs."""
+    names = {name for s in series for row in s["rows"] for name in row["metrics"]}
+    metric = TASK_METRIC.get(task, "accuracy")
+    if metric not in names:  # a team hypermodel may report something else
+        metric = next((n for n in sorted(names) if n != "loss" and not n.startswith("val_")), metric)
+    marks = [m for m in (marks or []) if m.get("epoch")]
+    drawn = []
+    for s in series:
+        rows = s["rows"]
+        keep = {i for i, row in enumerate(rows) if any(row["epoch"] + 1 == m["epoch"] for m in marks)}
+        picked = [rows[i] for i in downsample_indices(len(rows), MAX_LEARNING_CURVE_POINTS, keep)]
+
+        def column(name, picked=picked):
+            values = [r["metrics"].get(name) for r in picked]
+            return values if any(v is not None for v in values) else None
+
+        drawn.append({"name": s["name"], "epoch": [r["epoch"] + 1 for r in picked], "loss": column("loss"),
+                      "val_loss": column("val_loss"), "metric": column(metric), "val_metric": column(f"val_{metric}"),
+                      "total": len(rows)})
+    return {"metric": metric, "series": drawn, "marks": marks}
+
+
 def varying_hyperparameters(trials: list[dict]) -> list[str]:
     """Names whose value differs between finished trials (Fixed ones and tuner/* bookkeeping
     tell nothing). A name missing from some trials (conditional) varies too."""

@@ -107,6 +107,41 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
+# E-mail: team invitations and password resets. Without EMAIL_HOST the mail is printed by the
+# web process (the console backend), so the embedded mode needs no mail server.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+
+
+def _module_exists(dotted: str) -> bool:
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ImportError:  # a parent package is missing
+        return False
+
+
+# Checked without importing the backend, so a typo stops start-up instead of the first e-mail.
+if "." not in EMAIL_BACKEND or not _module_exists(EMAIL_BACKEND.rpartition(".")[0]):
+    raise ImproperlyConfigured(
+        f"EMAIL_BACKEND must be the dotted path of an e-mail backend class, got {EMAIL_BACKEND!r}."
+    )
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be true: pick one (TLS for port 587).")
+EMAIL_PORT = env_int("EMAIL_PORT", 465 if EMAIL_USE_SSL else 587 if EMAIL_USE_TLS else 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+# A mail server that does not answer must not hold a web worker until gunicorn kills it.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tuneboard@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# How long an invitation link to a team stays valid.
+INVITATION_DAYS = env_int("TUNEBOARD_INVITATION_DAYS", 7, minimum=1)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

@@ -2,9 +2,21 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from experiments.views.teams import invitation_accept_view
+
+# Account pages work without a team; an invitation link works without an account (the
+# token is the credential), so it lives here and not among the team pages.
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("password/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
     path("admin/", admin.site.urls),
     path("", include("experiments.urls")),
 ]

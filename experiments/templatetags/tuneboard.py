@@ -1,4 +1,8 @@
+import math
+
 from django import template
+
+from experiments import figures
 
 register = template.Library()
 
@@ -33,3 +37,45 @@ def duration(seconds):
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
+
+
+@register.filter
+def figure(value):
+    """The one way a metric is printed on every page: 4 decimals (0.8750), 4 significant
+    digits for tiny magnitudes (3.2e-05, which 4 decimals would print as 0.0000), a dash when
+    missing."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    if value != 0 and abs(value) < 1e-3:
+        return f"{value:.4g}"
+    return f"{value:.4f}"
+
+
+@register.filter
+def trial_name(trial) -> str:
+    """"Trial 3": the study's 1-based start order, the same number its charts and CSV use."""
+    number = trial.get("number") if isinstance(trial, dict) else getattr(trial, "number", None)
+    return figures.trial_label(number).capitalize()
+
+
+@register.filter
+def metric_list(metrics) -> str:
+    """A metrics dict as "accuracy 0.9500, loss 0.1234" (names sorted), or a dash."""
+    if not metrics:
+        return "—"
+    return ", ".join(f"{name} {figure(value)}" for name, value in sorted(metrics.items()))
+
+
+@register.filter
+def source_long(key: str) -> str:
+    """The long description of a validation-figure source (experiments/figures.py SOURCES)."""
+    source = figures.SOURCES.get(key)
+    return source.long if source else ""

@@ -33,7 +33,8 @@ def ensemble_new(request):
         except ModelRequestError as exc:  # EnsembleError, or a bad name
             error = str(exc)
         else:
-            messages.success(request, f"Building {ensemble} on a worker.")
+            # What happened, not progress: the model page's live part shows the build and its end.
+            messages.success(request, f"Saved the ensemble {ensemble}.")
             return redirect("model_detail", model_id=ensemble.id)
     picked = set(request.POST.getlist("members"))
     groups = ensemble_candidates(team=request.team)

@@ -5,10 +5,18 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments import figures
 from experiments.forms import ModelRequestForm
 from experiments.model_cards import model_card
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
-from experiments.selectors import ensemble_members, model_epoch_rows, model_files, study_top_trials, team_models
+from experiments.selectors import (
+    ensemble_members,
+    model_epoch_rows,
+    model_files,
+    model_learning_curves,
+    study_top_trials,
+    team_models,
+)
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import ModelRequestError, trained_models_request
@@ -31,6 +39,10 @@ CONTENT_TYPES = {
 @team_required
 def model_list(request):
     models = list(team_models(team=request.team))
+    for model in models:
+        model.validation_source = figures.validation_source(model)
+        model.warnings = figures.model_warnings(model, dominant_label="one member" if figures.dominant_member(
+            model.report.get("weights")) is not None else None)
     return render(request, "models/list.html", {"models": models, "any_active": any(m.is_active for m in models)})
 
 
@@ -44,11 +56,31 @@ def _detail_context(model: TrainedModel) -> dict:
                            "metric_names": sorted({name for row in rows for name in row["metrics"]})})
     metric_names = sorted(set(model.val_metrics) | set(model.test_metrics))
     members = ensemble_members(ensemble=model) if model.is_ensemble else []
-    sources = model.report.get("validation_source", [])
-    for i, member in enumerate(members):
-        member.validation_source = sources[i] if i < len(sources) else ""
-    return {"model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
-            "members": members}
+    dominant = next((m for m in members if m.dominant), None)
+    # A retrained model joins ensembles weighed by its trial's checkpoint: show that figure too.
+    weighing = figures.weighing_figures(model) if not model.is_ensemble else None
+    return {
+        "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
+        "members": members, "dominant": dominant,
+        "validation_source": figures.validation_source(model),
+        "weighing": weighing if weighing and weighing.differs_from_own else None,
+        "warnings": figures.model_warnings(
+            model, study_epochs=model.study.epochs if model.study_id else None,
+            trial_best_epoch=model.trial.best_epoch if model.trial_id else None,
+            dominant_label=dominant.display_label if dominant else None),
+        "curves": None if model.is_ensemble else model_learning_curves(model=model, epoch_rows=epochs),
+        "member_labels": [m.display_label for m in members],
+        "best_member_label": _best_member_label(model, members),
+    }
+
+
+def _best_member_label(model: TrainedModel, members: list) -> str:
+    """The report names its best member as the worker labelled it; show the page's label."""
+    worker_labels = model.report.get("members") or []
+    best = (model.report.get("comparison") or {}).get("best_member", {}).get("label")
+    if best in worker_labels and len(worker_labels) == len(members):
+        return members[worker_labels.index(best)].display_label
+    return best or ""
 
 
 @team_required
@@ -115,8 +147,10 @@ def _request_models(request, study, trials_for):
     except ModelRequestError as exc:
         messages.error(request, str(exc))
         return None
-    verb = "Promoting" if data["method"] == TrainedModel.Method.PROMOTE else "Retraining"
-    messages.success(request, f"{verb} {len(models)} model{'s' if len(models) != 1 else ''}: "
+    # Worded as what happened (queued), not as progress: the message stays on the page the
+    # user lands on, whose live part shows the progress and its end.
+    verb = "promote" if data["method"] == TrainedModel.Method.PROMOTE else "retrain"
+    messages.success(request, f"Queued {len(models)} model{'s' if len(models) != 1 else ''} to {verb}: "
                      + ", ".join(str(m) for m in models) + ".")
     return models
 

@@ -4,6 +4,7 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments import figures
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
@@ -18,6 +19,7 @@ from experiments.selectors import (
     study_trials_export,
     team_studies,
     trial_epoch_rows,
+    trial_learning_curves,
     trials_compared,
 )
 from experiments.selectors import (
@@ -74,25 +76,37 @@ def _live_context(study: Study) -> dict:
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
     }
+    for trial in context["trials"]:
+        trial.still_improving = (trial.status == trial.Status.COMPLETED
+                                 and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
     context["study_models"], context["study_model_count"] = study_models(study=study)
     context["has_completed_trials"] = context["best"] is not None
-    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)})
+    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)}, study=study)
+    context["budget_form"] = StudyBudgetForm(instance=study)
+    # Keep polling while anything shown is in progress (trials of a cancelled study finish
+    # their epoch; models are built): the response after the last of them ends carries no
+    # trigger, so the page settles with nothing in progress left on it.
+    context["polling"] = (study.is_active or progress["running"] > 0
+                          or any(m.is_active for m in context["study_models"]))
     return context
 
 
 @team_required
 def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
-    context = _live_context(study)
-    context["budget_form"] = StudyBudgetForm(instance=study)
-    return render(request, "studies/detail.html", context)
+    return render(request, "studies/detail.html", _live_context(study))
 
 
 @team_required
 def study_live(request, study_id: int):
     """The part of the study page that htmx refreshes while the study runs."""
     study = get_study_for_user(request, study_id)
-    return render(request, "studies/_live.html", _live_context(study))
+    context = _live_context(study)
+    # The page last saw the study running (or an older page that does not say): swap in the
+    # parts that depend on it having ended.
+    seen = request.GET.get("seen", Study.Status.RUNNING)
+    context["just_ended"] = not study.is_active and seen == Study.Status.RUNNING
+    return render(request, "studies/_live.html", context)
 
 
 def _act_on_study(request, study_id: int, action, success: str):
@@ -139,11 +153,18 @@ def study_budget_view(request, study_id: int):
 @team_required
 def trial_detail(request, study_id: int, trial_pk: int):
     trial = get_trial_for_user(request, study_id, trial_pk)
+    study = trial.study
     epochs = trial_epoch_rows(trial=trial)
     metric_names = sorted({name for row in epochs for name in row["metrics"]})
+    still_improving = (trial.status == trial.Status.COMPLETED
+                       and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
     return render(request, "studies/trial.html", {
-        "trial": trial, "study": trial.study, "epochs": epochs, "metric_names": metric_names,
-        "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(trial.study)}),
+        "trial": trial, "study": study, "epochs": epochs, "metric_names": metric_names,
+        "best_metrics": {"validation": figures.checkpoint_metrics(trial.metrics),
+                         "train": {k: v for k, v in trial.metrics.items() if not k.startswith("val_")}},
+        "still_improving": figures.STILL_IMPROVING if still_improving else None,
+        "curves": trial_learning_curves(trial=trial, epoch_rows=epochs) if epochs else None,
+        "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(study)}, study=study),
     })
 
 

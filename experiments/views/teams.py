@@ -1,12 +1,87 @@
+from functools import wraps
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
-from django.shortcuts import redirect, render
+from django.contrib.auth.forms import UserCreationForm
+from django.http import Http404, HttpResponseForbidden
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from experiments.middleware import SESSION_KEY
-from experiments.models import Membership, Study
+from experiments.models import Invitation, Membership, Study
 from experiments.selectors import dashboard_data
+from experiments.services.teams import (
+    InvitationError,
+    TeamError,
+    invitation_accept,
+    invitation_for_token,
+    invitation_send_email,
+    invitation_sign_up,
+    invitation_withdraw,
+    member_add_or_invite,
+    membership_leave,
+    membership_remove,
+    membership_set_role,
+    team_create,
+)
 from experiments.views.access import team_required
+
+# The link of an invitation just made, shown once on the next team page and then forgotten.
+NEW_LINK_KEY = "new_invitation_link"
+ROLE_HELP = "Owners manage members; editors create and run; viewers only look."
+
+
+class AddMemberForm(forms.Form):
+    identifier = forms.CharField(label="Username or e-mail address", max_length=254)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR, help_text=ROLE_HELP)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(label="Team name", max_length=100)
+
+
+class InvitationSignUpForm(UserCreationForm):
+    """Username and password (checked by the configured password validators); the e-mail
+    address is the invited one."""
+
+    def __init__(self, *args, email: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.instance.email = email  # so validators comparing the password to it see it
+
+
+def owner_required(view):
+    """Only the team's owners add, change and remove members; others see the member list."""
+
+    @team_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if request.membership.role != Membership.Role.OWNER:
+            return HttpResponseForbidden(
+                "Only the team's owners can add, change or remove members; ask an owner."
+            )
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _get_membership_for_user(request, membership_id: int) -> Membership:
+    return get_object_or_404(Membership.objects.select_related("user", "team"), pk=membership_id, team=request.team)
+
+
+def _get_invitation_for_user(request, invitation_id: int) -> Invitation:
+    return get_object_or_404(Invitation, pk=invitation_id, team=request.team, accepted_at__isnull=True)
+
+
+def _first_error(form: forms.Form) -> str:
+    return " ".join(error for errors in form.errors.values() for error in errors)
 
 
 @login_required
@@ -27,3 +102,162 @@ def switch_team(request):
 def dashboard(request):
     studies = Study.objects.filter(team=request.team).select_related("dataset").order_by("-created")[:10]
     return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team)})
+
+
+@team_required
+def team_settings(request):
+    is_owner = request.membership.role == Membership.Role.OWNER
+    new_link = request.session.pop(NEW_LINK_KEY, None)
+    if not is_owner or (new_link or {}).get("team_id") != request.team.id:
+        new_link = None
+    members = Membership.objects.filter(team=request.team).select_related("user").order_by("user__username")
+    invitations = (
+        Invitation.objects.filter(team=request.team, accepted_at__isnull=True).select_related("created_by")
+        if is_owner else Invitation.objects.none()
+    )
+    return render(request, "teams/settings.html", {
+        "is_owner": is_owner, "members": members, "invitations": invitations, "new_link": new_link,
+        "add_form": AddMemberForm(), "roles": Membership.Role.choices,
+        "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
+        "invitation_days": settings.INVITATION_DAYS,
+    })
+
+
+@owner_required
+@require_POST
+def team_member_add(request):
+    form = AddMemberForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _first_error(form))
+        return redirect("team_settings")
+    try:
+        added = member_add_or_invite(team=request.team, identifier=form.cleaned_data["identifier"],
+                                     role=form.cleaned_data["role"], invited_by=request.user)
+    except TeamError as exc:
+        messages.error(request, str(exc))
+        return redirect("team_settings")
+    if added.membership is not None:
+        messages.success(request, f"{added.membership.user.get_username()} joined {request.team.name} as "
+                                  f"{added.membership.role}.")
+        return redirect("team_settings")
+    invitation = added.invitation
+    link = request.build_absolute_uri(reverse("invitation_accept", args=[added.token]))
+    problem = invitation_send_email(invitation=invitation, link=link)
+    request.session[NEW_LINK_KEY] = {"team_id": request.team.id, "email": invitation.email, "link": link,
+                                     "mailed": problem is None}
+    if problem:
+        messages.warning(request, f"No account uses {invitation.email}, so an invitation link was made. {problem}")
+    else:
+        messages.success(request, f"No account uses {invitation.email}: an invitation link was e-mailed to it.")
+    return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def team_member_role(request, membership_id: int):
+    membership = _get_membership_for_user(request, membership_id)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _first_error(form))
+        return redirect("team_settings")
+    try:
+        membership = membership_set_role(membership=membership, role=form.cleaned_data["role"])
+    except TeamError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{membership.user.get_username()} is now {membership.role}.")
+    return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def team_member_remove(request, membership_id: int):
+    membership = _get_membership_for_user(request, membership_id)
+    try:
+        membership_remove(membership=membership)
+    except TeamError as exc:
+        messages.error(request, str(exc))
+        return redirect("team_settings")
+    if membership.user_id == request.user.pk:
+        messages.success(request, f"You left {membership.team.name}.")
+        return redirect("dashboard")
+    messages.success(request, f"{membership.user.get_username()} was removed from {membership.team.name}.")
+    return redirect("team_settings")
+
+
+@owner_required
+@require_POST
+def team_invitation_withdraw(request, invitation_id: int):
+    invitation = _get_invitation_for_user(request, invitation_id)
+    invitation_withdraw(invitation=invitation)
+    messages.success(request, f"The invitation of {invitation.email} was withdrawn; its link no longer works.")
+    return redirect("team_settings")
+
+
+@team_required
+@require_POST
+def team_leave(request):
+    team = request.team
+    try:
+        membership_leave(team=team, user=request.user)
+    except TeamError as exc:
+        messages.error(request, str(exc))
+        return redirect("team_settings")
+    request.session.pop(SESSION_KEY, None)
+    messages.success(request, f"You left {team.name}.")
+    return redirect("dashboard")
+
+
+@login_required
+def team_new(request):
+    form = TeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = team_create(name=form.cleaned_data["name"], owner=request.user)
+        except TeamError as exc:
+            form.add_error("name", str(exc))
+        else:
+            request.session[SESSION_KEY] = team.id
+            messages.success(request, f"Team {team.name} created; you are its owner. Add people below.")
+            return redirect("team_settings")
+    return render(request, "teams/new.html", {"form": form})
+
+
+def invitation_accept_view(request, token: str):
+    """The link from an invitation: anyone holding it may sign up or log in and join."""
+    try:
+        invitation = invitation_for_token(token)
+    except InvitationError as exc:
+        return render(request, "teams/invitation_invalid.html", {"problem": str(exc)}, status=exc.status)
+    form = None
+    if request.user.is_authenticated:
+        if request.method == "POST":
+            try:
+                membership, created = invitation_accept(token=token, user=request.user)
+            except InvitationError as exc:
+                return render(request, "teams/invitation_invalid.html", {"problem": str(exc)}, status=exc.status)
+            return _joined(request, membership, created)
+    else:
+        form = InvitationSignUpForm(request.POST or None, email=invitation.email)
+        if request.method == "POST" and form.is_valid():
+            try:
+                user, membership = invitation_sign_up(token=token, username=form.cleaned_data["username"],
+                                                      password=form.cleaned_data["password1"])
+            except InvitationError as exc:
+                return render(request, "teams/invitation_invalid.html", {"problem": str(exc)}, status=exc.status)
+            except TeamError as exc:
+                form.add_error("username", str(exc))
+            else:
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                return _joined(request, membership, True)
+    return render(request, "teams/invitation.html", {"invitation": invitation, "form": form})
+
+
+def _joined(request, membership: Membership, created: bool):
+    request.session[SESSION_KEY] = membership.team_id
+    if created:
+        messages.success(request, f"Welcome to {membership.team.name}: you joined as {membership.role}.")
+    else:
+        messages.info(request, f"You are already a member of {membership.team.name} ({membership.role}); "
+                               "your role is unchanged.")
+    return redirect("dashboard")

@@ -6,6 +6,10 @@
     const source = document.getElementById("ensemble-report");
     if (!source || typeof Plotly === "undefined") return;
     const report = JSON.parse(source.textContent);
+    // The page's member names (trials by their 1-based number), where the report has the worker's.
+    const labels = document.getElementById("ensemble-member-labels");
+    const named = labels ? JSON.parse(labels.textContent) : [];
+    if (report.members && named.length === report.members.length) report.members = named;
     const config = { displaylogo: false, responsive: true };
     const layout = (title) => ({ title: { text: title }, margin: { l: 180, r: 20, t: 40, b: 40 }, height: 300 });
     if (report.weights && document.getElementById("weights-chart")) {

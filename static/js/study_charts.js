@@ -18,7 +18,7 @@
     show("history", h.total > 0);
     show("curves", data.curves.length > 0);
     if (h.total > 0) Plotly.react("history-chart", [
-      { x: h.number, y: h.score, mode: "markers", name: data.objective, text: h.trial_id.map((t) => "trial " + t) },
+      { x: h.number, y: h.score, mode: "markers", name: data.objective, text: h.number.map((n) => "trial " + n) },
       { x: h.number, y: h.best, mode: "lines", name: "best so far", line: { shape: "hv" } },
     ], { ...base("Optimisation history"), xaxis: { title: { text: "trial" } }, yaxis: { title: { text: data.objective } } }, config);
 

@@ -70,7 +70,9 @@
       if (!fits) unfit.push(`${option.value} (takes ${kinds.map((k) => names[k] || k).join(", ")})`);
     }
     if (hypermodel.selectedOptions[0]?.disabled) {
-      const first = [...hypermodel.options].find((option) => !option.disabled);
+      // A hypermodel made for this kind first (dense also takes flattened images).
+      const enabled = [...hypermodel.options].filter((option) => !option.disabled);
+      const first = enabled.find((option) => (hypermodelKinds[option.value] || [])[0] === kind) || enabled[0];
       if (first) {
         hypermodel.value = first.value;
         hypermodel.dispatchEvent(new Event("change", { bubbles: true }));
@@ -81,5 +83,67 @@
   }
 
   dataset.addEventListener("change", update);
+  update();
+})();
+
+/* The objective metric: for a built-in hypermodel, a select of the metrics it reports on the
+ * chosen dataset's task; for a team hypermodel, free text. The direction "auto" is inferred from
+ * the metric the way the server infers it. The server checks the metric either way. */
+(function () {
+  const form = document.getElementById("study-form");
+  const read = (id) => JSON.parse(document.getElementById(id)?.textContent || "null");
+  if (!form || !form.elements["objective_metric"]) return;
+  const datasetTasks = read("dataset-tasks") || {};
+  const taskMetrics = read("task-metrics") || {};
+  const builtins = read("builtin-hypermodels") || [];
+  const dataset = form.elements["dataset"];
+  const hypermodel = form.elements["hypermodel"];
+  const direction = form.elements["objective_direction"];
+  const inferred = document.getElementById("direction-inferred");
+  const maximised = /acc|auc|precision|recall|f1|r2/i;
+
+  function replace(old, tag) {
+    const element = document.createElement(tag);
+    for (const name of ["id", "name", "class", "aria-describedby", "aria-invalid"]) {
+      if (old.hasAttribute(name)) element.setAttribute(name, old.getAttribute(name));
+    }
+    old.replaceWith(element);
+    return element;
+  }
+
+  function metricsFor(task) {
+    if (taskMetrics[task]) return taskMetrics[task];
+    return [...new Set(Object.values(taskMetrics).flat())];
+  }
+
+  function update() {
+    let field = form.elements["objective_metric"];
+    const value = field.value;
+    if (builtins.includes(hypermodel.value)) {
+      const metrics = metricsFor(datasetTasks[dataset.value]);
+      if (field.tagName !== "SELECT") field = replace(field, "select");
+      const shown = [...field.options].map((o) => o.value);
+      if (shown.join() !== metrics.join()) {
+        field.replaceChildren(...metrics.map((m) => new Option(m, m)));
+      }
+      field.value = metrics.includes(value) ? value : metrics[0];
+    } else if (field.tagName === "SELECT") {
+      field = replace(field, "input");
+      field.type = "text";
+      field.maxLength = 50;
+      field.placeholder = "e.g. val_loss";
+      field.value = value;
+    }
+    if (inferred) {
+      const metric = field.value.trim();
+      inferred.textContent = direction && direction.value === "auto" && metric
+        ? `${metric} will be ${maximised.test(metric) ? "maximised" : "minimised"}.` : "";
+    }
+  }
+
+  dataset.addEventListener("change", update);
+  hypermodel.addEventListener("change", update);
+  form.addEventListener("change", (event) => { if (event.target.name !== "dataset" && event.target.name !== "hypermodel") update(); });
+  form.addEventListener("input", (event) => { if (event.target.name === "objective_metric") update(); });
   update();
 })();

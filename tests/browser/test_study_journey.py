@@ -65,7 +65,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     new_row.locator('[data-field="value"]').fill("0")
     page.get_by_label("Max trials").fill("2")
     page.get_by_label("Epochs").fill("3")
-    page.get_by_label("Objective metric").fill("val_accuracy")
+    page.get_by_label("Objective metric").select_option("val_accuracy")
     page.get_by_label("Batch size").fill("16")
     screenshot("editor")
     page.locator("#save-and-start").click()
@@ -107,6 +107,8 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
         page.goto(f"{live_server.url}/models/{TrainedModel.objects.get(name='zanzibar', version=version).id}/")
         page.locator("#model-status", has_text="Completed").wait_for(timeout=300_000)
     assert page.locator("#model-metrics").is_visible()
+    # The learning curves of the real retrain are drawn, per phase.
+    page.wait_for_function("document.getElementById('learning-curves-chart').data?.length > 0")
     screenshot("model")
 
     # Build a Nelder–Mead ensemble of the two from the models page.

@@ -55,7 +55,7 @@ def test_the_embedded_mode_runs_a_study_with_no_external_service(tmp_path):
                               capture_output=True, text=True, **kwargs)
 
     manage("migrate", "--noinput")
-    assert "demo / tuneboard-demo" in manage("seed_demo").stdout
+    assert "demo / tuneboard-demo" in manage("seed_demo", "--i-know-this-is-not-production").stdout
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-B", "-Q", "cpu", "--concurrency", "1",
          "--schedule", str(tmp_path / "beat-schedule"), "--loglevel", "WARNING"],

@@ -37,7 +37,7 @@ def test_the_workers_page_lists_the_fleet_with_each_current_trial(acme, alice, a
                      what="a running trial")
     page = alice_client.get("/workers/").content.decode()
     assert "fleet2@" in page and "online" in page
-    assert f"trial {trial.trial_id}" in page and study.name in page
+    assert f"trial {trial.number}" in page and study.name in page  # numbered as the study shows it
 
 
 def test_a_study_on_a_queue_no_live_worker_serves_says_so(acme, alice, alice_client):

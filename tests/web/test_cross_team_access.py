@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Membership, Study, TrainedModel, Trial
+from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.teams import membership_add
+from experiments.services.teams import invitation_create, membership_add
 from experiments.services.trial_runs import study_start
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
@@ -27,20 +27,30 @@ ACTIONS = {
     "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
     "model_cancel": ({}, Study.Status.CREATED),
 }
-POST_ONLY = {*ACTIONS, "switch_team"}
+# Team management: each with the form data the team page posts.
+TEAM_ACTIONS = {
+    "team_member_role": {"role": "viewer"},
+    "team_member_remove": {},
+    "team_invitation_withdraw": {},
+}
+POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
-def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel) -> str:
-    ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras"}
+def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel,
+         membership: Membership, invitation: Invitation) -> str:
+    ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
+           "membership_id": membership.id, "invitation_id": invitation.id}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
 
 
 @pytest.fixture
-def acme_objects(acme_dataset, acme_study, acme_trial, acme_model) -> dict:
-    return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model}
+def acme_objects(acme, alice, acme_dataset, acme_study, acme_trial, acme_model) -> dict:
+    invitation, _ = invitation_create(team=acme, email="newcomer@example.com", role="viewer", created_by=alice)
+    return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model,
+            "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation}
 
 
 @pytest.fixture
@@ -58,7 +68,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
     with_ids = {
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
-    assert with_ids == set(PAGES) | set(ACTIONS), (
+    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS), (
         "a new page or action needs its cross-team check here"
     )
 
@@ -91,6 +101,19 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     acme_objects["trial"].refresh_from_db()
     assert (acme_objects["trial"].notes, acme_objects["trial"].tags) == ("", [])
     assert study.status == status
+
+
+@pytest.mark.parametrize("name", list(TEAM_ACTIONS))
+def test_another_teams_owner_gets_404_for_acme_member_and_invitation_actions_and_nothing_changes(
+    charlie_client, acme_objects, name
+):
+    membership, invitation = acme_objects["membership"], acme_objects["invitation"]
+    response = charlie_client.post(_url(name, **acme_objects), TEAM_ACTIONS[name])
+    assert response.status_code == 404
+    membership.refresh_from_db()
+    assert membership.role == Membership.Role.OWNER
+    assert Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).exists()
+    assert "alice" not in page_text(charlie_client.get(reverse("team_settings")))
 
 
 def test_another_team_cannot_reach_acme_trial_through_its_own_study(
@@ -185,6 +208,7 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(
         "study_new",
         "worker_list",
         "model_list",
+        "team_settings",
         *PAGES,
     ],
 )

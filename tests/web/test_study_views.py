@@ -87,7 +87,8 @@ def test_comparing_two_to_four_trials_side_by_side(alice_client, acme_study):
     response = alice_client.get(url, {"trials": [trials[0].pk, trials[1].pk]})
     assert response.status_code == 200
     text = page_text(response)
-    assert "Trial 001" in text and "Trial 002" in text and "learning_rate" in text
+    # Named by start order (1-based), as everywhere: not by KerasTuner's zero-padded ids.
+    assert "Trial 1<" in text and "Trial 2<" in text and "Trial 001" not in text and "learning_rate" in text
     for picked in ([trials[0].pk], [t.pk for t in trials]):
         response = alice_client.get(url, {"trials": picked}, follow=True)
         assert shows(response, "Pick between 2 and 4 trials of this study to compare.")

@@ -30,7 +30,7 @@ from experiments.models import Artifact, ModelFile, Study, TrainedModel, Trial, 
 from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_create
-from experiments.services.teams import team_create
+from experiments.services.teams import membership_add, team_create
 
 call_command("migrate", verbosity=0, interactive=False)
 
@@ -55,7 +55,22 @@ model = TrainedModel.objects.create(
     epoch_source="detect", seed=1, status="completed", test_metrics={"accuracy": 0.9}, val_metrics={"accuracy": 0.9})
 ModelFile.objects.create(model=model, format="keras", artifact=artifact_create(
     team=team, kind=Artifact.Kind.MODEL, filename="study-v1.keras", fileobj=io.BytesIO(b"PK stand-in")))
-ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras"}
+# Team pages: a second member to change and remove, an invitation to open and withdraw, a
+# password-reset link.
+from django.contrib.auth.tokens import default_token_generator
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from experiments.services.teams import invitation_create
+
+viewer = get_user_model().objects.create_user("viewer", password="pw-123456789")
+membership = membership_add(team=team, user=viewer, role="viewer")
+invitation, token = invitation_create(team=team, email="new@example.com", role="viewer", created_by=user)
+withdrawn, _ = invitation_create(team=team, email="old@example.com", role="viewer", created_by=user)
+ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
+       "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
+       "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}
+PASSWORD_RESET_TOKEN = default_token_generator.make_token(user)
 
 client = Client()
 client.force_login(user)
@@ -86,13 +101,18 @@ POST_DATA = {
     "study_budget": {"max_trials": 12, "parallelism": 2},
     "study_models_request": {"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
     "trial_models_request": {"method": "promote", "epoch_source": "detect", "epoch_cap": 5},
+    "team_member_add": {"identifier": "someone@example.com", "role": "viewer"},
+    "team_member_role": {"role": "editor"},
 }
 needs_post = []
 for namespace, pattern in walk(get_resolver().url_patterns):
     if namespace == "admin":
         continue  # visited below: index, app lists, and every registered model's pages
     try:
-        path = reverse(pattern.name, kwargs={key: ids[key] for key in pattern.pattern.converters})
+        kwargs = {key: ids[key] for key in pattern.pattern.converters}
+        if pattern.name == "password_reset_confirm":
+            kwargs["token"] = PASSWORD_RESET_TOKEN
+        path = reverse(pattern.name, kwargs=kwargs)
     except KeyError as exc:
         errors.append(f"No object to fill {exc} of {pattern.name}")
         continue
@@ -117,12 +137,11 @@ visit("study_new", "POST", reverse("study_new"),
 visit("admin:index", "GET", reverse("admin:index"))
 for app_label in sorted({model._meta.app_label for model in admin.site._registry}):
     visit("admin:app_list", "GET", reverse("admin:app_list", args=[app_label]))
-from experiments.admin import WrittenByWorkers
-
 for model in admin.site._registry:
     prefix = f"admin:{model._meta.app_label}_{model._meta.model_name}"
     visit(f"{prefix}_changelist", "GET", reverse(f"{prefix}_changelist"))
-    if not isinstance(admin.site._registry[model], WrittenByWorkers):  # rows workers write have no add page
+    # Rows workers write, and invitations (made on the team page), have no add page.
+    if type(admin.site._registry[model]).has_add_permission is admin.ModelAdmin.has_add_permission:
         visit(f"{prefix}_add", "GET", reverse(f"{prefix}_add"))
     first = model._default_manager.order_by("pk").first()
     if first is not None:

@@ -1,0 +1,147 @@
+"""What each figure on the pages is, in one place: where a model's validation figures come
+from, which validation figures an ensemble's weights are fitted on, how trials are named, and
+the warnings for results a limit decided. Pure functions over rows (no queries)."""
+
+from dataclasses import dataclass
+
+# workers/ensembling.py (_Member.key) weighs a retrained member by its trial's search-phase
+# checkpoint (it never saw the validation split); promoted models and trials by themselves.
+RETRAIN, PROMOTE, DETECT, RECORDED = "retrain", "promote", "detect", "recorded"
+ENSEMBLE = "ensemble"
+DOMINANT_WEIGHT = 0.99
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str
+    short: str  # beside a figure
+    long: str  # in notes and the model card
+
+
+SOURCES = {s.key: s for s in (
+    Source("search_checkpoint", "search-phase checkpoint",
+           "the search trial's best-epoch checkpoint, trained on train, validated on validation"),
+    Source("best_epoch_run", "best-epoch run",
+           "the retrain's best-epoch detection run, trained on train, validated on validation"),
+    Source("trial_checkpoint", "the trial's checkpoint",
+           "the trial's best-epoch checkpoint, trained on train, evaluated on validation"),
+    Source("members_blend", "members' blend",
+           "the weighted blend of its members' validation predictions, each from a model trained on train only"),
+)}
+
+
+def _get(item, name: str):
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
+def validation_source(model) -> Source:
+    """Where a trained model's val_metrics come from (a TrainedModel or a dict of its fields)."""
+    method = _get(model, "method")
+    if _get(model, "kind") == ENSEMBLE or method not in (RETRAIN, PROMOTE):
+        return SOURCES["members_blend"]
+    if method == PROMOTE:
+        return SOURCES["trial_checkpoint"]
+    # A retrain that reused the trial's recorded best epoch ran no detection: its validation
+    # figures are the trial's own (workers/retraining.py).
+    return SOURCES["search_checkpoint" if _get(model, "epoch_source") == RECORDED else "best_epoch_run"]
+
+
+def checkpoint_metrics(trial_metrics: dict | None) -> dict:
+    """A trial's validation figures at its best epoch (its checkpoint), without the val_ prefix."""
+    return {k.removeprefix("val_"): v for k, v in (trial_metrics or {}).items() if k.startswith("val_")}
+
+
+@dataclass(frozen=True)
+class Weighing:
+    """The validation figures an ensemble's weights will be fitted on for one candidate."""
+
+    metrics: dict
+    source: Source
+    differs_from_own: bool  # a retrained model: not the figure shown as its own validation figure
+
+
+def weighing_figures(candidate) -> Weighing:
+    """For a TrainedModel (its trial loaded) or a Trial, as workers/ensembling.py weighs it."""
+    if hasattr(candidate, "method"):  # a trained model
+        if candidate.method == RETRAIN and candidate.trial_id:
+            return Weighing(checkpoint_metrics(candidate.trial.metrics), SOURCES["search_checkpoint"],
+                            differs_from_own=validation_source(candidate).key != "search_checkpoint")
+        return Weighing(dict(candidate.val_metrics), validation_source(candidate), differs_from_own=False)
+    return Weighing(checkpoint_metrics(candidate.metrics), SOURCES["search_checkpoint"], differs_from_own=False)
+
+
+def member_validation_source(member) -> Source:
+    """Where an ensemble member's validation figures (and the weights) came from."""
+    if member.model_id is None:
+        return SOURCES["search_checkpoint"]
+    if member.model.method == RETRAIN:
+        return SOURCES["search_checkpoint"]
+    return validation_source(member.model)
+
+
+# --- names -------------------------------------------------------------------------------
+
+
+def trial_label(number: int | None) -> str:
+    """Trials are named by their start order, 1-based, as the study's history chart counts them."""
+    return f"trial {number}" if number else "trial"
+
+
+def member_label(member) -> str:
+    if member.model_id:
+        return str(member.model)
+    return f"{member.trial.study.name} {trial_label(member.trial.number)}"
+
+
+# --- warnings ----------------------------------------------------------------------------
+
+STILL_IMPROVING = "Still improving at the last epoch: more epochs may help."
+CAP_REACHED = "The best epoch was the cap ({cap}): the model was still improving when detection stopped; raise it."
+
+
+def trial_still_improving(*, best_epoch: int | None, epochs: int) -> bool:
+    """Its best epoch was the study's last: the epoch limit, not the data, ended it."""
+    return best_epoch is not None and best_epoch >= epochs
+
+
+def study_still_improving(*, completed: int, at_last_epoch: int, epochs: int) -> str | None:
+    """A warning when most or all completed trials had their best epoch at the last one."""
+    if completed == 0 or 2 * at_last_epoch <= completed:
+        return None
+    share = "All" if at_last_epoch == completed else f"{at_last_epoch} of"
+    return (f"{share} {completed} completed trial{'s' if completed != 1 else ''} had their best epoch at the "
+            f"last epoch ({epochs}): they were still improving. More epochs may help.")
+
+
+def retrain_hit_cap(model) -> bool:
+    best = _get(model, "best_epoch")
+    return (_get(model, "method") == RETRAIN and _get(model, "epoch_source") == DETECT and best is not None
+            and best >= (_get(model, "epoch_cap") or 0))
+
+
+def dominant_member(weights: list | None) -> int | None:
+    """The position of the member that carries at least 99% of an ensemble's weight, if one does."""
+    weights = [w for w in (weights or []) if isinstance(w, int | float)]
+    if len(weights) < 2 or sum(weights) <= 0:
+        return None
+    top = max(range(len(weights)), key=lambda i: weights[i])
+    return top if weights[top] / sum(weights) >= DOMINANT_WEIGHT else None
+
+
+def single_member_warning(label: str) -> str:
+    return f"Effectively a single model: {label} carries at least 99% of the weight."
+
+
+def model_warnings(model, *, study_epochs: int | None = None, trial_best_epoch: int | None = None,
+                   dominant_label: str | None = None) -> list[str]:
+    """Every limit that decided this model's result, as sentences for its page."""
+    warnings = []
+    if retrain_hit_cap(model):
+        warnings.append(CAP_REACHED.format(cap=_get(model, "epoch_cap")))
+    elif (_get(model, "method") == RETRAIN and _get(model, "epoch_source") == RECORDED and study_epochs
+          and trial_still_improving(best_epoch=trial_best_epoch, epochs=study_epochs)):
+        warnings.append("The trial's recorded best epoch was its last: it was still improving; detecting the "
+                        "best epoch with a higher cap may find a later one.")
+    if dominant_label:
+        warnings.append(single_member_warning(dominant_label))
+    return warnings
