@@ -4,10 +4,10 @@ VENV := .venv
 
 .PHONY: run test bench lint
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml client/pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e ".[test]"
+	$(VENV)/bin/pip install -q -e ".[test]" -e ./client
 	touch $@
 
 run: $(VENV)/.installed

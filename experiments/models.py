@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from knox.models import AbstractAuthToken
 
 from experiments.compute_options import JIT_COMPILE, PRECISIONS
 from experiments.states import TRIAL_FINISHED, ModelStatus, StudyStatus, TrialStatus
@@ -484,3 +485,20 @@ class Invitation(models.Model):
     @property
     def is_expired(self) -> bool:
         return not self.is_accepted and timezone.now() >= self.expires
+
+
+class ApiToken(AbstractAuthToken):
+    """A personal API token (django-rest-knox): only its digest is stored; the token itself is
+    shown once, when it is made. It acts for its user in the user's teams."""
+
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.token_key}…)"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expiry is not None and timezone.now() >= self.expiry

@@ -1,8 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from experiments.views.teams import invitation_accept_view
+from experiments.views.tokens import api_tokens
 
 # Account pages work without a team; an invitation link works without an account (the
 # token is the credential), so it lives here and not among the team pages.
@@ -17,6 +19,10 @@ urlpatterns = [
          name="password_reset_confirm"),
     path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
+    path("account/tokens/", api_tokens, name="api_tokens"),
+    path("api/v1/", include("experiments.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
     path("admin/", admin.site.urls),
     path("", include("experiments.urls")),
 ]

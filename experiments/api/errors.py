@@ -1,0 +1,63 @@
+"""Every API error as {"detail", "field", "errors"}: one message a person can act on, the field it
+is about (or null), and every field's messages."""
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from experiments.errors import TuneboardError
+
+NON_FIELD = "non_field_errors"
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The object is not in a state that allows this."
+
+
+def error_body(detail: str, field: str | None = None, errors: dict | None = None) -> dict:
+    return {"detail": detail, "field": field, "errors": errors or {}}
+
+
+def _flatten(value) -> list[str]:
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _flatten(v)]
+    if isinstance(value, list | tuple):
+        return [m for v in value for m in _flatten(v)]
+    return [str(value)]
+
+
+def validation_body(errors: dict) -> dict:
+    """Form-style {field: [messages]} (Django's "__all__" is DRF's non_field_errors)."""
+    errors = {NON_FIELD if k == "__all__" else k: _flatten(v) for k, v in errors.items()}
+    field = next(iter(errors), None)
+    if field is None:
+        return error_body("The request is not valid.")
+    first = errors[field][0] if errors[field] else "Not valid."
+    if field == NON_FIELD:
+        return error_body(first, None, errors)
+    return error_body(f"{field.replace('_', ' ').capitalize()}: {first}", field, errors)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, TuneboardError):
+        exc = exceptions.ValidationError({NON_FIELD: [str(exc)]})
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found (or not in your current team).")
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        if isinstance(data, dict):
+            body = validation_body(data)
+        else:
+            body = validation_body({NON_FIELD: data})
+    else:
+        detail = data.get("detail", "") if isinstance(data, dict) else " ".join(_flatten(data))
+        body = error_body(str(detail))
+    return Response(body, status=response.status_code, headers={k: v for k, v in response.items()})

@@ -1,0 +1,572 @@
+"""The REST API: thin views over the same forms, services and selectors as the pages."""
+
+import json
+import re
+from datetime import date
+
+from django.conf import settings
+from django.db.models import Count, F
+from django.db.models.fields.json import KeyTransform
+from django.http import Http404, QueryDict, StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, generics, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+
+from experiments.api import serializers as s
+from experiments.api.errors import NON_FIELD, Conflict, error_body
+from experiments.api.pagination import Pagination
+from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
+from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
+from experiments.selectors import fleet_rows, leaderboard, study_top_trials, team_datasets, team_models
+from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
+from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
+from experiments.services.studies import study_create, study_update_budget
+from experiments.services.trained_models import trained_models_request
+from experiments.services.trial_runs import StudyError, study_cancel, study_start
+from experiments.views.access import get_dataset_for_user, get_model_for_user, get_study_for_user, get_trial_for_user
+from experiments.views.models import CONTENT_TYPES
+
+MAX_ID = s.MAX_ID
+ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 403, 404)}
+
+
+class FormError(exceptions.ValidationError):
+    """A form's errors as they are (so the messages are the page's)."""
+
+    def __init__(self, errors: dict):
+        super().__init__(errors)
+
+
+def _invalid(field: str | None, message: str):
+    return exceptions.ValidationError({field or NON_FIELD: [message]})
+
+
+def int_param(request, name: str, *, minimum: int = 0) -> int | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_ID or int(raw) < minimum:
+        raise _invalid(name, f"Must be a whole number from {minimum} to {MAX_ID}, not {raw!r}.")
+    return int(raw)
+
+
+def date_param(request, name: str) -> date | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise _invalid(name, f"Write the date as YYYY-MM-DD, not {raw!r}.") from None
+
+
+def choice_param(request, name: str, choices) -> str:
+    raw = request.query_params.get(name, "")
+    if raw and raw not in choices:
+        raise _invalid(name, f"Must be one of {', '.join(choices)}.")
+    return raw
+
+
+def body(request) -> dict:
+    """The request body as a plain dict of single values (JSON object, form or multipart)."""
+    data = request.data
+    if isinstance(data, QueryDict):
+        return {k: data.get(k) for k in data}
+    if not isinstance(data, dict):
+        raise _invalid(None, f"Send a JSON object, not {type(data).__name__}.")
+    return dict(data)
+
+
+def strict(serializer_class, data: dict) -> None:
+    """Refuse unknown fields before the forms see the body."""
+    unknown = sorted(set(data) - set(serializer_class().fields))
+    if unknown:
+        raise exceptions.ValidationError({name: ["Unknown field."] for name in unknown})
+
+
+def form_data(data: dict) -> dict:
+    """JSON values as the form fields read them: lists/objects as JSON text, booleans as on/off."""
+    out = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            if value:
+                out[key] = "on"
+            continue
+        out[key] = json.dumps(value) if isinstance(value, list | dict) else value
+    return out
+
+
+def with_defaults(form_class, data: dict, **kwargs) -> dict:
+    """What the page's form would have posted: its initial values for the fields left out."""
+    fields = form_class(**kwargs).fields
+    return {**{name: f.initial for name, f in fields.items() if f.initial is not None and not callable(f.initial)},
+            **data}
+
+
+def study_counts(study_ids) -> dict[int, dict]:
+    counts: dict[int, dict] = {}
+    rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
+            .annotate(n=Count("id")))
+    for study_id, status_, n in rows:
+        counts.setdefault(study_id, {})[status_] = n
+    return counts
+
+
+def _accepted(data: dict, url: str | None = None) -> Response:
+    return Response({"url": url or data["url"], **data}, status=status.HTTP_202_ACCEPTED)
+
+
+# Datasets
+
+class DatasetList(generics.GenericAPIView):
+    serializer_class = s.DatasetSerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("kind", str, enum=Dataset.Kind.values),
+        OpenApiParameter("task", str, enum=Dataset.Task.values),
+        OpenApiParameter("q", str, description="Part of the name.")], responses={200: s.DatasetSerializer(many=True),
+                                                                                **ERRORS})
+    def get(self, request):
+        datasets = team_datasets(team=request.team)
+        if kind := choice_param(request, "kind", Dataset.Kind.values):
+            datasets = datasets.filter(kind=kind)
+        if task := choice_param(request, "task", Dataset.Task.values):
+            datasets = datasets.filter(task=task)
+        if q := request.query_params.get("q", "").strip():
+            datasets = datasets.filter(name__icontains=q)
+        page = self.paginate_queryset(datasets)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(request={"multipart/form-data": s.DatasetUploadInput, "application/json": s.BundledDatasetInput},
+                   responses={201: s.DatasetSerializer, **ERRORS})
+    def post(self, request):
+        data = body(request)
+        if "bundled_name" in data and "file" not in request.FILES:
+            strict(s.BundledDatasetInput, data)
+            form = BundledDatasetForm(form_data(with_defaults(BundledDatasetForm, data)))
+            if not form.is_valid():
+                raise FormError(form.errors)
+            dataset = dataset_create_bundled(team=request.team, user=request.user, **form.cleaned_data)
+        else:
+            strict(s.DatasetUploadInput, {**data, **{k: None for k in request.FILES}})
+            form = DatasetUploadForm(form_data(with_defaults(DatasetUploadForm, {k: v for k, v in data.items()
+                                                                        if k not in request.FILES})),
+                                     request.FILES)
+            if not form.is_valid():
+                raise FormError(form.errors)
+            upload = form.cleaned_data["file"]
+            too_big = upload.size > settings.UPLOAD_MAX_MB * 1024 * 1024
+            dataset = dataset_create_upload(
+                team=request.team, user=request.user, filename=upload.name, data=b"" if too_big else upload.read(),
+                size=upload.size, limit_mb=settings.UPLOAD_MAX_MB, options=form.upload_options(),
+                **{k: form.cleaned_data[k] for k in ("name", "val_fraction", "test_fraction", "seed")})
+        return Response(self.get_serializer(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetDetail(generics.GenericAPIView):
+    serializer_class = s.DatasetSerializer
+
+    @extend_schema(responses={200: s.DatasetSerializer, **ERRORS})
+    def get(self, request, dataset_id: int):
+        return Response(self.get_serializer(get_dataset_for_user(request, dataset_id)).data)
+
+
+# Studies
+
+STUDY_ORDERING = {"created", "-created", "name", "-name", "status", "-status", "started", "-started"}
+
+
+class StudyList(generics.GenericAPIView):
+    serializer_class = s.StudySerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=Study.Status.values), OpenApiParameter("dataset", int),
+        OpenApiParameter("hypermodel", str), OpenApiParameter("tag", str, description="A tag of one of its trials."),
+        OpenApiParameter("q", str, description="Part of the name."),
+        OpenApiParameter("ordering", str, enum=sorted(STUDY_ORDERING))],
+        responses={200: s.StudySerializer(many=True), **ERRORS})
+    def get(self, request):
+        studies = Study.objects.filter(team=request.team).select_related("dataset")
+        if value := choice_param(request, "status", Study.Status.values):
+            studies = studies.filter(status=value)
+        if (dataset := int_param(request, "dataset")) is not None:
+            studies = studies.filter(dataset_id=dataset)
+        if value := request.query_params.get("hypermodel", "").strip():
+            studies = studies.filter(hypermodel=value)
+        if value := request.query_params.get("tag", "").strip():
+            studies = studies.filter(trials__tags__contains=[value]).distinct()
+        if value := request.query_params.get("q", "").strip():
+            studies = studies.filter(name__icontains=value)
+        ordering = choice_param(request, "ordering", sorted(STUDY_ORDERING)) or "-created"
+        page = self.paginate_queryset(studies.order_by(ordering, "-id"))
+        context = {**self.get_serializer_context(), "progress": study_counts([st.id for st in page]),
+                   "with_best": True}
+        return self.get_paginated_response(s.StudySerializer(page, many=True, context=context).data)
+
+    @extend_schema(request=s.StudyInput, responses={201: s.StudySerializer, 202: s.StudySerializer, **ERRORS})
+    def post(self, request):
+        data = body(request)
+        strict(s.StudyInput, data)
+        start = data.pop("start", False) in (True, "true", "True", "1", "on", 1)
+        form = StudyForm(form_data(with_defaults(StudyForm, data, team=request.team)), team=request.team)
+        if not form.is_valid():
+            errors = dict(form.errors)
+            for row, messages in form.search_space_errors.items():
+                errors[f"search_space.{row}"] = messages
+            raise FormError(errors)
+        study = study_create(team=request.team, user=request.user, **form.cleaned_data)
+        if start:
+            study_start(study=study)
+            study.refresh_from_db()
+            return _accepted(self.get_serializer(study).data)
+        return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetail(generics.GenericAPIView):
+    serializer_class = s.StudySerializer
+
+    @extend_schema(responses={200: s.StudySerializer, **ERRORS})
+    def get(self, request, study_id: int):
+        return Response(self.get_serializer(get_study_for_user(request, study_id)).data)
+
+
+class StudyAction(generics.GenericAPIView):
+    serializer_class = s.StudySerializer
+
+    def act(self, study: Study) -> None:
+        raise NotImplementedError
+
+    @extend_schema(request=None, responses={202: s.StudySerializer, 409: s.ErrorSerializer, **ERRORS})
+    def post(self, request, study_id: int):
+        study = get_study_for_user(request, study_id)
+        try:
+            self.act(study)
+        except StudyError as exc:
+            raise Conflict(str(exc)) from None
+        study.refresh_from_db()
+        return _accepted(self.get_serializer(study).data)
+
+
+class StudyStart(StudyAction):
+    def act(self, study):
+        study_start(study=study)
+
+
+class StudyResume(StudyAction):
+    def act(self, study):
+        if study.started is None:
+            raise StudyError("The study has never started; start it instead.")
+        study_start(study=study)
+
+
+class StudyCancel(StudyAction):
+    def act(self, study):
+        study_cancel(study=study)
+
+
+class StudyBudget(generics.GenericAPIView):
+    serializer_class = s.StudySerializer
+
+    @extend_schema(request=s.BudgetInput, responses={200: s.StudySerializer, 409: s.ErrorSerializer, **ERRORS})
+    def patch(self, request, study_id: int):
+        study = get_study_for_user(request, study_id)
+        data = body(request)
+        strict(s.BudgetInput, data)
+        values = {"max_trials": study.max_trials, "parallelism": study.parallelism, **form_data(data)}
+        form = StudyBudgetForm(values, instance=Study.objects.get(pk=study.pk))
+        if not form.is_valid():
+            raise FormError(form.errors)
+        try:
+            study = study_update_budget(study=study, **form.cleaned_data)
+        except StudyError as exc:
+            raise Conflict(str(exc)) from None
+        return Response(self.get_serializer(study).data)
+
+    @extend_schema(exclude=True)
+    def post(self, request, study_id: int):
+        """Forms and simple clients that cannot PATCH."""
+        return self.patch(request, study_id)
+
+
+CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
+                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "parallelism",
+                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial"]
+
+
+class StudyClone(generics.GenericAPIView):
+    serializer_class = s.StudySerializer
+
+    @extend_schema(request=s.CloneInput, responses={201: s.StudySerializer, **ERRORS})
+    def post(self, request, study_id: int):
+        original = get_study_for_user(request, study_id)
+        data = body(request)
+        strict(s.CloneInput, data)
+        values = {name: getattr(original, name) for name in CLONED_FIELDS}
+        values.update(name=data.get("name") or f"{original.name} (copy)", dataset=original.dataset_id)
+        form = StudyForm(form_data(values), team=request.team)
+        if not form.is_valid():
+            raise FormError(form.errors)
+        study = study_create(team=request.team, user=request.user, **form.cleaned_data)
+        return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
+
+
+# Trials
+
+NAME = re.compile(r"^[A-Za-z0-9_./:-]{1,100}$")
+
+
+def trial_ordering(raw: str):
+    descending = raw.startswith("-")
+    name = raw.removeprefix("-")
+    if not NAME.match(name):
+        raise _invalid("ordering", "Order by score, number, started, finished, a metric (e.g. -val_accuracy) or a "
+                                   "hyperparameter (hp.units), with - for descending.")
+    if name in ("score", "number", "started", "finished", "duration_seconds", "id"):
+        expression = F(name)
+    elif name.startswith("hp."):
+        expression = KeyTransform(name[3:], "hyperparameters")
+    else:
+        expression = KeyTransform(name, "metrics")
+    return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
+
+
+class TrialList(generics.GenericAPIView):
+    serializer_class = s.TrialSerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=Trial.Status.values),
+        OpenApiParameter("ordering", str, description="score, number, a metric (-val_accuracy) or hp.<name>"),
+        OpenApiParameter("after", int, description="Only trials with a larger pk, by pk (incremental polling).")],
+        responses={200: s.TrialSerializer(many=True), **ERRORS})
+    def get(self, request, study_id: int):
+        study = get_study_for_user(request, study_id)
+        trials = Trial.objects.filter(study=study).defer("kt_state")
+        if value := choice_param(request, "status", Trial.Status.values):
+            trials = trials.filter(status=value)
+        after = int_param(request, "after")
+        if after is not None:
+            trials = trials.filter(pk__gt=after).order_by("pk")
+        else:
+            trials = trials.order_by(trial_ordering(request.query_params.get("ordering", "").strip() or "number"),
+                                     "number", "pk")
+        page = self.paginate_queryset(trials)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class TrialDetail(generics.GenericAPIView):
+    serializer_class = s.TrialSerializer
+
+    @extend_schema(responses={200: s.TrialSerializer, **ERRORS})
+    def get(self, request, study_id: int, trial_pk: int):
+        return Response(self.get_serializer(get_trial_for_user(request, study_id, trial_pk)).data)
+
+
+class TrialEpochs(generics.GenericAPIView):
+    serializer_class = s.TrialEpochSerializer
+
+    @extend_schema(responses={200: s.TrialEpochSerializer(many=True), **ERRORS})
+    def get(self, request, study_id: int, trial_pk: int):
+        trial = get_trial_for_user(request, study_id, trial_pk)
+        page = self.paginate_queryset(TrialEpoch.objects.filter(trial=trial).order_by("execution", "epoch"))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+# Models and ensembles
+
+class StudyModels(generics.GenericAPIView):
+    serializer_class = s.TrainedModelSerializer
+
+    @extend_schema(request=s.ModelRequestInput, responses={202: s.AcceptedModelsSerializer, **ERRORS})
+    def post(self, request, study_id: int):
+        study = get_study_for_user(request, study_id)
+        data = body(request)
+        strict(s.ModelRequestInput, data)
+        trial_pk = data.pop("trial", None)
+        single = trial_pk is not None
+        form = ModelRequestForm(form_data(with_defaults(ModelRequestForm, data, single_trial=single, study=study)),
+                                single_trial=single, study=study)
+        if not form.is_valid():
+            raise FormError(form.errors)
+        if single:
+            if isinstance(trial_pk, bool) or not str(trial_pk).isdigit() or int(trial_pk) > MAX_ID:
+                raise _invalid("trial", "Give the trial's id (a whole number).")
+            trials = [get_trial_for_user(request, study.id, int(trial_pk))]
+        else:
+            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"])
+        cleaned = form.cleaned_data
+        models = trained_models_request(study=study, user=request.user, trials=trials, method=cleaned["method"],
+                                        epoch_source=cleaned["epoch_source"], epoch_cap=cleaned["epoch_cap"],
+                                        name=cleaned["name"])
+        url = request.build_absolute_uri(reverse("api:model-list") + f"?study={study.id}")
+        return Response({"url": url, "models": self.get_serializer(models, many=True).data},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+class ModelList(generics.GenericAPIView):
+    serializer_class = s.TrainedModelSerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("dataset", int), OpenApiParameter("study", int),
+        OpenApiParameter("status", str, enum=TrainedModel.Status.values),
+        OpenApiParameter("kind", str, enum=TrainedModel.Kind.values)],
+        responses={200: s.TrainedModelSerializer(many=True), **ERRORS})
+    def get(self, request):
+        models = team_models(team=request.team)
+        for name in ("dataset", "study"):
+            if (value := int_param(request, name)) is not None:
+                models = models.filter(**{f"{name}_id": value})
+        if value := choice_param(request, "status", TrainedModel.Status.values):
+            models = models.filter(status=value)
+        if value := choice_param(request, "kind", TrainedModel.Kind.values):
+            models = models.filter(kind=value)
+        page = self.paginate_queryset(models.order_by("-created", "-id"))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ModelDetail(generics.GenericAPIView):
+    serializer_class = s.TrainedModelSerializer
+
+    @extend_schema(responses={200: s.TrainedModelSerializer, **ERRORS})
+    def get(self, request, model_id: int):
+        return Response(self.get_serializer(get_model_for_user(request, model_id)).data)
+
+
+class BinaryRenderer(BaseRenderer):
+    media_type = "application/octet-stream"
+    format = "bin"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data).encode() if isinstance(data, dict) else data
+
+
+class ModelDownload(generics.GenericAPIView):
+    renderer_classes = [JSONRenderer, BinaryRenderer]
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              (200, "application/zip"): OpenApiTypes.BINARY, **ERRORS,
+                              500: OpenApiResponse(s.ErrorSerializer)})
+    def get(self, request, model_id: int, fmt: str):
+        model = get_model_for_user(request, model_id)
+        file = model.files.select_related("artifact").filter(format=fmt).first()
+        if file is None:
+            raise Http404
+        artifact = file.artifact
+        label = file.get_format_display()
+        try:
+            artifact_verify(artifact=artifact)
+        except ArtifactCorrupted:
+            message = (f"The stored {label} file of {model} no longer matches its recorded sha256, so it is not "
+                       "sent. Retrain or promote the trial again to make a fresh copy.")
+            return Response(error_body(message), status=500)
+        except ArtifactMissing:
+            message = f"The {label} file of {model} is missing from the artifact storage. Retrain or promote again."
+            return Response(error_body(message), status=500)
+        response = StreamingHttpResponse(artifact_iter_chunks(artifact=artifact), content_type=CONTENT_TYPES[fmt])
+        response["Content-Length"] = str(artifact.size)
+        response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
+        response["X-Content-SHA256"] = artifact.sha256
+        return response
+
+
+class EnsembleCreate(generics.GenericAPIView):
+    serializer_class = s.TrainedModelSerializer
+
+    @extend_schema(request=s.EnsembleInput, responses={202: s.TrainedModelSerializer, **ERRORS})
+    def post(self, request):
+        data = body(request)
+        strict(s.EnsembleInput, data)
+        members = data.get("members", [])
+        if isinstance(members, str):
+            members = request.data.getlist("members") if isinstance(request.data, QueryDict) else [members]
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise _invalid("members", 'Give the members as a list like ["model:12", "trial:34"].')
+        numbers = {}
+        for name, default in (("greedy_rounds", 50), ("seed", 0)):
+            value = data.get(name, default)
+            if isinstance(value, bool) or not str(value).lstrip("-").isdigit() or abs(int(value)) > MAX_ID:
+                raise _invalid(name, f"{name.replace('_', ' ').capitalize()} must be a whole number, not {value!r}.")
+            numbers[name] = int(value)
+        method, name = data.get("method", ""), data.get("name", "")
+        if not isinstance(method, str) or not isinstance(name, str):
+            raise _invalid("method" if not isinstance(method, str) else "name", "Must be text.")
+        try:
+            ensemble = ensemble_create(team=request.team, user=request.user,
+                                       members=ensemble_members_resolve(team=request.team, keys=members),
+                                       method=method, rounds=numbers["greedy_rounds"], seed=numbers["seed"],
+                                       name=name)
+        except EnsembleError as exc:
+            raise _invalid(None, str(exc)) from None
+        return _accepted(self.get_serializer(ensemble).data)
+
+
+class EnsembleDetail(generics.GenericAPIView):
+    serializer_class = s.TrainedModelSerializer
+
+    @extend_schema(responses={200: s.TrainedModelSerializer, **ERRORS})
+    def get(self, request, ensemble_id: int):
+        model = get_model_for_user(request, ensemble_id)
+        if not model.is_ensemble:
+            raise Http404
+        return Response(self.get_serializer(model).data)
+
+
+# Leaderboard and workers
+
+class LeaderboardView(generics.GenericAPIView):
+    serializer_class = s.LeaderboardSerializer
+    renderer_classes = [JSONRenderer]
+    pagination_class = Pagination
+
+    @extend_schema(parameters=[
+        OpenApiParameter("study", int), OpenApiParameter("hypermodel", str), OpenApiParameter("author", int),
+        OpenApiParameter("since", OpenApiTypes.DATE), OpenApiParameter("until", OpenApiTypes.DATE),
+        OpenApiParameter("sort", str, description="test, val, name, kind, study, hypermodel, author, created "
+                                                   "or hp:<name>"),
+        OpenApiParameter("dir", str, enum=["asc", "desc"]), OpenApiParameter("page", int),
+        OpenApiParameter("page_size", int), OpenApiParameter("format", str, enum=["json", "csv"])],
+        responses={(200, "application/json"): s.LeaderboardSerializer, (200, "text/csv"): OpenApiTypes.STR,
+                   **ERRORS})
+    def get(self, request, dataset_id: int):
+        dataset = get_dataset_for_user(request, dataset_id)
+        direction = choice_param(request, "dir", ["asc", "desc"])
+        fmt = choice_param(request, "format", ["json", "csv"])
+        board = leaderboard(team=request.team, dataset=dataset, study_id=int_param(request, "study"),
+                            hypermodel=request.query_params.get("hypermodel", ""),
+                            author_id=int_param(request, "author"), since=date_param(request, "since"),
+                            until=date_param(request, "until"), sort=request.query_params.get("sort", "test"),
+                            descending=None if not direction else direction == "desc")
+        if fmt == "csv":
+            from experiments.views.leaderboard import _csv
+            return _csv(dataset, board)
+        page = self.paginate_queryset(board["rows"])
+        rows = [{**{k: row[k] for k in s.LeaderboardRowSerializer().fields}} for row in page]
+        return Response({"dataset": dataset.id, "metric": board["metric"], "direction": board["ranking"]["direction"],
+                         "hp_names": board["hp_names"], "count": self.paginator.page.paginator.count,
+                         "next": self.paginator.get_next_link(), "previous": self.paginator.get_previous_link(),
+                         "results": s.LeaderboardRowSerializer(rows, many=True).data})
+
+
+class WorkerList(generics.GenericAPIView):
+    serializer_class = s.WorkerSerializer
+
+    @extend_schema(responses={200: s.WorkerSerializer(many=True), **ERRORS})
+    def get(self, request):
+        rows = []
+        for row in fleet_rows(team=request.team):
+            w = row["worker"]
+            rows.append({"name": w.name, "hostname": w.hostname, "queues": w.queues, "devices": w.devices,
+                         "concurrency": w.concurrency, "versions": w.versions, "started": w.started,
+                         "last_heartbeat": w.last_heartbeat, "stopped": w.stopped, "alive": row["alive"],
+                         "trials": [{"study": t.study_id, "trial": t.pk, "trial_id": t.trial_id} for t in row["trials"]
+                                    if t.study.team_id == request.team.id],
+                         "other_teams_trials": row["other_teams"]})
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+

@@ -1,0 +1,69 @@
+"""The OpenAPI schema validates, and the API keeps to it: Schemathesis generates requests from
+the schema (in process, through the WSGI application) and checks every answer."""
+
+import pytest
+import schemathesis
+from django.core.management import call_command
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from experiments.services.api_tokens import api_token_create
+from webapp.wsgi import application
+
+pytestmark = pytest.mark.django_db
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+
+@pytest.fixture
+def keep_test_connection():
+    """As Django's test client does: the WSGI handler would close the test's connection."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def test_the_schema_validates_without_warnings(tmp_path):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
+    assert "/api/v1/studies/{study_id}/trials/" in (tmp_path / "schema.yaml").read_text()
+
+
+def test_the_docs_page_serves_swagger_ui_from_the_sidecar(alice_client):
+    page = alice_client.get("/api/docs/").content.decode()
+    assert "swagger-ui" in page and "cdn" not in page.lower()
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_test_connection, alice, acme_dataset,
+                                                                acme_study, acme_trial, acme_model):
+    _, token = api_token_create(user=alice, name="schemathesis")
+    headers = {"Authorization": f"Bearer {token}"}
+    ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
+           "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id}
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", application, headers=headers)
+    tried = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        uploads = method == "POST" and operation.path.endswith("/datasets/")
+        if operation.method.upper() != method or uploads:
+            continue  # uploading datasets is covered by test_resources (files are slow to parse)
+        fixed = {k: v for k, v in ids.items() if "{" + k + "}" in operation.path}
+        strategy = operation.as_strategy(headers=headers, path_parameters=fixed)
+
+        @settings(max_examples=15 if method == "POST" else 25, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(case=strategy)
+        def check(case):
+            case.call_and_validate(checks=CHECKS)
+
+        check()
+        tried += 1
+    assert tried >= (10 if method == "GET" else 5)
