@@ -108,8 +108,11 @@ def study_still_improving(*, completed: int, at_last_epoch: int, epochs: int) ->
     """A warning when most or all completed trials had their best epoch at the last one."""
     if completed == 0 or 2 * at_last_epoch <= completed:
         return None
+    if completed == 1:
+        return (f"The only completed trial had its best epoch at the last epoch ({epochs}): it was still "
+                "improving. More epochs may help.")
     share = "All" if at_last_epoch == completed else f"{at_last_epoch} of"
-    return (f"{share} {completed} completed trial{'s' if completed != 1 else ''} had their best epoch at the "
+    return (f"{share} {completed} completed trials had their best epoch at the "
             f"last epoch ({epochs}): they were still improving. More epochs may help.")
 
 

@@ -39,6 +39,20 @@ def metric_value(item, metric: str, split: str = "test") -> float | None:
     return _number((_get(item, f"{split}_metrics") or {}).get(metric))
 
 
+# Figures equal to this many decimals tie: a model's float32 accuracy (0.96296298) and an
+# ensemble's float64 one (0.96296296) of the same 26/27 are the same figure.
+TIE_DECIMALS = 6
+
+
+def _tied(value: float | None) -> float:
+    return round(value or 0.0, TIE_DECIMALS)
+
+
+def tie_breaks(metric: str) -> str:
+    """The tie rule as the page states it (the loss is not repeated when it is the key)."""
+    return ("ties: the better validation figure, then the newest" if metric == "loss" else TIE_BREAKS)
+
+
 def _timestamp(value) -> float:
     return value.timestamp() if isinstance(value, datetime) else 0.0
 
@@ -48,7 +62,7 @@ def rank_key(item, metric: str, direction: str) -> tuple:
     then the better validation figure of the metric, then the newest, then the highest id."""
     sign = -1.0 if direction == "max" else 1.0
     test, loss, val = metric_value(item, metric), metric_value(item, "loss"), metric_value(item, metric, "val")
-    return (test is None, sign * (test or 0.0), loss is None, loss or 0.0, val is None, sign * (val or 0.0),
+    return (test is None, sign * _tied(test), loss is None, _tied(loss), val is None, sign * _tied(val),
             -_timestamp(_get(item, "created")), -(_get(item, "id") or 0))
 
 

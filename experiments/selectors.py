@@ -7,11 +7,11 @@ from django.db.models import Count, F, Q, QuerySet
 from experiments import figures
 from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
 from experiments.ranking import (
-    TIE_BREAKS,
     effective_ranking_metric,
     metric_direction,
     rank_models,
     recorded_test_metrics,
+    tie_breaks,
 )
 from experiments.search_space import default_initial_random_trials
 
@@ -319,7 +319,7 @@ def ranking_for(*, team: Team, task: str, rows) -> dict:
     """How models of one dataset rank: the team's metric (or the task's default, or the default
     when none of `rows` records the team's), its direction, and a note when it fell back."""
     metric, note = effective_ranking_metric(team.ranking_metric, task, recorded_test_metrics(rows))
-    return {"metric": metric, "direction": metric_direction(metric), "note": note, "ties": TIE_BREAKS,
+    return {"metric": metric, "direction": metric_direction(metric), "note": note, "ties": tie_breaks(metric),
             "chosen": team.ranking_metric}
 
 

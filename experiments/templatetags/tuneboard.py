@@ -3,6 +3,7 @@ import math
 from django import template
 
 from experiments import figures
+from experiments.models import ModelFile
 
 register = template.Library()
 
@@ -79,3 +80,9 @@ def source_long(key: str) -> str:
     """The long description of a validation-figure source (experiments/figures.py SOURCES)."""
     source = figures.SOURCES.get(key)
     return source.long if source else ""
+
+
+@register.filter
+def format_label(fmt: str) -> str:
+    """A download format as its download link is labelled ("TFLite, float32")."""
+    return dict(ModelFile.Format.choices).get(fmt, fmt)

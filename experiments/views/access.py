@@ -1,7 +1,7 @@
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseForbidden
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from experiments.models import Dataset, Study, TrainedModel, Trial
@@ -20,6 +20,11 @@ def team_required(view):
     return wrapped
 
 
+def forbidden(request, message: str) -> HttpResponse:
+    """A 403 inside the site's layout, with the way back."""
+    return render(request, "forbidden.html", {"message": message}, status=403)
+
+
 def editor_required(view):
     """Viewers see everything in their team but cannot start, cancel or create."""
 
@@ -27,9 +32,7 @@ def editor_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not request.membership.can_edit:
-            return HttpResponseForbidden(
-                "Viewers cannot change anything in this team; ask an owner for the editor role."
-            )
+            return forbidden(request, "Viewers cannot change anything in this team; ask an owner for the editor role.")
         return view(request, *args, **kwargs)
 
     return wrapped

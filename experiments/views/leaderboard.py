@@ -2,7 +2,6 @@ from datetime import date
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponseForbidden
 from django.shortcuts import redirect, render
 
 from experiments.csv_export import csv_response
@@ -17,7 +16,7 @@ from experiments.selectors import (
     team_recorded_test_metrics,
 )
 from experiments.services.ranking import RankingError, team_set_ranking_metric
-from experiments.views.access import team_required
+from experiments.views.access import forbidden, team_required
 
 PAGE_SIZE = 50
 
@@ -36,8 +35,7 @@ def _date_or_none(value: str) -> date | None:
 def _change_ranking(request, recorded: list[str]):
     """An editor's POST of the team's ranking metric; back to the same view of the board."""
     if not request.membership.can_edit:
-        return HttpResponseForbidden("Viewers cannot change how the team ranks models; ask an owner for the editor "
-                                     "role.")
+        return forbidden(request, "Viewers cannot change how the team ranks models; ask an owner for the editor role.")
     try:
         team_set_ranking_metric(team=request.team, metric=request.POST.get("ranking_metric", ""), recorded=recorded)
     except RankingError as exc:

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.http import Http404, HttpResponseForbidden
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -28,7 +28,7 @@ from experiments.services.teams import (
     membership_set_role,
     team_create,
 )
-from experiments.views.access import team_required
+from experiments.views.access import forbidden, team_required
 
 # The link of an invitation just made, shown once on the next team page and then forgotten.
 NEW_LINK_KEY = "new_invitation_link"
@@ -64,9 +64,7 @@ def owner_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if request.membership.role != Membership.Role.OWNER:
-            return HttpResponseForbidden(
-                "Only the team's owners can add, change or remove members; ask an owner."
-            )
+            return forbidden(request, "Only the team's owners can add, change or remove members; ask an owner.")
         return view(request, *args, **kwargs)
 
     return wrapped

@@ -26,7 +26,10 @@
       line(s.metric, 2, `train ${data.metric}`, "dot", false);
     });
     const shapes = [], annotations = [];
-    data.marks.forEach((m) => {
+    // Marks on the same epoch (the best epoch was the cap) share one line and one label.
+    const byEpoch = new Map();
+    data.marks.forEach((m) => byEpoch.set(m.epoch, [...(byEpoch.get(m.epoch) || []), m.label]));
+    [...byEpoch].map(([epoch, labels]) => ({ epoch, label: labels.join(" = ") })).forEach((m) => {
       ["x", "x2"].forEach((axis) => {
         shapes.push({ type: "line", xref: axis, yref: axis === "x" ? "y domain" : "y2 domain", x0: m.epoch, x1: m.epoch,
           y0: 0, y1: 1, line: { color: "#888", width: 1, dash: "dash" } });

@@ -12,6 +12,7 @@ from experiments.ranking import (
     metric_direction,
     rank_models,
     recorded_test_metrics,
+    tie_breaks,
 )
 
 NOW = datetime(2026, 1, 1, 12, 0)
@@ -94,3 +95,14 @@ def test_a_chosen_metric_the_dataset_does_not_record_falls_back_to_the_default_a
 def test_the_recorded_metrics_are_the_numeric_test_metrics_of_any_model():
     models = [_model(1, {"accuracy": 0.9, "loss": 0.2}), _model(2, {"auc": 0.8, "note": "x"}), {"id": 3}]
     assert recorded_test_metrics(models) == ["accuracy", "auc", "loss"]
+
+
+def test_a_float32_and_a_float64_figure_of_the_same_score_tie_and_the_loss_decides():
+    # 26/27 as Keras's float32 accuracy and as an ensemble's float64 one.
+    model = {"id": 1, "test_metrics": {"accuracy": 0.9629629850, "loss": 0.0858239010}}
+    ensemble = {"id": 2, "test_metrics": {"accuracy": 0.9629629630, "loss": 0.0858238767}}
+    assert [m["id"] for m in rank_models([model, ensemble], "accuracy")] == [2, 1]
+
+
+def test_the_tie_rule_never_repeats_the_key():
+    assert "loss" not in tie_breaks("loss") and "lower test loss" in tie_breaks("accuracy")

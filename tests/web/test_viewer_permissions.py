@@ -84,7 +84,12 @@ def test_a_viewer_cannot_change_the_budget_of_a_study(bob_client, acme_study):
 
 
 def test_a_viewer_cannot_open_the_upload_page(bob_client):
-    assert bob_client.get(reverse("dataset_upload")).status_code == 403
+    response = bob_client.get(reverse("dataset_upload"))
+    assert response.status_code == 403
+    # Said inside the site's layout, with the way back.
+    text = page_text(response)
+    assert "ask an owner for the editor role" in text and 'href="/"' in response.content.decode()
+    assert 'id="forbidden-message"' in response.content.decode()
 
 
 def test_a_viewer_cannot_upload_a_dataset(bob_client, acme):
