@@ -42,6 +42,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "experiments.health.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -241,10 +242,17 @@ CELERY_BEAT_SCHEDULE = {
     "reap-lost-work": {"task": "workers.tasks.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
 }
 
+# LOG_FORMAT=json: one JSON object a line (time, level, logger, message, and study_id /
+# trial_id / model_id when a log call passes them with `extra=`).
+LOG_FORMAT = env_str("LOG_FORMAT", "text").lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, got {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "experiments.logformat.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             **({"formatter": "json"} if LOG_FORMAT == "json" else {})}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
 WHITENOISE_USE_FINDERS = True

@@ -3,12 +3,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from experiments import health
+from experiments.scaling import scaling_view
 from experiments.views.teams import invitation_accept_view
 from experiments.views.tokens import api_tokens
 
 # Account pages work without a team; an invitation link works without an account (the
 # token is the credential), so it lives here and not among the team pages.
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
@@ -20,6 +25,7 @@ urlpatterns = [
     path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
     path("account/tokens/", api_tokens, name="api_tokens"),
+    path("scaling/<str:queue>/", scaling_view, name="scaling"),
     path("api/v1/", include("experiments.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),

@@ -322,14 +322,15 @@ def trials_reap_stale(*, oracles: Oracles, now=None) -> int:
     stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     stale = Trial.objects.filter(status=TrialStatus.RUNNING, heartbeat__lt=stale_before)
     reaped = 0
-    for pk, worker in stale.values_list("pk", "worker_name"):
+    for pk, study_id, worker in stale.values_list("pk", "study_id", "worker_name"):
         outcome = Outcome("lost", error=f"Lost: the worker {worker or 'running it'} stopped heartbeating "
                           f"for over {settings.TRIAL_STALE_SECONDS}s.")
         try:
             finish_trial(trial_pk=pk, outcome=outcome, oracles=oracles, stale_before=stale_before)
             reaped += 1
         except Exception:
-            log.exception("the reaper could not finish lost trial %s; it tries again next time", pk)
+            log.exception("the reaper could not finish lost trial %s; it tries again next time", pk,
+                          extra={"study_id": study_id, "trial_id": pk})
     return reaped
 
 
@@ -361,5 +362,6 @@ def studies_refill(*, now=None) -> int:
                 study_wake(study, missing)
                 sent += missing
         except Exception:
-            log.exception("the reaper could not refill study %s; it tries again next time", study_id)
+            log.exception("the reaper could not refill study %s; it tries again next time", study_id,
+                          extra={"study_id": study_id})
     return sent

@@ -69,7 +69,7 @@ invitation, token = invitation_create(team=team, email="new@example.com", role="
 withdrawn, _ = invitation_create(team=team, email="old@example.com", role="viewer", created_by=user)
 ensemble = TrainedModel.objects.create(
     team=team, dataset=dataset, kind="ensemble", name="blend", version=1, method="mean", seed=1, status="completed")
-ids = {"ensemble_id": ensemble.id,
+ids = {"ensemble_id": ensemble.id, "queue": "cpu",
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}
@@ -82,7 +82,8 @@ visited, errors = [], []
 
 def visit(name, method, path, data=None):
     try:
-        response = client.post(path, data or {}) if method == "POST" else client.get(path)
+        headers = {"Authorization": "Bearer crawl-token"} if name == "scaling" else {}  # /scaling/<queue>/
+        response = client.post(path, data or {}) if method == "POST" else client.get(path, headers=headers)
         status = response.status_code
     except Exception as exc:  # record it; the test shows which page failed and why
         status = 500
@@ -178,6 +179,7 @@ def _run_web_process(tmp_path: Path) -> dict:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}",
         "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
         "CELERY_BROKER_URL": "memory://",  # the started study's wake-ups go nowhere
+        "TUNEBOARD_SCALING_TOKEN": "crawl-token",
     }, timeout=300)
 
 

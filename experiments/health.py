@@ -1,0 +1,220 @@
+"""Health checks, Prometheus metrics and request counting for the web process.
+
+`/healthz` says the process is up (no database); `/readyz` says it can serve (the database
+answers and the broker answers); `/metrics` is Prometheus text. None of them needs a login
+or a team, and nothing here imports TensorFlow."""
+
+import hmac
+import ipaddress
+import os
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Q, Sum
+from django.http import HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, SummaryMetricFamily
+
+from experiments.states import ModelStatus, StudyStatus, TrialStatus
+
+BROKER_TIMEOUT_SECONDS = 1.0
+
+# --- health ---------------------------------------------------------------------------------
+
+
+@csrf_exempt
+@never_cache
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+def _check_database() -> str | None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return None
+    except Exception as error:  # any failure is "not ready", never a 500
+        try:
+            connection.close()  # a broken connection is not reused by the next request
+        except Exception:
+            pass
+        return f"{type(error).__name__}: {error}".strip()[:300]
+
+
+def _check_broker() -> str | None:
+    url = settings.CELERY_BROKER_URL
+    try:
+        if url.startswith(("redis://", "rediss://")):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_timeout=BROKER_TIMEOUT_SECONDS,
+                                          socket_connect_timeout=BROKER_TIMEOUT_SECONDS)
+            try:
+                client.ping()
+            finally:
+                client.close()
+            return None
+        if url.startswith("filesystem://"):
+            folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in", ""))
+            if not folder.is_dir() or not os.access(folder, os.R_OK | os.W_OK):
+                return f"broker folder {folder} is missing or not writable"
+            return None
+        return None  # memory:// (tests): nothing to reach
+    except Exception as error:
+        return f"{type(error).__name__}: {error}".strip()[:300]
+
+
+@csrf_exempt
+@never_cache
+def readyz(request):
+    failures = {"database": _check_database(), "broker": _check_broker()}
+    body = {name: ("ok" if failure is None else "failed") for name, failure in failures.items()}
+    errors = {name: failure for name, failure in failures.items() if failure is not None}
+    if errors:
+        body["errors"] = errors
+        return JsonResponse(body, status=503)
+    return JsonResponse(body)
+
+
+# --- request metrics ------------------------------------------------------------------------
+
+REQUESTS = Counter("tuneboard_http_requests", "HTTP requests answered by this process",
+                   ["method", "status"])
+LATENCY = Histogram("tuneboard_http_request_duration_seconds", "Time to answer a request, by route name",
+                    ["route"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+
+class RequestMetricsMiddleware:
+    """Counts each request by method and status class (2xx...), times it by route name."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        started = time.perf_counter()
+        response = self.get_response(request)
+        try:
+            match = getattr(request, "resolver_match", None)
+            route = (match.view_name or match.route) if match else "unmatched"
+            method = request.method if request.method in _METHODS else "other"
+            REQUESTS.labels(method=method, status=f"{response.status_code // 100}xx").inc()
+            LATENCY.labels(route=route or "unnamed").observe(time.perf_counter() - started)
+        except Exception:
+            pass  # metrics never break a response
+        return response
+
+
+# --- database gauges, computed at scrape time -------------------------------------------------
+
+
+class DatabaseCollector:
+    """Cheap aggregate queries over the job tables, run on each scrape."""
+
+    def describe(self):
+        return []  # no queries at registration time
+
+    def collect(self):
+        from experiments.models import Study, TrainedModel, Trial, Worker
+        from experiments.services.model_runs import ENSEMBLE_QUEUE
+
+        queues = [choice for choice, _ in Study.Queue.choices]
+        up = GaugeMetricFamily("tuneboard_database_up", "1 when the metrics queries could run")
+        try:
+            trials = GaugeMetricFamily("tuneboard_trials", "Trial runs by state and queue", labels=["state", "queue"])
+            counts = {(row["status"], row["study__queue"]): row["n"]
+                      for row in Trial.objects.values("status", "study__queue").annotate(n=Count("id"))}
+            for state in TrialStatus.values:
+                for queue in queues:
+                    trials.add_metric([state, queue], counts.get((state, queue), 0))
+
+            lost = GaugeMetricFamily("tuneboard_trials_lost", "Trial runs lost (their worker stopped heartbeating)")
+            lost.add_metric([], sum(n for (state, _), n in counts.items() if state == TrialStatus.LOST))
+
+            studies = GaugeMetricFamily("tuneboard_studies", "Studies by state", labels=["state"])
+            study_counts = dict(Study.objects.values_list("status").annotate(n=Count("id")))
+            for state in StudyStatus.values:
+                studies.add_metric([state], study_counts.get(state, 0))
+
+            models = GaugeMetricFamily("tuneboard_model_jobs", "Model and ensemble jobs by state",
+                                       labels=["kind", "state"])
+            model_counts = {(row["kind"], row["status"]): row["n"]
+                            for row in TrainedModel.objects.values("kind", "status").annotate(n=Count("id"))}
+            for kind in TrainedModel.Kind.values:
+                for state in ModelStatus.values:
+                    models.add_metric([kind, state], model_counts.get((kind, state), 0))
+
+            # Queued work per accelerator class: free trial slots of running studies plus
+            # model jobs waiting for a worker.
+            depth = {queue: 0 for queue in queues}
+            running = Study.objects.filter(status=StudyStatus.RUNNING).annotate(
+                busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
+            for queue, parallelism, busy in running.values_list("queue", "parallelism", "busy"):
+                depth[queue] = depth.get(queue, 0) + max(0, parallelism - busy)
+            for queue, n in (TrainedModel.objects.filter(status=ModelStatus.QUEUED)
+                             .values_list("study__queue").annotate(n=Count("id"))):
+                queue = queue or ENSEMBLE_QUEUE
+                depth[queue] = depth.get(queue, 0) + n
+            queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
+                                            "studies and queued model jobs) per queue", labels=["queue"])
+            for queue, n in sorted(depth.items()):
+                queue_depth.add_metric([queue], n)
+
+            fresh = timezone.now() - timezone.timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+            live = {queue: 0 for queue in queues}
+            for worker_queues in Worker.objects.filter(stopped__isnull=True, last_heartbeat__gte=fresh) \
+                    .values_list("queues", flat=True):
+                for queue in worker_queues or []:
+                    live[queue] = live.get(queue, 0) + 1
+            workers = GaugeMetricFamily("tuneboard_workers_live", "Workers with a fresh heartbeat, per queue",
+                                        labels=["queue"])
+            for queue, n in sorted(live.items()):
+                workers.add_metric([queue], n)
+
+            done = Trial.objects.filter(status=TrialStatus.COMPLETED, duration_seconds__isnull=False) \
+                .aggregate(n=Count("id"), total=Sum("duration_seconds"))
+            duration = SummaryMetricFamily("tuneboard_trial_duration_seconds", "Duration of completed trial runs")
+            duration.add_metric([], count_value=done["n"] or 0, sum_value=done["total"] or 0.0)
+        except Exception:
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield from (up, trials, lost, studies, models, queue_depth, workers, duration)
+
+
+_collector = DatabaseCollector()
+try:
+    REGISTRY.register(_collector)
+except ValueError:
+    pass  # already registered (module reloaded)
+
+
+# --- the /metrics view ----------------------------------------------------------------------
+
+
+def _private_client(request) -> bool:
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return address.is_private or address.is_loopback
+
+
+@csrf_exempt
+@never_cache
+def metrics(request):
+    token = os.environ.get("TUNEBOARD_METRICS_TOKEN", "")
+    if token:
+        if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
+            return HttpResponse("A metrics token is required.\n", status=403, content_type="text/plain")
+    elif not _private_client(request):
+        return HttpResponse("Metrics are served to private addresses only (or set TUNEBOARD_METRICS_TOKEN).\n",
+                            status=403, content_type="text/plain")
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,66 @@
+"""GET /scaling/<queue>/: how much work waits for or occupies the workers of one Celery
+queue, for KEDA's metrics-api trigger (deploy/kubernetes/; valueLocation "work").
+
+    queued_trials   free trial slots of RUNNING studies on the queue: for each study,
+                    min(parallelism - running trials, max_trials - trials started), at least 0
+    running_trials  RUNNING trials of studies on the queue
+    queued_models   QUEUED trained models whose task goes to the queue
+    running_models  RUNNING trained models whose task goes to the queue
+    work            the sum: the number of worker processes (concurrency 1) that have something to do
+
+A model goes to its study's queue; an ensemble (no study) to ENSEMBLE_QUEUE. The endpoint
+answers only a bearer token equal to $TUNEBOARD_SCALING_TOKEN (403 when unset or wrong),
+read at request time. It never imports TensorFlow.
+"""
+
+import hmac
+import os
+
+from django.db.models import Count, Q
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+from experiments.models import Study, TrainedModel, Trial
+from experiments.services.model_runs import ENSEMBLE_QUEUE
+from experiments.states import ModelStatus, StudyStatus, TrialStatus
+
+TOKEN_ENV = "TUNEBOARD_SCALING_TOKEN"
+
+
+def _authorized(request: HttpRequest) -> bool:
+    expected = os.environ.get(TOKEN_ENV, "")
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return bool(expected) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), expected)
+
+
+def scaling_counts(queue: str) -> dict:
+    running_trials = Trial.objects.filter(study__queue=queue, status=TrialStatus.RUNNING).count()
+    queued_trials = 0
+    studies = Study.objects.filter(queue=queue, status=StudyStatus.RUNNING).annotate(
+        n_running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
+        n_started=Count("trials__trial_id", distinct=True),
+    )
+    for study in studies:
+        queued_trials += max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started))
+    models = TrainedModel.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+    models = models.filter(Q(study__queue=queue) | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
+        else models.filter(study__queue=queue)
+    by_status = dict(models.order_by().values_list("status").annotate(n=Count("id")))
+    counts = {
+        "queue": queue,
+        "queued_trials": queued_trials,
+        "running_trials": running_trials,
+        "queued_models": by_status.get(ModelStatus.QUEUED, 0),
+        "running_models": by_status.get(ModelStatus.RUNNING, 0),
+    }
+    counts["work"] = sum(v for k, v in counts.items() if k != "queue")
+    return counts
+
+
+@require_GET
+def scaling_view(request: HttpRequest, queue: str) -> JsonResponse:
+    if not _authorized(request):
+        return JsonResponse({"detail": "A valid scaling bearer token is required."}, status=403)
+    if queue not in Study.Queue.values:
+        return JsonResponse({"detail": f"Unknown queue {queue!r}."}, status=404)
+    return JsonResponse(scaling_counts(queue))

@@ -1,0 +1,129 @@
+"""deploy/kubernetes renders with kubectl kustomize for every overlay, every object validates
+offline (Kubernetes schemas via kubernetes-validate; KEDA objects against tests/deploy/keda/),
+and the workers, their queues and their ScaledObjects agree with the app's Celery routing."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from django.conf import settings
+from jsonschema import Draft202012Validator
+
+from experiments.models import Study
+from experiments.services.model_runs import ENSEMBLE_QUEUE
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBERNETES = ROOT / "deploy" / "kubernetes"
+OVERLAYS = ["cpu-only", "gpu", "tpu"]
+K8S_VERSION = "1.30"
+KEDA_SCHEMAS = json.loads((Path(__file__).parent / "keda" / "schemas.json").read_text())
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+
+def render(overlay: str) -> list[dict]:
+    proc = subprocess.run([KUBECTL, "kustomize", str(KUBERNETES / "overlays" / overlay)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"kubectl kustomize {overlay} failed:\n{proc.stderr}"
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+@pytest.fixture(scope="module", params=OVERLAYS)
+def rendered(request):
+    return request.param, render(request.param)
+
+
+def by_kind(objects, kind):
+    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
+
+
+def container(deployment):
+    return deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+def worker_queue(deployment) -> str:
+    command = container(deployment)["command"]
+    return command[command.index("-Q") + 1]
+
+
+def test_every_object_validates_offline(rendered):
+    _, objects = rendered
+    for obj in objects:
+        if obj["apiVersion"].startswith("keda.sh/"):
+            errors = sorted(Draft202012Validator(KEDA_SCHEMAS[obj["kind"]]).iter_errors(obj), key=str)
+            assert errors == [], f"{obj['kind']}/{obj['metadata']['name']}: {[e.message for e in errors]}"
+        else:
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_the_example_secret_validates_and_holds_what_the_app_reads():
+    secret = yaml.safe_load((KUBERNETES / "secret.example.yaml").read_text())
+    kubernetes_validate.validate(secret, K8S_VERSION, strict=True)
+    assert {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "TUNEBOARD_SCALING_TOKEN"} <= set(secret["stringData"])
+
+
+def test_web_beat_migrate_and_config(rendered):
+    _, objects = rendered
+    deployments = by_kind(objects, "Deployment")
+    web = container(deployments["tuneboard-web"])
+    assert web["command"][0] == "gunicorn" and web["ports"][0]["containerPort"] == 8000
+    assert web["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert "tuneboard-web" in by_kind(objects, "Service")
+    assert by_kind(objects, "HorizontalPodAutoscaler")["tuneboard-web"]["apiVersion"] == "autoscaling/v2"
+    assert "tuneboard-web" in by_kind(objects, "PodDisruptionBudget")
+    beat = deployments["tuneboard-beat"]
+    assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"
+    job = by_kind(objects, "Job")["tuneboard-migrate"]
+    assert container(job)["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    config = by_kind(objects, "ConfigMap")["tuneboard-config"]["data"]
+    assert config["TUNEBOARD_ARTIFACT_STORAGE"] == "database"
+    assert config["TUNEBOARD_REQUIRE_SECRET_KEY"] == "true"
+    assert "tuneboard-web" in config["ALLOWED_HOSTS"].split(",")  # KEDA calls the web by its Service name
+    for obj in list(deployments.values()) + [job]:
+        env_from = container(obj)["envFrom"]
+        assert {"configMapRef": {"name": "tuneboard-config"}} in env_from
+        assert {"secretRef": {"name": "tuneboard-secrets"}} in env_from
+        assert container(obj)["image"] == "tuneboard:latest"
+
+
+def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
+    overlay, objects = rendered
+    workers = {name: d for name, d in by_kind(objects, "Deployment").items() if name.startswith("tuneboard-worker-")}
+    queues = {worker_queue(d) for d in workers.values()}
+    expected = {"cpu-only": {"cpu"}, "gpu": {"cpu", "gpu"}, "tpu": {"cpu", "tpu"}}[overlay]
+    assert queues == expected
+    routable = set(Study.Queue.values) | {settings.CELERY_TASK_DEFAULT_QUEUE, ENSEMBLE_QUEUE}
+    assert queues <= routable
+    for name, deployment in workers.items():
+        queue = worker_queue(deployment)
+        assert name == f"tuneboard-worker-{queue}"
+        command = container(deployment)["command"]
+        assert command[:4] == ["celery", "-A", "webapp", "worker"]
+        assert command[command.index("--concurrency") + 1] == "1"
+        assert command[command.index("--hostname") + 1] == f"{queue}@%h"
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["terminationGracePeriodSeconds"] >= 600
+        limits = container(deployment)["resources"]["limits"]
+        if queue == "gpu":
+            assert limits["nvidia.com/gpu"] == 1 and pod["nodeSelector"] and pod["tolerations"]
+        if queue == "tpu":
+            assert "google.com/tpu" in limits and pod["nodeSelector"] and pod["tolerations"]
+    scaled = by_kind(objects, "ScaledObject")
+    auth = by_kind(objects, "TriggerAuthentication")
+    assert {so["spec"]["scaleTargetRef"]["name"] for so in scaled.values()} == set(workers)
+    for so in scaled.values():
+        queue = worker_queue(workers[so["spec"]["scaleTargetRef"]["name"]])
+        (trigger,) = so["spec"]["triggers"]
+        assert trigger["type"] == "metrics-api"
+        assert trigger["metadata"]["url"].rstrip("/") == f"http://tuneboard-web:8000/scaling/{queue}"
+        assert trigger["metadata"]["valueLocation"] == "work"
+        assert trigger["metadata"]["authMode"] == "bearer"
+        ref = auth[trigger["authenticationRef"]["name"]]
+        assert ref["spec"]["secretTargetRef"] == [
+            {"parameter": "token", "name": "tuneboard-secrets", "key": "TUNEBOARD_SCALING_TOKEN"}]
+        if queue in ("gpu", "tpu"):
+            assert so["spec"]["minReplicaCount"] == 0

@@ -1,0 +1,87 @@
+"""GET /scaling/<queue>/ counts the work of one queue from the database, for KEDA."""
+
+import pytest
+from django.urls import reverse
+
+from experiments.models import Study, TrainedModel, Trial
+from experiments.services.datasets import dataset_create_bundled
+from experiments.services.studies import study_create
+
+TOKEN = "scaling-test-token"
+SPACE = [{"name": "units", "type": "int", "min": 4, "max": 16, "step": 4, "sampling": "linear",
+          "parent": None, "parent_values": []}]
+
+
+@pytest.fixture
+def token(monkeypatch):
+    monkeypatch.setenv("TUNEBOARD_SCALING_TOKEN", TOKEN)
+    return TOKEN
+
+
+def _get(client, queue, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return client.get(reverse("scaling", kwargs={"queue": queue}), headers=headers)
+
+
+@pytest.fixture
+def world(alice, acme):
+    dataset = dataset_create_bundled(team=acme, user=alice, bundled_name="iris")
+
+    def study(name, queue, status, parallelism, max_trials):
+        s = study_create(team=acme, user=alice, dataset=dataset, name=name, hypermodel="dense", search_space=SPACE,
+                         objective_metric="val_accuracy", objective_direction="max")
+        Study.objects.filter(pk=s.pk).update(queue=queue, status=status, parallelism=parallelism,
+                                             max_trials=max_trials)
+        return Study.objects.get(pk=s.pk)
+
+    def trials(s, *statuses):
+        for i, status in enumerate(statuses):
+            Trial.objects.create(study=s, trial_id=str(i), number=i + 1, status=status, hyperparameters={})
+
+    # gpu, running: parallelism 3, budget 10, 2 started of which 1 running -> 1 running + 2 free slots
+    g1 = study("g1", "gpu", Study.Status.RUNNING, 3, 10)
+    trials(g1, Trial.Status.COMPLETED, Trial.Status.RUNNING)
+    # gpu, running: parallelism 4 but only 1 trial left in the budget, 1 running -> 0 free slots
+    g2 = study("g2", "gpu", Study.Status.RUNNING, 4, 3)
+    trials(g2, Trial.Status.COMPLETED, Trial.Status.COMPLETED, Trial.Status.RUNNING)
+    # gpu, cancelled with a trial still stopping: counted running, no free slots
+    g3 = study("g3", "gpu", Study.Status.CANCELLED, 2, 10)
+    trials(g3, Trial.Status.RUNNING)
+    # cpu, running, nothing started yet: parallelism 2 -> 2 free slots
+    c1 = study("c1", "cpu", Study.Status.RUNNING, 2, 5)
+
+    def model(s, status, kind="single"):
+        return TrainedModel.objects.create(team=acme, dataset=dataset, study=s, kind=kind,
+                                           name=s.name if s else "blend", version=TrainedModel.objects.count() + 1,
+                                           method="retrain", seed=1, status=status)
+
+    model(g1, "queued")
+    model(g1, "running")
+    model(g1, "running")
+    model(g1, "completed")
+    model(c1, "queued")
+    model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
+    return acme
+
+
+@pytest.mark.django_db
+def test_counts_per_queue(client, token, world):
+    gpu = _get(client, "gpu", token)
+    assert gpu.status_code == 200
+    assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
+                          "queued_models": 1, "running_models": 2, "work": 8}
+    assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
+                                                 "queued_models": 2, "running_models": 0, "work": 4}
+    assert _get(client, "tpu", token).json()["work"] == 0
+
+
+@pytest.mark.django_db
+def test_forbidden_without_the_right_token(client, monkeypatch):
+    monkeypatch.delenv("TUNEBOARD_SCALING_TOKEN", raising=False)
+    assert _get(client, "cpu").status_code == 403
+    assert _get(client, "cpu", "anything").status_code == 403  # unset on the server: nobody gets in
+    monkeypatch.setenv("TUNEBOARD_SCALING_TOKEN", TOKEN)
+    assert _get(client, "cpu").status_code == 403
+    assert _get(client, "cpu", "wrong").status_code == 403
+    assert _get(client, "cpu", TOKEN).status_code == 200
+    assert _get(client, "nope", TOKEN).status_code == 404

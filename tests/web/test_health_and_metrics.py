@@ -1,0 +1,121 @@
+"""/healthz, /readyz and /metrics: unauthenticated, never a 500, and /metrics is protected."""
+
+import json
+import logging
+import socket
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from experiments.logformat import JsonFormatter
+from experiments.models import Trial
+
+pytestmark = pytest.mark.django_db
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scrape(client, **extra) -> dict:
+    response = client.get("/metrics", **extra)
+    assert response.status_code == 200, response.content
+    families = {family.name: family for family in text_string_to_metric_families(response.content.decode())}
+    return families
+
+
+def sample(families, name, suffix="", **labels) -> float:
+    for family in families.values():
+        for s in family.samples:
+            if s.name == name + suffix and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    raise AssertionError(f"no sample {name}{suffix} {labels}")
+
+
+def test_healthz_answers_ok_without_a_login(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_answers_ok_with_the_database_and_the_broker_up(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"database": "ok", "broker": "ok"}
+
+
+def test_readyz_answers_503_naming_the_broker_when_it_is_unreachable(client, settings):
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["database"] == "ok" and body["broker"] == "failed"
+    assert "Connection" in body["errors"]["broker"]
+
+
+def test_readyz_checks_the_embedded_broker_folder(client, settings, tmp_path):
+    settings.CELERY_BROKER_URL = "filesystem://"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(tmp_path / "missing")}
+    response = client.get("/readyz")
+    assert response.status_code == 503 and response.json()["broker"] == "failed"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(tmp_path)}
+    assert client.get("/readyz").status_code == 200
+
+
+def test_metrics_parse_and_count_requests(client):
+    before = sample(scrape(client), "tuneboard_http_requests", "_total", method="GET", status="2xx")
+    for _ in range(3):
+        client.get("/healthz")
+    after = scrape(client)
+    assert sample(after, "tuneboard_http_requests", "_total", method="GET", status="2xx") >= before + 3
+    assert sample(after, "tuneboard_http_request_duration_seconds", "_count", route="healthz") >= 3
+    assert sample(after, "tuneboard_database_up") == 1
+
+
+def test_metrics_trial_gauges_reflect_the_database(client, acme_trial, acme_study):
+    families = scrape(client)
+    completed = sample(families, "tuneboard_trials", state="completed", queue=acme_study.queue)
+    lost = sample(families, "tuneboard_trials_lost")
+    Trial.objects.create(study=acme_study, trial_id="1", number=2, status=Trial.Status.LOST, hyperparameters={})
+    Trial.objects.filter(pk=acme_trial.pk).update(duration_seconds=4.0)
+    families = scrape(client)
+    assert completed >= 1
+    assert sample(families, "tuneboard_trials", state="completed", queue=acme_study.queue) == completed
+    assert sample(families, "tuneboard_trials", state="lost", queue=acme_study.queue) >= 1
+    assert sample(families, "tuneboard_trials_lost") == lost + 1
+    assert sample(families, "tuneboard_trial_duration_seconds", "_sum") >= 4.0
+    assert sample(families, "tuneboard_studies", state="created") >= 1
+    for queue in ("cpu", "gpu", "tpu"):
+        sample(families, "tuneboard_queue_depth", queue=queue)
+        sample(families, "tuneboard_workers_live", queue=queue)
+
+
+def test_metrics_model_gauges(client, acme_model):
+    assert sample(scrape(client), "tuneboard_model_jobs", kind="single", state="completed") >= 1
+
+
+def test_metrics_need_the_token_when_one_is_set(client, monkeypatch):
+    monkeypatch.setenv("TUNEBOARD_METRICS_TOKEN", "s3cret")
+    assert client.get("/metrics").status_code == 403
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret").status_code == 200
+    # With a token, a public address is fine too.
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret", REMOTE_ADDR="8.8.8.8").status_code == 200
+
+
+def test_metrics_refuse_a_public_address_without_a_token(client, monkeypatch):
+    monkeypatch.delenv("TUNEBOARD_METRICS_TOKEN", raising=False)
+    assert client.get("/metrics", REMOTE_ADDR="8.8.8.8").status_code == 403
+    assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="::1").status_code == 200
+
+
+def test_json_log_lines_carry_the_context_fields():
+    record = logging.LogRecord("workers.runner", logging.WARNING, __file__, 1, "trial %s lost", (7,), None)
+    record.study_id, record.trial_id = 3, 7
+    line = json.loads(JsonFormatter().format(record))
+    assert line["level"] == "WARNING" and line["logger"] == "workers.runner"
+    assert line["message"] == "trial 7 lost" and line["study_id"] == 3 and line["trial_id"] == 7
+    assert "time" in line and "model_id" not in line
