@@ -357,6 +357,8 @@ class TrainedModel(models.Model):
     compute = models.JSONField(default=dict, blank=True)
     # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)
+    # Attempts handed back by a worker shutting down: not the job's fault, so not counted as lost.
+    releases = models.PositiveIntegerField(default=0)
     worker_host = models.CharField(max_length=200, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
     # When its task was last sent to the broker: a QUEUED model unclaimed for long is re-sent.

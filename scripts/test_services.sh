@@ -56,5 +56,5 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 echo "DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/tuneboard"
-echo "CELERY_BROKER_URL=redis://127.0.0.1:$REDIS_PORT/15"
+echo "CELERY_BROKER_URL=redis://127.0.0.1:$REDIS_PORT/${TUNEBOARD_TEST_REDIS_DB:-15}"
 echo "TUNEBOARD_TEST_REDIS_PORT=$REDIS_PORT"

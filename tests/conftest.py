@@ -95,6 +95,20 @@ class CeleryProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def send(self, sig, *, group: bool) -> None:
+        """`sig` to the main process only (what Kubernetes and Docker do) or to its whole group."""
+        if group:
+            os.killpg(self.process.pid, sig)
+        else:
+            self.process.send_signal(sig)
+
+    def exited_within(self, seconds: float) -> bool:
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def kill(self, sig=signal.SIGKILL) -> None:
         if self.process.poll() is None:
             os.killpg(self.process.pid, sig)

@@ -23,12 +23,14 @@ from experiments.services.model_runs import (
     model_fail,
     model_heartbeat,
     model_record_epoch,
+    model_release,
 )
 from workers import hypermodels
 from workers.ensembling import build_ensemble
 from workers.export import export_model
 from workers.hypermodels.base import DataInfo
 from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
+from workers.shutdown import stop_requested
 from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
 from workers.training import TrialCancelled, describe, detect_best_epoch, evaluate, train_on_train_and_validation
 from workers.versions import package_versions
@@ -43,8 +45,9 @@ def _without_val_prefix(logs: dict) -> dict:
 
 def _reporter(row: TrainedModel, phase: str):
     def report(epoch: int, logs: dict) -> bool:
-        return with_db_retry(model_record_epoch, model_pk=row.pk, attempt=row.attempts, phase=phase, epoch=epoch,
-                             metrics=logs)
+        owned = with_db_retry(model_record_epoch, model_pk=row.pk, attempt=row.attempts, phase=phase, epoch=epoch,
+                              metrics=logs)
+        return owned and not stop_requested()
 
     return report
 
@@ -132,6 +135,8 @@ def make_trained_model(*, model_pk: int) -> str:
             artifacts_delete(artifacts=files.values())
             return "superseded"
     except TrialCancelled:
+        if stop_requested() and with_db_retry(model_release, model_pk=model_pk, attempt=attempt):
+            return "released"  # its worker is shutting down: another one makes it
         return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
     except Exception as exc:  # any crash becomes a readable FAILED model
         with_db_retry(model_fail, model_pk=model_pk, attempt=attempt,

@@ -30,6 +30,7 @@ from experiments.services.trial_runs import (
 from workers import checkpoints, hypermodels
 from workers.model_building import build_model, study_hyperparameters
 from workers.oracle import KerasTunerOracles
+from workers.shutdown import stop_requested
 from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
 from workers.training import TrialCancelled, TrialFailed, TrialSpec, run_trial
 
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
 # A task keeps claiming the study's next trial itself for this long, then goes back to the queue.
 CONTINUE_SECONDS = 60.0
+SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without penalty; it runs again."
 
 
 class _DatabaseReporter:
@@ -44,8 +46,9 @@ class _DatabaseReporter:
         self.trial_pk = trial_pk
 
     def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
-        return with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
-                             metrics=logs)
+        alive = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
+                              metrics=logs)
+        return alive and not stop_requested()
 
 
 def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
@@ -96,6 +99,8 @@ def _train(study: Study, trial: Trial) -> Outcome:
                            checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds,
                            compute=result.compute)
     except TrialCancelled:
+        if stop_requested():
+            return Outcome("released", error=SHUTDOWN_REASON)
         return Outcome("released")
     except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
         return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"))
@@ -123,7 +128,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     while claim is not None and claim.status == "running":
         outcome = _train(study, claim.trial)
         status = outcome.status
-        keep_going = time.monotonic() < deadline and outcome.status == "completed"
+        keep_going = time.monotonic() < deadline and outcome.status == "completed" and not stop_requested()
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
                               study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status

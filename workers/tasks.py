@@ -3,8 +3,11 @@ The runtime (and so TensorFlow) is imported inside task bodies and child-process
 importing this module, and the main worker process, stay light."""
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown, worker_shutting_down
 from django.db import InterfaceError, OperationalError
+
+# Imported here, in the main process before the pool forks, so the children share its flag.
+from workers.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
 
 
 @worker_ready.connect
@@ -12,6 +15,11 @@ def _register_worker(sender, **_kwargs) -> None:
     from workers.fleet import on_worker_ready
 
     on_worker_ready(sender)
+
+
+@worker_shutting_down.connect
+def _stop_jobs_at_epoch_end(**_kwargs) -> None:
+    request_stop()
 
 
 @worker_shutdown.connect
@@ -54,23 +62,30 @@ def _configure_child(**_kwargs) -> None:
     max_retries=None,
 )
 def run_trial(self, study_id: int) -> str:
+    if stop_requested():  # received as the worker began to stop: hand the wake-up to another worker
+        raise self.retry(countdown=0, max_retries=None)
     from workers.runner import run_next_trial
 
-    return run_next_trial(study_id=study_id, task_id=self.request.id or "eager",
-                          worker_name=self.request.hostname or "")
+    with stop_at_epoch_end_on_sigterm():
+        return run_next_trial(study_id=study_id, task_id=self.request.id or "eager",
+                              worker_name=self.request.hostname or "")
 
 
 @shared_task(
     name="workers.tasks.train_model",
+    bind=True,
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=None,
 )
-def train_model(model_pk: int) -> str:
+def train_model(self, model_pk: int) -> str:
+    if stop_requested():
+        raise self.retry(countdown=0, max_retries=None)
     from workers.retraining import make_trained_model
 
-    return make_trained_model(model_pk=model_pk)
+    with stop_at_epoch_end_on_sigterm():
+        return make_trained_model(model_pk=model_pk)
 
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)

@@ -115,6 +115,17 @@ def model_fail(*, model_pk: int, attempt: int, error: str) -> bool:
     return _move(model_pk, ModelStatus.FAILED, attempt=attempt, error=error, finished=timezone.now())
 
 
+def model_release(*, model_pk: int, attempt: int) -> bool:
+    """Its worker is shutting down: the job goes back to the queue at once, without counting
+    as a lost attempt (the next claim is still a new attempt, so this one's writes are fenced)."""
+    with transaction.atomic():
+        released = _move(model_pk, ModelStatus.QUEUED, attempt=attempt, releases=F("releases") + 1,
+                         error="", worker_host="")
+        if released:
+            model_send(model=TrainedModel.objects.select_related("study").get(pk=model_pk))
+    return released
+
+
 class ModelCancelError(TuneboardError):
     pass
 
@@ -139,7 +150,7 @@ def models_reap(*, now=None) -> dict:
             with transaction.atomic():
                 still_lost = TrainedModel.objects.filter(pk=model.pk, status=ModelStatus.RUNNING,
                                                          attempts=model.attempts, heartbeat__lt=stale_before)
-                if model.attempts >= MAX_ATTEMPTS:
+                if model.attempts - model.releases >= MAX_ATTEMPTS:
                     counts["failed"] += still_lost.update(
                         status=ModelStatus.FAILED, finished=now,
                         error=f"Lost {model.attempts} times: the worker {model.worker_host} stopped heartbeating. "

@@ -100,3 +100,19 @@ def test_a_model_lost_on_its_last_attempt_fails_with_the_reason(model):
         model_runs.models_reap()
     row = TrainedModel.objects.get(pk=model.pk)
     assert row.status == TrainedModel.Status.FAILED and f"Lost {model_runs.MAX_ATTEMPTS} times" in row.error
+
+
+def test_a_model_released_by_a_stopping_worker_is_requeued_without_penalty(model, django_capture_on_commit_callbacks):
+    old = claim(model, "a").attempts
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert model_runs.model_release(model_pk=model.pk, attempt=old)
+    assert len(sent) == 1  # its task goes back to the broker at once, not after the resend delay
+    row = TrainedModel.objects.get(pk=model.pk)
+    assert (row.status, row.releases, row.worker_host) == (TrainedModel.Status.QUEUED, 1, "")
+    assert not model_runs.model_release(model_pk=model.pk, attempt=old)  # only the owner releases, once
+    # The next attempt is fenced as usual, and being lost on it still leaves one retry:
+    # the release did not use up an attempt.
+    new = claim(model, "b").attempts
+    assert new == old + 1 and not model_runs.model_heartbeat(model_pk=model.pk, attempt=old)
+    lose(model)
+    assert model_runs.models_reap()["requeued"] == 1

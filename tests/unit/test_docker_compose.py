@@ -188,3 +188,10 @@ def test_the_dockerfile_copies_the_application_source(source):
 def test_the_build_context_leaves_out_the_virtualenv_and_local_data():
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", "var", ".git"} <= set(ignored)
+
+
+def test_workers_get_time_to_stop_their_trial_at_an_epoch_end(services):
+    # Compose's default grace is 10 s before SIGKILL; a worker stopping gracefully needs one epoch.
+    for name in ("worker-cpu", "worker-gpu"):
+        grace = services[name].get("stop_grace_period", "10s")
+        assert grace.endswith("m") and int(grace[:-1]) >= 5, f"{name}: stop_grace_period {grace}"

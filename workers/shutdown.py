@@ -1,0 +1,55 @@
+"""Graceful shutdown: a worker told to stop (SIGTERM) lets each running job stop at its next
+epoch end and hand its work back (a trial to its study, a model job to the queue), so a trial
+that would take hours is neither finished past the grace period nor lost to a SIGKILL.
+
+Celery's warm shutdown waits for running tasks but tells nobody: the main process gets the
+signal, the pool's children run the jobs. The flag is one byte of anonymous *shared* memory
+mapped when this module is imported, which the main process does before the pool forks, so
+every child sees the byte the main process sets. A pool child that gets SIGTERM itself while it runs
+a job (a signal to the whole process group: systemd, `kill -- -PGID`) stops that job the same
+way; SIGKILL (the grace period's end, or the main process exiting: Celery's children die with
+their parent) still ends it at once."""
+
+import logging
+import mmap
+import os
+import signal
+from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
+
+_FLAG = mmap.mmap(-1, 1)  # MAP_SHARED | MAP_ANONYMOUS: inherited by forked children, writes seen by all
+_MAIN_PID = os.getpid()  # imported by the main process before the pool forks
+_child_asked = [False]  # this pool child itself got SIGTERM during its job
+
+
+def request_stop() -> None:
+    """The main process is shutting down (Celery's worker_shutting_down)."""
+    if not _FLAG[0]:
+        log.warning("shutting down: running trials stop at their next epoch end and go back to their studies")
+    _FLAG[0] = 1
+
+
+def stop_requested() -> bool:
+    return _FLAG[0] == 1 or _child_asked[0]
+
+
+def _child_sigterm(_signum, _frame) -> None:
+    _child_asked[0] = True  # no logging here: a signal handler must not take the logging lock
+
+
+@contextmanager
+def stop_at_epoch_end_on_sigterm():
+    """Around a job in a pool child. billiard installs its own SIGTERM handler (exit at once)
+    after Celery's child initialiser, so ours can only go in here, and only for the job: an
+    idle child still exits on SIGTERM as billiard expects. In the main process (solo pool)
+    Celery's own handler already tells us, through request_stop."""
+    if os.getpid() == _MAIN_PID:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _child_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _child_asked[0] = False
