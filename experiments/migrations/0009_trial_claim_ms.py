@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0007_api_tokens'),
+        ('experiments', '0008_model_releases'),
     ]
 
     operations = [
