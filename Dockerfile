@@ -1,5 +1,7 @@
 # Tuneboard: one image for the web process (gunicorn), the Celery workers and beat.
 # docker-compose.yml builds it once (service "web") and tags it tuneboard:latest.
+# One of the supported Pythons (3.11–3.13, see requires-python): the image is built and tested
+# on 3.11, the version CI runs; tests/unit/test_python_selection.py keeps it in the range.
 FROM python:3.11-slim
 
 # PYTHONPATH: run the code from /app (templates/ and static/ are found next to webapp/),

@@ -1,11 +1,22 @@
 # The two commands of the README. Each bootstraps what it needs.
-PYTHON ?= python3.11
+# PYTHON=/path/to/python3.x picks the interpreter for .venv; by default scripts/find_python.sh
+# takes the first supported one on PATH (3.11, 3.12 or 3.13).
 VENV := .venv
 
-.PHONY: run test bench lint
+# A .venv from an unsupported, vanished or (with PYTHON=) other interpreter is made again, even
+# when .installed looks up to date. bin/python is a symlink: -L still sees it dangling.
+HAS_VENV = { [ -e $(VENV)/bin/python ] || [ -L $(VENV)/bin/python ]; }
+FIND_PYTHON = PYTHON='$(PYTHON)' bash scripts/find_python.sh
+VENV_STALE := $(shell $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV) 2>/dev/null && echo yes)
 
-$(VENV)/.installed: pyproject.toml client/pyproject.toml
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+.PHONY: run test bench lint FORCE
+
+# The replacement interpreter is found before the old .venv is removed, so a refusal changes nothing.
+$(VENV)/.installed: pyproject.toml client/pyproject.toml $(if $(VENV_STALE),FORCE)
+	@if $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV); then \
+	  python="$$($(FIND_PYTHON))" && echo "removing $(VENV) to make it again with $$python" && rm -rf $(VENV); fi
+	@test -x $(VENV)/bin/python || { python="$$($(FIND_PYTHON))" && \
+	  echo "creating $(VENV) with $$python" && "$$python" -m venv $(VENV); }
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e ".[test]" -e ./client
 	touch $@
@@ -30,3 +41,5 @@ bench: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+
+FORCE:
