@@ -427,3 +427,30 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
     rows = sorted((r for r in rows if not missing(r)), key=key, reverse=descending) + [r for r in rows if missing(r)]
     return {"rows": rows, "metric": metric, "hp_names": hp_names, "sort": sort, "descending": descending,
             "ranking": ranking}
+
+
+def studies_compared(*, studies: list[Study]) -> dict:
+    """Two to four studies side by side (experiments/study_comparison.py), in three queries
+    whatever their size: every trial's row without its JSON, the hyperparameters of the sample
+    the importance is estimated on, and the best trials' metrics and hyperparameters."""
+    from experiments import importance, study_comparison
+
+    study_comparison.check_selection(studies)
+    trials: dict[int, list[dict]] = {s.id: [] for s in studies}
+    for row in (Trial.objects.filter(study__in=list(trials)).order_by("study_id", "number", "pk")
+                .values("pk", "study_id", "number", "status", "score")):
+        trials[row["study_id"]].append(row)
+    histories = {s.id: study_comparison.study_history(trials[s.id], s.objective_direction) for s in studies}
+    samples = {sid: importance.sample(h["completed"]) for sid, h in histories.items()}
+    best_pks = [h["best"]["pk"] for h in histories.values() if h["best"]]
+    sampled_pks = [t["pk"] for sample in samples.values() for t in sample]
+    values = dict(Trial.objects.filter(pk__in=sampled_pks).values_list("pk", "hyperparameters"))
+    best_rows = {row["pk"]: row for row in Trial.objects.filter(pk__in=best_pks).values(
+        "pk", "number", "score", "metrics", "hyperparameters")}
+    return study_comparison.comparison(
+        studies=[{"id": s.id, "name": s.name, "tuner": s.tuner, "tuner_label": s.get_tuner_display(),
+                  "hypermodel": s.hypermodel, "status": s.status, "objective_metric": s.objective_metric,
+                  "objective_direction": s.objective_direction} for s in studies],
+        histories=histories, best_rows=best_rows,
+        importance_trials={sid: [{"score": t["score"], "hyperparameters": values.get(t["pk"], {})} for t in sample]
+                           for sid, sample in samples.items()})

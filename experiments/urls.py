@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments.views import datasets, ensembles, fleet, leaderboard, models, studies, teams
+from experiments.views import datasets, ensembles, fleet, leaderboard, models, studies, study_comparison, teams
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("datasets/<int:dataset_id>/", datasets.dataset_detail, name="dataset_detail"),
     path("studies/", studies.study_list, name="study_list"),
     path("studies/new/", studies.study_new, name="study_new"),
+    path("studies/compare/", study_comparison.studies_compare, name="studies_compare"),
     path("studies/<int:study_id>/", studies.study_detail, name="study_detail"),
     path("studies/<int:study_id>/live/", studies.study_live, name="study_live"),
     path("studies/<int:study_id>/chart-data/", studies.study_chart_data, name="study_chart_data"),

@@ -9,6 +9,7 @@ urlpatterns = [
     path("datasets/", views.DatasetList.as_view(), name="dataset-list"),
     path("datasets/<int:dataset_id>/", views.DatasetDetail.as_view(), name="dataset-detail"),
     path("studies/", views.StudyList.as_view(), name="study-list"),
+    path("studies/compare/", views.StudyCompare.as_view(), name="study-compare"),
     path("studies/<int:study_id>/", views.StudyDetail.as_view(), name="study-detail"),
     # Resume before start before cancel: the route crawler posts them in this order.
     path("studies/<int:study_id>/resume/", views.StudyResume.as_view(), name="study-resume"),

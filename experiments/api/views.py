@@ -20,14 +20,28 @@ from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
 from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
-from experiments.selectors import fleet_rows, leaderboard, study_top_trials, team_datasets, team_models
+from experiments.selectors import (
+    fleet_rows,
+    leaderboard,
+    studies_compared,
+    study_top_trials,
+    team_datasets,
+    team_models,
+)
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
 from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trained_models import trained_models_request
 from experiments.services.trial_runs import StudyError, study_cancel, study_start
-from experiments.views.access import get_dataset_for_user, get_model_for_user, get_study_for_user, get_trial_for_user
+from experiments.study_comparison import ComparisonError, parse_study_ids
+from experiments.views.access import (
+    get_dataset_for_user,
+    get_model_for_user,
+    get_studies_for_user,
+    get_study_for_user,
+    get_trial_for_user,
+)
 from experiments.views.models import CONTENT_TYPES
 
 MAX_ID = s.MAX_ID
@@ -314,6 +328,28 @@ class StudyClone(generics.GenericAPIView):
             raise FormError(form.errors)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
+
+
+
+class StudyCompare(generics.GenericAPIView):
+    serializer_class = s.StudyComparisonSerializer
+
+    @extend_schema(parameters=[OpenApiParameter(
+        "studies", int, many=True, explode=True, required=True,
+        description="2 to 4 ids of studies of one dataset (repeat the parameter, or separate them with commas).")],
+        responses={200: s.StudyComparisonSerializer, **ERRORS})
+    def get(self, request):
+        try:
+            studies = get_studies_for_user(request, parse_study_ids(request.query_params.getlist("studies")))
+            compared = studies_compared(studies=studies)
+        except ComparisonError as exc:
+            raise _invalid("studies", str(exc)) from None
+        for entry in compared["studies"]:
+            entry["url"] = request.build_absolute_uri(reverse("api:study-detail", kwargs={"study_id": entry["id"]}))
+            if entry["best_trial"]:
+                entry["best_trial"]["url"] = request.build_absolute_uri(reverse(
+                    "api:trial-detail", kwargs={"study_id": entry["id"], "trial_pk": entry["best_trial"]["id"]}))
+        return Response(self.get_serializer({"dataset": studies[0].dataset_id, **compared}).data)
 
 
 # Trials

@@ -188,7 +188,9 @@ MAX_COMPARED = 4
 def study_compare(request, study_id: int):
     """Two to four trials side by side: values, results and learning curves."""
     study = get_study_for_user(request, study_id)
-    compared = trials_compared(study=study, trial_pks=[int(v) for v in request.GET.getlist("trials") if v.isdigit()])
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses; 18 digits fit a bigint.
+    picked = [int(v) for v in request.GET.getlist("trials") if v.isascii() and v.isdigit() and len(v) <= 18]
+    compared = trials_compared(study=study, trial_pks=picked)
     if not 2 <= len(compared["trials"]) <= MAX_COMPARED:
         messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")
         return redirect("study_detail", study_id=study.id)

@@ -116,6 +116,16 @@ def test_another_teams_owner_gets_404_for_acme_member_and_invitation_actions_and
     assert "alice" not in page_text(charlie_client.get(reverse("team_settings")))
 
 
+def test_another_team_gets_404_comparing_acme_studies_alone_or_with_its_own(charlie_client, globex, charlie,
+                                                                            acme, alice, acme_objects):
+    second = saved_study(acme, alice, acme_objects["dataset"], name="second acme study", hypermodel="dense")
+    own = _globex_study(globex, charlie)
+    for picked in ([acme_objects["study"].id, second.id], [own.id, second.id]):
+        response = charlie_client.get(reverse("studies_compare"), {"studies": picked})
+        assert response.status_code == 404
+        assert "second acme study" not in page_text(response)
+
+
 def test_another_team_cannot_reach_acme_trial_through_its_own_study(
     charlie_client, globex, charlie, acme_trial
 ):
@@ -209,6 +219,7 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(
         "worker_list",
         "model_list",
         "team_settings",
+        "studies_compare",
         *PAGES,
     ],
 )
