@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from django.db.models import Count, F, Q, QuerySet
 
 from experiments import figures
-from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
+from experiments.models import Dataset, ModelFile, NotificationDelivery, Study, Team, TrainedModel, Trial, Webhook
 from experiments.ranking import (
     effective_ranking_metric,
     metric_direction,
@@ -454,3 +454,12 @@ def studies_compared(*, studies: list[Study]) -> dict:
         histories=histories, best_rows=best_rows,
         importance_trials={sid: [{"score": t["score"], "hyperparameters": values.get(t["pk"], {})} for t in sample]
                            for sid, sample in samples.items()})
+def team_webhooks(*, team: Team) -> list[Webhook]:
+    return list(Webhook.objects.filter(team=team).order_by("name", "id"))
+
+
+def team_deliveries(*, team: Team, limit: int | None = 25):
+    """The latest notification deliveries of the team (e-mails and webhook calls), newest first."""
+    rows = (NotificationDelivery.objects.filter(event__team=team).select_related("event", "webhook", "user")
+            .defer("event__payload").order_by("-created", "-id"))
+    return rows if limit is None else rows[:limit]

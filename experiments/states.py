@@ -69,3 +69,10 @@ MODEL_ACTIVE = (ModelStatus.QUEUED, ModelStatus.RUNNING)
 def sources(moves: dict, target) -> list:
     """The states a row may leave to reach `target`: the filter of a conditional UPDATE."""
     return [state for state, targets in moves.items() if target in targets]
+
+
+class DeliveryStatus(models.TextChoices):
+    # PENDING covers "waiting for a retry": attempts and next_attempt say which.
+    PENDING = "pending", "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"

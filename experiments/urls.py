@@ -1,6 +1,16 @@
 from django.urls import path
 
-from experiments.views import datasets, ensembles, fleet, leaderboard, models, studies, study_comparison, teams
+from experiments.views import (
+    datasets,
+    ensembles,
+    fleet,
+    leaderboard,
+    models,
+    notifications,
+    studies,
+    study_comparison,
+    teams,
+)
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -13,6 +23,12 @@ urlpatterns = [
          name="team_invitation_withdraw"),
     path("team/leave/", teams.team_leave, name="team_leave"),
     path("teams/new/", teams.team_new, name="team_new"),
+    # Test and secret before remove: the route crawler posts them in this order.
+    path("team/webhooks/new/", notifications.webhook_new, name="webhook_new"),
+    path("team/webhooks/<int:webhook_id>/", notifications.webhook_edit, name="webhook_edit"),
+    path("team/webhooks/<int:webhook_id>/test/", notifications.webhook_test, name="webhook_test"),
+    path("team/webhooks/<int:webhook_id>/secret/", notifications.webhook_secret, name="webhook_secret"),
+    path("team/webhooks/<int:webhook_id>/remove/", notifications.webhook_remove, name="webhook_remove"),
     path("datasets/", datasets.dataset_list, name="dataset_list"),
     path("datasets/upload/", datasets.dataset_upload, name="dataset_upload"),
     path("datasets/<int:dataset_id>/", datasets.dataset_detail, name="dataset_detail"),

@@ -17,6 +17,7 @@ from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.model_runs import models_reap
+from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.trial_runs import (
     Claimant,
     Outcome,
@@ -136,10 +137,11 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
 
 def reap() -> dict:
     """The periodic job (beat, or the reaper-leader worker): lost trials, studies with free
-    slots no wake-up covers, lost and unsent model jobs. Each part, and each row within it,
+    slots no wake-up covers, lost and unsent model jobs, notification deliveries whose task
+    was lost. Each part, and each row within it,
     on its own: one failure is logged and never stops the rest."""
     parts = {"trials_reaped": lambda: trials_reap_stale(oracles=ORACLES), "wakeups_sent": studies_refill,
-             "models": models_reap}
+             "models": models_reap, "deliveries_resent": deliveries_resend_due}
     done = {}
     for name, part in parts.items():
         try:

@@ -93,3 +93,17 @@ def reap() -> dict:
     from workers.runner import reap as run
 
     return run()
+
+
+@shared_task(
+    name="workers.tasks.deliver_notification",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def deliver_notification(delivery_pk: int) -> str:
+    # The backoff between tries lives in the delivery row, not in Celery's retry.
+    from experiments.services.notification_delivery import delivery_attempt
+
+    return delivery_attempt(delivery_pk=delivery_pk)

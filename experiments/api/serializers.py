@@ -359,3 +359,31 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     field = serializers.CharField(allow_null=True)
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class WebhookSerializer(serializers.Serializer):
+    """A team webhook; never its secret, and only the host of its URL (a Slack URL's path is a credential)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    address = serializers.CharField(source="display_url")
+    events = serializers.ListField(child=serializers.CharField())
+    active = serializers.BooleanField()
+    created = serializers.DateTimeField()
+
+
+class DeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event = serializers.CharField(source="event.kind")
+    event_id = serializers.IntegerField()
+    text = serializers.CharField(source="event.text")
+    channel = serializers.ChoiceField(choices=["email", "webhook"])
+    webhook = serializers.IntegerField(source="webhook_id", allow_null=True)
+    target = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "sent", "failed"])
+    attempts = serializers.IntegerField()
+    response_code = serializers.IntegerField(allow_null=True)
+    last_error = serializers.CharField()
+    next_attempt = serializers.DateTimeField(allow_null=True)
+    created = serializers.DateTimeField()
+    sent_at = serializers.DateTimeField(allow_null=True)

@@ -28,4 +28,6 @@ urlpatterns = [
     path("ensembles/<int:ensemble_id>/", views.EnsembleDetail.as_view(), name="ensemble-detail"),
     path("leaderboard/<int:dataset_id>/", views.LeaderboardView.as_view(), name="leaderboard"),
     path("workers/", views.WorkerList.as_view(), name="worker-list"),
+    path("webhooks/", views.WebhookList.as_view(), name="webhook-list"),
+    path("deliveries/", views.DeliveryList.as_view(), name="delivery-list"),
 ]

@@ -19,14 +19,16 @@ from experiments.api import serializers as s
 from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
 from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
-from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
+from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
 from experiments.selectors import (
     fleet_rows,
     leaderboard,
     studies_compared,
     study_top_trials,
     team_datasets,
+    team_deliveries,
     team_models,
+    team_webhooks,
 )
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
@@ -606,3 +608,29 @@ class WorkerList(generics.GenericAPIView):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
+
+
+class WebhookList(generics.GenericAPIView):
+    serializer_class = s.WebhookSerializer
+
+    @extend_schema(responses={200: s.WebhookSerializer(many=True), **ERRORS})
+    def get(self, request):
+        page = self.paginate_queryset(team_webhooks(team=request.team))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class DeliveryList(generics.GenericAPIView):
+    serializer_class = s.DeliverySerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=NotificationDelivery.Status.values),
+        OpenApiParameter("channel", str, enum=NotificationDelivery.Channel.values)],
+        responses={200: s.DeliverySerializer(many=True), **ERRORS})
+    def get(self, request):
+        rows = team_deliveries(team=request.team, limit=None)
+        if value := choice_param(request, "status", NotificationDelivery.Status.values):
+            rows = rows.filter(status=value)
+        if value := choice_param(request, "channel", NotificationDelivery.Channel.values):
+            rows = rows.filter(channel=value)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, EnsembleMember, ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.services.notifications import notify_model_lost, notify_model_ready
 from experiments.services.queueing import model_task_enqueue
 from experiments.services.trial_runs import resend_due
 from experiments.states import MODEL_MOVES, ModelStatus, sources
@@ -108,6 +109,7 @@ def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epoch
             for row, result in zip(rows, members or [], strict=False):
                 row.weight, row.val_metrics, row.test_metrics = result["weight"], result["val"], result["test"]
                 row.save(update_fields=["weight", "val_metrics", "test_metrics"])
+            notify_model_ready(model_pk=model_pk)
     return done
 
 
@@ -151,12 +153,16 @@ def models_reap(*, now=None) -> dict:
                 still_lost = TrainedModel.objects.filter(pk=model.pk, status=ModelStatus.RUNNING,
                                                          attempts=model.attempts, heartbeat__lt=stale_before)
                 if model.attempts - model.releases >= MAX_ATTEMPTS:
-                    counts["failed"] += still_lost.update(
+                    failed = still_lost.update(
                         status=ModelStatus.FAILED, finished=now,
                         error=f"Lost {model.attempts} times: the worker {model.worker_host} stopped heartbeating. "
                               "Request it again to retry.")
+                    counts["failed"] += failed
+                    if failed:
+                        notify_model_lost(model=model, requeued=False)
                 elif still_lost.update(status=ModelStatus.QUEUED):
                     model_send(model=model)
+                    notify_model_lost(model=model, requeued=True)
                     counts["requeued"] += 1
         except Exception:
             log.exception("the reaper could not requeue model %s; it tries again next time", model.pk)

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Study, Trial, TrialEpoch
+from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
 
@@ -134,6 +135,7 @@ def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
     if not oracle_done or running or study.status != StudyStatus.RUNNING:
         return False
     _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+    notify_study_ended(study=study)
     return True
 
 
@@ -145,6 +147,7 @@ def _fail_after_failures(study: Study) -> None:
     detail = "; ".join(f"trial {tid}: {err}" for tid, err in errors)
     _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
                 message=f"{study.max_consecutive_failed_trials} trials failed in a row. Last errors — {detail}")
+    notify_study_ended(study=study)
 
 
 # --- trials ----------------------------------------------------------------------------
@@ -287,6 +290,8 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_bef
             return Finish()  # it heartbeat since the reaper looked: its worker is alive
         oracle = oracles.load(study)
         failure_limit = _record(study, row, outcome, oracles, oracle)
+        if outcome.status == "lost":
+            notify_trial_lost(trial=row, study=study, runs_again=study.status == StudyStatus.RUNNING)
         finish = Finish()
         if failure_limit:
             _fail_after_failures(study)

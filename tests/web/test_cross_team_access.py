@@ -5,10 +5,11 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial
+from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, Webhook
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.teams import invitation_create, membership_add
 from experiments.services.trial_runs import study_start
+from experiments.services.webhooks import webhook_create
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
 
@@ -33,14 +34,17 @@ TEAM_ACTIONS = {
     "team_member_remove": {},
     "team_invitation_withdraw": {},
 }
-POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave"}
+# Webhooks: cross-team, viewer and bad-input checks in tests/web/test_notification_pages.py.
+WEBHOOK_ROUTES = {"webhook_edit", "webhook_test", "webhook_secret", "webhook_remove"}
+POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
+             *(WEBHOOK_ROUTES - {"webhook_edit"})}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel,
-         membership: Membership, invitation: Invitation) -> str:
+         membership: Membership, invitation: Invitation, webhook: Webhook) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
-           "membership_id": membership.id, "invitation_id": invitation.id}
+           "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
@@ -49,8 +53,11 @@ def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: Trai
 @pytest.fixture
 def acme_objects(acme, alice, acme_dataset, acme_study, acme_trial, acme_model) -> dict:
     invitation, _ = invitation_create(team=acme, email="newcomer@example.com", role="viewer", created_by=alice)
+    webhook, _ = webhook_create(team=acme, user=alice, name="ops", url="https://ops.example.com/hook",
+                                events=["study.completed"])
     return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model,
-            "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation}
+            "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation,
+            "webhook": webhook}
 
 
 @pytest.fixture
@@ -68,7 +75,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
     with_ids = {
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
-    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS), (
+    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES, (
         "a new page or action needs its cross-team check here"
     )
 

@@ -76,7 +76,11 @@ invitation, token = invitation_create(team=team, email="new@example.com", role="
 withdrawn, _ = invitation_create(team=team, email="old@example.com", role="viewer", created_by=user)
 ensemble = TrainedModel.objects.create(
     team=team, dataset=dataset, kind="ensemble", name="blend", version=1, method="mean", seed=1, status="completed")
-ids = {"ensemble_id": ensemble.id, "queue": "cpu",
+from experiments.services.webhooks import webhook_create
+
+webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://ops.example.com/hook",
+                            events=["study.completed"])
+ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}
