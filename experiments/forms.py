@@ -12,6 +12,13 @@ from experiments.search_space import SearchSpaceError, default_initial_random_tr
 from experiments.services.datasets import UploadOptions
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
+from experiments.services.warm_starts import (
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    WarmStartError,
+    seed_count_error,
+    warm_start_seeds,
+)
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],
@@ -97,12 +104,30 @@ class DatasetUploadForm(forms.Form):
                              image_size=data["image_size"], color_mode=data["color_mode"] or "auto", task=data["task"])
 
 
+class SeedStudiesField(forms.ModelMultipleChoiceField):
+    """The chosen studies as a list, in the order they were sent: their seeds run in that order."""
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.name} ({obj.hypermodel} on {obj.dataset.name})"
+
+    def clean(self, value):
+        by_pk = {str(study.pk): study for study in super().clean(value)}
+        return [by_pk[key] for key in dict.fromkeys(str(v) for v in value or []) if key in by_pk]
+
+
 class StudyForm(forms.ModelForm):
     search_space = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label="Search space (JSON)")
     objective_direction = forms.ChoiceField(
         choices=[("auto", "Infer from the metric")] + list(Study.Direction.choices), initial="auto",
         label="Direction",
     )
+    seed_from = SeedStudiesField(
+        queryset=Study.objects.none(), required=False, label="Warm start from",
+        help_text="The best configurations of these studies run first, in order; then the tuner continues and "
+                  "learns from their results. Hyperparameters of this search space that a configuration lacks take "
+                  "the space's default; they count towards max trials.")
+    top_k = forms.IntegerField(label="Best configurations per study", initial=DEFAULT_TOP_K, min_value=1,
+                               max_value=MAX_TOP_K, required=False)
 
     class Meta:
         model = Study
@@ -129,7 +154,10 @@ class StudyForm(forms.ModelForm):
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.search_space_errors: dict[str, list[str]] = {}
+        self.team = team
+        self.warm_start_notes: list[str] = []
         self.fields["dataset"].queryset = Dataset.objects.filter(team=team)
+        self.fields["seed_from"].queryset = Study.objects.filter(team=team).select_related("dataset")
         self.fields["hypermodel"] = forms.ChoiceField(
             choices=[(name, f"{name} — {e.description}") for name, e in hypermodel_entries().items()]
         )
@@ -224,7 +252,29 @@ class StudyForm(forms.ModelForm):
         for name, message in study_settings_errors(**settings).items():
             if name in self.fields and name not in self.errors:
                 self.add_error(name, message)
+        self._check_warm_start(data)
         return data
+
+    def _check_warm_start(self, data: dict) -> None:
+        """The seeds must fit this form's search space; the service checks again on create."""
+        if "top_k" not in self.errors and data.get("top_k") is None:
+            data["top_k"] = DEFAULT_TOP_K
+        studies, rows = data.get("seed_from"), data.get("search_space")
+        if not studies or not rows or "top_k" in self.errors or "seed_from" in self.errors:
+            return
+        try:
+            warm = warm_start_seeds(team=self.team, studies=studies, top_k=data["top_k"], search_space=rows,
+                                    hypermodel=data.get("hypermodel") or "")
+        except WarmStartError as exc:
+            self.add_error("seed_from", exc.messages)
+            return
+        count = len(warm.seeds)
+        if too_many := seed_count_error(seeds=count, max_trials=data.get("max_trials")):
+            self.add_error("seed_from", too_many)
+        if count:
+            self.warm_start_notes.append(f"{count} configuration{'s' if count != 1 else ''} of earlier trials "
+                                         "run first.")
+        self.warm_start_notes += warm.notes
 
 
 class StudyBudgetForm(forms.ModelForm):

@@ -199,6 +199,10 @@ class Study(models.Model):
     jit_compile = models.CharField(max_length=4, choices=list(JIT_COMPILE.items()), default="auto")
     steps_per_execution = models.PositiveIntegerField(default=1)
     devices_per_trial = models.PositiveIntegerField(default=1)
+    # Warm start (experiments/services/warm_starts.py): configurations of earlier trials, run
+    # first and in order; `seeds_used` of them have been claimed (written under the row lock).
+    seeds = models.JSONField(default=list, blank=True)
+    seeds_used = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created"]
@@ -249,6 +253,9 @@ class Trial(models.Model):
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # The earlier trial whose configuration this one runs again (a warm-start seed).
+    seeded_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="seeded_trials")
 
     class Meta:
         ordering = ["number"]

@@ -34,7 +34,8 @@ def study_trials_by_score(*, study: Study, limit: int = 100) -> tuple[list[Trial
     trials the study has."""
     score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
         nulls_last=True)
-    trials = Trial.objects.filter(study=study).defer("kt_state")
+    trials = (Trial.objects.filter(study=study).select_related("seeded_from__study")
+              .defer("kt_state", "seeded_from__kt_state"))
     running = list(trials.filter(status=Trial.Status.RUNNING).order_by("number")[:limit])
     best = list(trials.filter(status=Trial.Status.COMPLETED).order_by(score_order, "number")[:limit - len(running)])
     rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED])
@@ -49,7 +50,8 @@ def study_best_trial(*, study: Study) -> Trial | None:
 
 def study_top_trials(*, study: Study, n: int) -> list[Trial]:
     order = "-score" if study.objective_direction == "max" else "score"
-    return list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number")[:n])
+    return list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, score__isnull=False)
+                .order_by(order, "number")[:n])
 
 
 def team_models(*, team: Team) -> QuerySet[TrainedModel]:

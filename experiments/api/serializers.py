@@ -29,18 +29,35 @@ class DatasetSerializer(serializers.ModelSerializer):
         return absolute(self.context, reverse("api:dataset-detail", kwargs={"dataset_id": obj.id}))
 
 
+class SeedSourceSerializer(serializers.Serializer):
+    trial = serializers.IntegerField(help_text="The earlier trial's id.")
+    study = serializers.IntegerField()
+    number = serializers.IntegerField()
+    url = serializers.CharField()
+
+
 class TrialSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
+    seeded_from = serializers.SerializerMethodField(help_text="The earlier trial whose configuration this warm-start "
+                                                              "seed runs again; null for the tuner's own trials.")
 
     class Meta:
         model = Trial
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
-                  "duration_seconds", "compute", "notes", "tags"]
+                  "duration_seconds", "compute", "notes", "tags", "seeded_from"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,
                                                                            "trial_pk": obj.pk}))
+
+    def get_seeded_from(self, obj) -> SeedSourceSerializer(allow_null=True):  # type: ignore[valid-type]
+        source = obj.seeded_from
+        if source is None:
+            return None
+        url = reverse("api:trial-detail", kwargs={"study_id": source.study_id, "trial_pk": source.pk})
+        return {"trial": source.pk, "study": source.study_id, "number": source.number,
+                "url": absolute(self.context, url)}
 
 
 class TrialEpochSerializer(serializers.ModelSerializer):
@@ -68,7 +85,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
                   "steps_per_execution", "devices_per_trial", "status", "message", "created", "started",
-                  "finished", "progress", "best_trial"]
+                  "finished", "progress", "best_trial", "seeds", "seeds_used"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
@@ -321,6 +338,11 @@ class StudyInput(StrictSerializer):
     jit_compile = serializers.CharField(required=False)
     steps_per_execution = serializers.IntegerField(required=False)
     devices_per_trial = serializers.IntegerField(required=False)
+    seed_from = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                      help_text="Warm start: ids of earlier studies of the team whose best trials "
+                                                "run first.")
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
+                                     help_text="Best trials taken from each study in seed_from (default 3).")
     start = serializers.BooleanField(required=False, default=False)
 
 
@@ -330,7 +352,14 @@ class BudgetInput(StrictSerializer):
 
 
 class CloneInput(StrictSerializer):
-    name = serializers.CharField()
+    name = serializers.CharField(required=False, help_text='Defaults to "<name> (copy)".')
+    dataset = serializers.IntegerField(required=False, help_text="Another dataset of the team; defaults to the "
+                                                                  "original's.")
+    seed_from = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                      help_text="Warm start: ids of earlier studies of the team (the original "
+                                                "included, if wanted) whose best trials run first. None by default.")
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
+                                     help_text="Best trials taken from each study in seed_from (default 3).")
 
 
 class ModelRequestInput(StrictSerializer):

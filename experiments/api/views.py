@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from experiments.api import serializers as s
 from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
+from experiments.cloning import clone_values
 from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
 from experiments.selectors import (
@@ -125,6 +126,26 @@ def with_defaults(form_class, data: dict, **kwargs) -> dict:
             **data}
 
 
+def _ids(value, name: str, example: str) -> list[int]:
+    values = value if isinstance(value, list) else [value]
+    if not all(not isinstance(v, bool) and str(v).isascii() and str(v).isdigit() and int(v) <= MAX_ID
+               for v in values):
+        raise _invalid(name, f"Give ids as whole numbers, like {example}.")
+    return [int(v) for v in values]
+
+
+def seed_studies(request, data: dict) -> list[int]:
+    """The `seed_from` study ids of a body (JSON list, or repeated form fields). Another team's
+    study is not found (404), as everywhere; the form checks the rest."""
+    if "seed_from" not in data:
+        return []
+    raw = request.data.getlist("seed_from") if isinstance(request.data, QueryDict) else data["seed_from"]
+    ids = _ids(raw, "seed_from", "[12, 34]")
+    if len(set(ids)) != Study.objects.filter(team=request.team, pk__in=ids).count():
+        raise Http404
+    return ids
+
+
 def study_counts(study_ids) -> dict[int, dict]:
     counts: dict[int, dict] = {}
     rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
@@ -230,7 +251,10 @@ class StudyList(generics.GenericAPIView):
         data = body(request)
         strict(s.StudyInput, data)
         start = data.pop("start", False) in (True, "true", "True", "1", "on", 1)
-        form = StudyForm(form_data(with_defaults(StudyForm, data, team=request.team)), team=request.team)
+        seeds = seed_studies(request, data)
+        data.pop("seed_from", None)
+        form = StudyForm({**form_data(with_defaults(StudyForm, data, team=request.team)), "seed_from": seeds},
+                         team=request.team)
         if not form.is_valid():
             errors = dict(form.errors)
             for row, messages in form.search_space_errors.items():
@@ -310,11 +334,6 @@ class StudyBudget(generics.GenericAPIView):
         return self.patch(request, study_id)
 
 
-CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
-                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "parallelism",
-                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial"]
-
-
 class StudyClone(generics.GenericAPIView):
     serializer_class = s.StudySerializer
 
@@ -323,9 +342,17 @@ class StudyClone(generics.GenericAPIView):
         original = get_study_for_user(request, study_id)
         data = body(request)
         strict(s.CloneInput, data)
-        values = {name: getattr(original, name) for name in CLONED_FIELDS}
-        values.update(name=data.get("name") or f"{original.name} (copy)", dataset=original.dataset_id)
-        form = StudyForm(form_data(values), team=request.team)
+        values = clone_values(original)
+        if data.get("name"):
+            values["name"] = data["name"]
+        if data.get("dataset") is not None:
+            ids = _ids(data["dataset"], "dataset", "12")
+            if len(ids) != 1:
+                raise _invalid("dataset", "Give one dataset id.")
+            values["dataset"] = get_dataset_for_user(request, ids[0]).id
+        if data.get("top_k") is not None:
+            values["top_k"] = data["top_k"]
+        form = StudyForm({**form_data(values), "seed_from": seed_studies(request, data)}, team=request.team)
         if not form.is_valid():
             raise FormError(form.errors)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
@@ -384,7 +411,8 @@ class TrialList(generics.GenericAPIView):
         responses={200: s.TrialSerializer(many=True), **ERRORS})
     def get(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
-        trials = Trial.objects.filter(study=study).defer("kt_state")
+        trials = Trial.objects.filter(study=study).select_related("seeded_from").defer("kt_state",
+                                                                                      "seeded_from__kt_state")
         if value := choice_param(request, "status", Trial.Status.values):
             trials = trials.filter(status=value)
         after = int_param(request, "after")

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0007_api_tokens'),
+        ('experiments', '0008_model_releases'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -39,7 +39,7 @@ class Oracles(Protocol):
     """The tuner adapter; see workers/oracle.py."""
 
     def load(self, study: Study): ...
-    def propose(self, study: Study, oracle, tuner_id: str): ...
+    def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
     def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
     def release(self, oracle, trial_id: str): ...
@@ -157,15 +157,18 @@ def trial_running_count(*, study: Study) -> int:
     return Trial.objects.filter(study=study, status=TrialStatus.RUNNING).count()
 
 
-def _create_running(study: Study, proposal, claimant: Claimant) -> Trial:
+def _create_running(study: Study, proposal, claimant: Claimant, seeded_from_id: int | None) -> Trial:
     counts = Trial.objects.filter(study=study).aggregate(
         started=Count("id"), attempts=Count("id", filter=Q(trial_id=proposal.trial_id)))
+    if counts["attempts"]:  # a retried seed is still the seed
+        seeded_from_id = (Trial.objects.filter(study=study, trial_id=proposal.trial_id)
+                          .values_list("seeded_from_id", flat=True).order_by("-attempt").first())
     now = timezone.now()
     return Trial.objects.create(
         study=study, trial_id=proposal.trial_id, number=counts["started"] + 1, attempt=counts["attempts"] + 1,
         status=TrialStatus.RUNNING, hyperparameters=proposal.values, kt_state=proposal.state,
         oracle_version=study.oracle_version + 1, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
-        worker_name=claimant.worker_name, started=now, heartbeat=now,
+        worker_name=claimant.worker_name, started=now, heartbeat=now, seeded_from_id=seeded_from_id,
     )
 
 
@@ -176,11 +179,18 @@ def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
-                              "wakeup_resends"])
+                              "wakeup_resends", "seeds_used"])
+
+
+def _next_seed(study: Study) -> dict | None:
+    return study.seeds[study.seeds_used] if study.seeds_used < len(study.seeds) else None
 
 
 def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, running: int) -> Claim:
-    proposal = oracles.propose(study, oracle, claimant.tuner_id)
+    # Warm-start seeds go before the tuner's proposals: the tuner registers each as if it had
+    # proposed it (a retry waiting in the tuner still goes first and leaves the seed for later).
+    seed = _next_seed(study)
+    proposal = oracles.propose(study, oracle, claimant.tuner_id, seed=None if seed is None else seed["hyperparameters"])
     if proposal.status == "idle":
         if running == 0:  # nothing will finish to wake it: ask again shortly
             study_wake(study, 1, countdown=IDLE_POLL_SECONDS)
@@ -188,7 +198,11 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, ru
     if proposal.status != "running":
         _complete_if_done(study, True, running)
         return Claim("stopped")
-    row = _create_running(study, proposal, claimant)
+    seeded_from_id = None
+    if seed is not None and proposal.seeded:
+        study.seeds_used += 1  # saved with the oracle state
+        seeded_from_id = Trial.objects.filter(pk=seed["trial"]).values_list("pk", flat=True).first()
+    row = _create_running(study, proposal, claimant, seeded_from_id)
     study.wakeup_resends = 0  # wake-ups are reaching workers (saved with the oracle state)
     return Claim("running", trial=row, values=dict(proposal.values))
 

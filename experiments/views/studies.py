@@ -1,10 +1,12 @@
+import json
 
 from django.contrib import messages
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments import figures
+from experiments.cloning import clone_values
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
@@ -15,6 +17,7 @@ from experiments.selectors import (
     study_eta_seconds,
     study_models,
     study_progress,
+    study_top_trials,
     study_trials_by_score,
     study_trials_export,
     team_studies,
@@ -47,6 +50,29 @@ def study_new(request):
     initial = {}
     if "dataset" in request.GET:
         initial["dataset"] = request.GET["dataset"]
+    return _study_form_page(request, initial)
+
+
+@editor_required
+def study_clone(request, study_id: int):
+    """The new-study form filled in from a study: change what differs (the dataset, say) and
+    warm-start from its best trials."""
+    original = get_study_for_user(request, study_id)
+    initial = clone_values(original)
+    initial["search_space"] = json.dumps(initial["search_space"], indent=1)
+    initial["seed_from"] = [original.pk] if study_top_trials(study=original, n=1) else []
+    return _study_form_page(request, initial, original=original)
+
+
+def _seed_studies_for_user(request) -> None:
+    """Studies to seed from are another team's objects like any other: 404, not a form error."""
+    wanted = {int(v) for v in request.POST.getlist("seed_from") if v.isascii() and v.isdigit()}
+    if wanted and Study.objects.filter(team=request.team, pk__in=wanted).count() != len(wanted):
+        raise Http404
+
+
+def _study_form_page(request, initial: dict, original: Study | None = None):
+    _seed_studies_for_user(request)
     form = StudyForm(request.POST or None, team=request.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
@@ -58,10 +84,13 @@ def study_new(request):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Study {study.name} {'started' if 'start' in request.POST else 'saved'}.")
+            for note in form.warm_start_notes:
+                messages.info(request, note)
             return redirect("study_detail", study_id=study.id)
     spaces = {name: entry.default_space for name, entry in hypermodel_entries().items()}
     return render(request, "studies/new.html", {
         "form": form, "search_space_errors": form.search_space_errors, "hypermodel_spaces": spaces,
+        "original": original,
     })
 
 

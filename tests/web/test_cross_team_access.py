@@ -16,7 +16,7 @@ from tests.web.pages import page_text
 pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
-         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare"]
+         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
