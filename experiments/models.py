@@ -248,6 +248,9 @@ class Trial(models.Model):
     heartbeat = models.DateTimeField(default=timezone.now)
     finished = models.DateTimeField(null=True, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
+    # How long the wake-up claim that started it took (lock wait included), written with the
+    # row itself; empty when a finisher claimed it under its finish's lock. /metrics reads it.
+    claim_ms = models.FloatField(null=True, blank=True)
     # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
     compute = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
@@ -262,7 +265,13 @@ class Trial(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "trial_id", "attempt"], name="one_row_per_trial_attempt")
         ]
-        indexes = [models.Index(fields=["study", "status"]), models.Index(fields=["study", "oracle_version"])]
+        indexes = [
+            models.Index(fields=["study", "status"]), models.Index(fields=["study", "oracle_version"]),
+            # /metrics counts its histograms from these alone (index-only scans), not the wide rows.
+            models.Index(fields=["claim_ms"], condition=models.Q(claim_ms__isnull=False), name="trial_claim_ms"),
+            models.Index(fields=["duration_seconds"], name="trial_completed_duration",
+                         condition=models.Q(status=TrialStatus.COMPLETED, duration_seconds__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return f"{self.study} trial {self.trial_id}"

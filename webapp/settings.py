@@ -41,8 +41,12 @@ INSTALLED_APPS = [
     "experiments",
 ]
 
+# TUNEBOARD_METRICS=off takes request counting off every request and /metrics answers 404
+# (trials still record their claim time: one float in a row written anyway).
+METRICS_ENABLED = env_bool("TUNEBOARD_METRICS", True)
+METRICS_MIDDLEWARE = "experiments.health.RequestMetricsMiddleware"
 MIDDLEWARE = [
-    "experiments.health.RequestMetricsMiddleware",
+    *([METRICS_MIDDLEWARE] if METRICS_ENABLED else []),
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

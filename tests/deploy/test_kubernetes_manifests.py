@@ -2,6 +2,7 @@
 offline (Kubernetes schemas via kubernetes-validate; KEDA objects against tests/deploy/keda/),
 and the workers, their queues and their ScaledObjects agree with the app's Celery routing."""
 
+import copy
 import json
 import shutil
 import subprocess
@@ -127,3 +128,85 @@ def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
             {"parameter": "token", "name": "tuneboard-secrets", "key": "TUNEBOARD_SCALING_TOKEN"}]
         if queue in ("gpu", "tpu"):
             assert so["spec"]["minReplicaCount"] == 0
+
+
+def keda_errors(obj) -> list[str]:
+    return [e.message for e in Draft202012Validator(KEDA_SCHEMAS[obj["kind"]]).iter_errors(obj)]
+
+
+def base_keda(kind: str) -> dict:
+    docs = yaml.safe_load_all((KUBERNETES / "base" / "keda.yaml").read_text())
+    return next(copy.deepcopy(doc) for doc in docs if doc["kind"] == kind)
+
+
+def _parent(obj, path):
+    for key in path[:-1]:
+        obj = obj[key]
+    return obj
+
+
+def _drop(path):
+    return lambda obj: _parent(obj, path).pop(path[-1])
+
+
+def _set(path, value):
+    return lambda obj: _parent(obj, path).__setitem__(path[-1], value)
+
+
+BROKEN_SCALED_OBJECTS = {
+    "no scaleTargetRef.name": _drop(["spec", "scaleTargetRef", "name"]),
+    "no scaleTargetRef": _drop(["spec", "scaleTargetRef"]),
+    "no triggers": _drop(["spec", "triggers"]),
+    "a trigger without type": _drop(["spec", "triggers", 0, "type"]),
+    "a trigger without metadata": _drop(["spec", "triggers", 0, "metadata"]),
+    "a number in trigger metadata": _set(["spec", "triggers", 0, "metadata", "targetValue"], 1),
+    "minReplicaCount as a string": _set(["spec", "minReplicaCount"], "0"),
+    "pollingInterval beyond int32": _set(["spec", "pollingInterval"], 2 ** 31),
+    "a misspelled spec field": _set(["spec", "maxReplicas"], 4),
+    "authenticationRef without name": _set(["spec", "triggers", 0, "authenticationRef"],
+                                           {"kind": "TriggerAuthentication"}),
+    "fallback without replicas": _set(["spec", "fallback"], {"failureThreshold": 3}),
+    "an unknown fallback behavior": _set(["spec", "fallback"], {"failureThreshold": 3, "replicas": 1, "behavior": "x"}),
+    "an HPA policy without periodSeconds": _set(
+        ["spec", "advanced"], {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {
+            "policies": [{"type": "Pods", "value": 1}]}}}}),
+    "advanced as a list": _set(["spec", "advanced"], []),
+}
+
+
+@pytest.mark.parametrize("broken", list(BROKEN_SCALED_OBJECTS))
+def test_a_broken_scaledobject_is_rejected(broken):
+    obj = base_keda("ScaledObject")
+    assert keda_errors(obj) == []
+    BROKEN_SCALED_OBJECTS[broken](obj)
+    assert keda_errors(obj), f"{broken} was accepted"
+
+
+@pytest.mark.parametrize("broken", [
+    _drop(["spec", "secretTargetRef", 0, "key"]), _set(["spec", "secretTargetRef", 0, "name"], 7),
+    _set(["spec", "podIdentity"], {"provider": "azure"}), _set(["spec", "hashiCorpVault"], {}), _drop(["spec"]),
+], ids=["secret ref without key", "secret name a number", "unknown pod identity", "unrestated source", "no spec"])
+def test_a_broken_triggerauthentication_is_rejected(broken):
+    obj = base_keda("TriggerAuthentication")
+    assert keda_errors(obj) == []
+    broken(obj)
+    assert keda_errors(obj)
+
+
+def test_the_restated_optional_fields_accept_what_keda_accepts():
+    obj = base_keda("ScaledObject")
+    obj["spec"].update({
+        "initialCooldownPeriod": 60, "idleReplicaCount": 0,
+        "fallback": {"failureThreshold": 3, "replicas": 1, "behavior": "currentReplicasIfHigher"},
+        "advanced": {"restoreToOriginalReplicaCount": True, "horizontalPodAutoscalerConfig": {
+            "name": "tuneboard-worker-cpu-hpa",
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600, "selectPolicy": "Min",
+                                       "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}},
+    })
+    obj["spec"]["triggers"][0].update({"name": "work", "useCachedMetrics": True})
+    obj["spec"]["triggers"][0]["authenticationRef"]["kind"] = "ClusterTriggerAuthentication"
+    assert keda_errors(obj) == []
+    auth = base_keda("TriggerAuthentication")
+    auth["spec"]["env"] = [{"parameter": "token", "name": "TOKEN", "containerName": "worker"}]
+    auth["spec"]["podIdentity"] = {"provider": "gcp"}
+    assert keda_errors(auth) == []

@@ -46,6 +46,7 @@ def test_a_finisher_claims_the_next_trial_under_the_same_lock_and_results_are_im
     first = claim(study).trial
     following = finish(first, next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim
     assert following.status == "running" and following.trial.number == 2
+    assert first.claim_ms > 0 and following.trial.claim_ms is None  # only wake-up claims are timed
     first.refresh_from_db()
     assert first.status == Trial.Status.COMPLETED and first.score == 0.5 and first.best_epoch == 1
     assert finish(first, score=0.1).claim is None  # a second finish changes nothing

@@ -9,6 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from experiments.logformat import JsonFormatter
 from experiments.models import Trial
+from experiments.services.trial_runs import Claimant, claim_trial, study_start
+from tests.integration.helpers import saved_study
 
 pytestmark = pytest.mark.django_db
 
@@ -74,8 +76,13 @@ def test_metrics_parse_and_count_requests(client):
     assert sample(after, "tuneboard_database_up") == 1
 
 
+def buckets(families, name) -> dict[str, float]:
+    return {s.labels["le"]: s.value for s in families[name].samples if s.name == name + "_bucket"}
+
+
 def test_metrics_trial_gauges_reflect_the_database(client, acme_trial, acme_study):
     families = scrape(client)
+    durations = buckets(families, "tuneboard_trial_duration_seconds")
     completed = sample(families, "tuneboard_trials", state="completed", queue=acme_study.queue)
     lost = sample(families, "tuneboard_trials_lost")
     Trial.objects.create(study=acme_study, trial_id="1", number=2, status=Trial.Status.LOST, hyperparameters={})
@@ -86,10 +93,49 @@ def test_metrics_trial_gauges_reflect_the_database(client, acme_trial, acme_stud
     assert sample(families, "tuneboard_trials", state="lost", queue=acme_study.queue) >= 1
     assert sample(families, "tuneboard_trials_lost") == lost + 1
     assert sample(families, "tuneboard_trial_duration_seconds", "_sum") >= 4.0
+    assert families["tuneboard_trial_duration_seconds"].type == "histogram"
+    moved = {le: n - durations[le] for le, n in buckets(families, "tuneboard_trial_duration_seconds").items()}
+    assert moved == {le: int(float(le) >= 4.0) for le in durations}  # 4 s: in le=5.0 and above only
     assert sample(families, "tuneboard_studies", state="created") >= 1
     for queue in ("cpu", "gpu", "tpu"):
         sample(families, "tuneboard_queue_depth", queue=queue)
         sample(families, "tuneboard_workers_live", queue=queue)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")
+def test_claims_through_the_service_move_the_claim_latency_histogram(client, acme, alice, acme_dataset):
+    from workers.oracle import KerasTunerOracles  # the worker's tuner adapter (this test process only)
+
+    study = study_start(study=saved_study(acme, alice, acme_dataset, parallelism=2))
+    before = scrape(client)
+    assert before["tuneboard_trial_claim_seconds"].type == "histogram"
+    count = sample(before, "tuneboard_trial_claim_seconds", "_count")
+    claims = [claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=f"t{i}", worker_host="h"),
+                          oracles=KerasTunerOracles()) for i in range(2)]
+    assert [c.status for c in claims] == ["running", "running"]
+    recorded = [Trial.objects.get(pk=c.trial.pk).claim_ms for c in claims]
+    assert all(0 < ms < 5000 for ms in recorded), recorded
+
+    after = scrape(client)
+    assert sample(after, "tuneboard_trial_claim_seconds", "_count") == count + 2
+    assert sample(after, "tuneboard_trial_claim_seconds", "_sum") == pytest.approx(
+        sample(before, "tuneboard_trial_claim_seconds", "_sum") + sum(recorded) / 1000)
+    old, new = buckets(before, "tuneboard_trial_claim_seconds"), buckets(after, "tuneboard_trial_claim_seconds")
+    assert list(new) == ["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+                         "5.0", "+Inf"]
+    assert {le: new[le] - old[le] for le in new} == {le: sum(ms / 1000 <= float(le) for ms in recorded) for le in new}
+
+    # A claim of 3 ms lands in le=0.005 and above, not in le=0.0025.
+    Trial.objects.filter(pk=claims[0].trial.pk).update(claim_ms=3.0)
+    placed = buckets(scrape(client), "tuneboard_trial_claim_seconds")
+    assert placed["0.0025"] == old["0.0025"] + (recorded[1] <= 2.5)
+    assert placed["0.005"] == old["0.005"] + 1 + (recorded[1] <= 5)
+
+
+def test_metrics_off_answers_404(client, settings):
+    settings.METRICS_ENABLED = False
+    response = client.get("/metrics")
+    assert response.status_code == 404 and b"TUNEBOARD_METRICS=off" in response.content
 
 
 def test_metrics_model_gauges(client, acme_model):

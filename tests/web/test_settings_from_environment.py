@@ -28,6 +28,7 @@ try:
         "debug": settings.DEBUG,
         "upload_max_mb": settings.UPLOAD_MAX_MB,
         "hypermodels": sorted(hypermodel_entries()),
+        "request_metrics": settings.METRICS_ENABLED and settings.METRICS_MIDDLEWARE in settings.MIDDLEWARE,
     }
 except ImproperlyConfigured as exc:
     result = {"error": "ImproperlyConfigured", "message": str(exc)}
@@ -53,6 +54,7 @@ def _settings_with(tmp_path: Path, **variables: str) -> dict:
         ("TUNEBOARD_ARTIFACT_CHUNK_BYTES", "10"),
         ("TUNEBOARD_HYPERMODELS", "nonsense"),
         ("TUNEBOARD_HYPERMODELS", "dense=my.models:build"),
+        ("TUNEBOARD_METRICS", "maybe"),
     ],
 )
 def test_a_bad_value_fails_with_improperly_configured_naming_the_variable(
@@ -79,6 +81,7 @@ def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesyste
     assert result["debug"] is False
     assert result["upload_max_mb"] == 50
     assert result["hypermodels"] == sorted(BUILTIN)
+    assert result["request_metrics"] is True
 
 
 def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
@@ -116,6 +119,7 @@ def test_good_values_are_read(tmp_path):
     )
 
     assert (result["debug"], result["upload_max_mb"]) == (True, 5)
+    assert _settings_with(tmp_path, TUNEBOARD_METRICS="off")["request_metrics"] is False
     assert result["hypermodels"] == sorted([*BUILTIN, "other", "tiny"])
 
 

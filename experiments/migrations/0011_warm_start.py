@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0009_notifications'),
+        ('experiments', '0010_notifications'),
     ]
 
     operations = [

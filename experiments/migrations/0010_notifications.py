@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0008_model_releases'),
+        ('experiments', '0009_trial_claim_ms'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
