@@ -1,6 +1,6 @@
 from django.urls import path
 
-from experiments.views import datasets, ensembles, fleet, leaderboard, models, studies, teams
+from experiments.views import datasets, ensembles, fleet, leaderboard, models, reruns, studies, teams
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -30,6 +30,9 @@ urlpatterns = [
     path("studies/<int:study_id>/models/", models.study_models_request, name="study_models_request"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/models/", models.trial_models_request,
          name="trial_models_request"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/rerun/", reruns.trial_rerun_view, name="trial_rerun"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/live/", reruns.trial_reruns_live,
+         name="trial_reruns_live"),
     path("models/", models.model_list, name="model_list"),
     path("ensembles/new/", ensembles.ensemble_new, name="ensemble_new"),
     path("leaderboard/", leaderboard.leaderboard_view, name="leaderboard"),

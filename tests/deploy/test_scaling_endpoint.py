@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from experiments.models import Study, TrainedModel, Trial
+from experiments.models import Study, TrainedModel, Trial, TrialRerun
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_create
 
@@ -61,6 +61,10 @@ def world(alice, acme):
     model(g1, "completed")
     model(c1, "queued")
     model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
+    # Re-runs go to their study's queue.
+    finished = Trial.objects.filter(study=g1, status=Trial.Status.COMPLETED).first()
+    for number, status in enumerate(("queued", "running", "completed"), start=1):
+        TrialRerun.objects.create(trial=finished, number=number, seed=1, status=status)
     return acme
 
 
@@ -69,9 +73,11 @@ def test_counts_per_queue(client, token, world):
     gpu = _get(client, "gpu", token)
     assert gpu.status_code == 200
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
-                          "queued_models": 1, "running_models": 2, "work": 8}
+                          "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
+                          "work": 10}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
-                                                 "queued_models": 2, "running_models": 0, "work": 4}
+                                                 "queued_models": 2, "running_models": 0, "queued_reruns": 0,
+                                                 "running_reruns": 0, "work": 4}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 
