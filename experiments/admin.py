@@ -102,3 +102,9 @@ class TrainedModelAdmin(WrittenByWorkers):
     list_filter = ["team", "status", "method"]
     search_fields = ["name"]
     inlines = [ModelFileInline]
+
+
+@admin.register(models.TrialRerun)
+class TrialRerunAdmin(WrittenByWorkers):
+    list_display = ["trial", "number", "status", "score", "worker_host", "created"]
+    list_filter = ["status"]

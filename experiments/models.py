@@ -253,6 +253,9 @@ class Trial(models.Model):
     claim_ms = models.FloatField(null=True, blank=True)
     # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
     compute = models.JSONField(default=dict, blank=True)
+    # What it takes to reproduce it (experiments/reproducibility.py): dataset hash and split,
+    # seed, package versions, host and devices, the hypermodel's code identity.
+    environment = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -371,6 +374,7 @@ class TrainedModel(models.Model):
     signature = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict, blank=True)
     compute = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)  # as Trial.environment
     # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)
     # Attempts handed back by a worker shutting down: not the job's fault, so not counted as lost.
@@ -627,3 +631,57 @@ class NotificationDelivery(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [models.Index(fields=["status", "next_attempt"])]
+class TrialRerun(models.Model):
+    """A finished trial's configuration trained again, same seed, settings and split, to see how
+    close the result comes. It lives beside the search: the tuner never hears of it and it is
+    not one of the study's trials. Its lifecycle is a model run's (services/model_runs.py:
+    claim with a new attempt, fenced writes, heartbeat, reaper), on the study's queue."""
+
+    Status = ModelStatus
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="reruns")
+    # 1, 2, ... per trial, for labels.
+    number = models.PositiveIntegerField()
+    seed = models.IntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    score = models.FloatField(null=True, blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker_host = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    last_sent = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveIntegerField(default=0)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["trial", "number"]
+        constraints = [models.UniqueConstraint(fields=["trial", "number"], name="one_rerun_per_number")]
+        indexes = [models.Index(fields=["status", "heartbeat"])]
+
+    def __str__(self) -> str:
+        return f"{self.trial} re-run {self.number}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class TrialRerunEpoch(models.Model):
+    rerun = models.ForeignKey(TrialRerun, on_delete=models.CASCADE, related_name="epochs")
+    execution = models.PositiveIntegerField(default=0)
+    epoch = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["execution", "epoch"]
+        constraints = [
+            models.UniqueConstraint(fields=["rerun", "execution", "epoch"], name="one_row_per_rerun_epoch")
+        ]

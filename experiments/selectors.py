@@ -209,17 +209,45 @@ def trial_epoch_rows(*, trial: Trial) -> list[dict]:
     return list(trial.epochs.values("execution", "epoch", "metrics"))
 
 
-def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict]) -> dict:
-    """The trial page's chart: one series per execution, the best epoch and the study's last marked."""
+def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list | None = None) -> dict:
+    """The trial page's chart: one series per execution, the best epoch and the study's last
+    marked; each finished re-run's curves beside the trial's own."""
     from experiments import study_charts
 
     executions = {row["execution"] for row in epoch_rows}
     series = study_charts.series_by(
         epoch_rows, "execution", lambda e: f"execution {e + 1}" if len(executions) > 1 else "this trial")
+    for rerun in reruns or []:
+        series += study_charts.series_by(
+            rerun.epoch_rows, "execution",
+            lambda e, n=rerun.number: f"re-run {n}, execution {e + 1}" if len(executions) > 1 else f"re-run {n}")
     marks = [{"epoch": trial.best_epoch, "label": "best epoch"}] if trial.best_epoch else []
     if epoch_rows and max(row["epoch"] for row in epoch_rows) + 1 >= trial.study.epochs:  # it ran to the limit
         marks.append({"epoch": trial.study.epochs, "label": "last epoch"})
     return study_charts.learning_curves(series, task=trial.study.dataset.task, marks=marks)
+
+
+def trial_reruns(*, trial: Trial) -> list:
+    """The trial's re-runs, newest first; each carries its epoch rows and, once completed, how
+    close it came to the trial (experiments/reproducibility.py)."""
+    from experiments.models import TrialRerun, TrialRerunEpoch
+    from experiments.reproducibility import rerun_comparison
+
+    reruns = list(TrialRerun.objects.filter(trial=trial).order_by("-number"))
+    rows: dict[int, list[dict]] = {}
+    for row in TrialRerunEpoch.objects.filter(rerun__trial=trial).values("rerun_id", "execution", "epoch", "metrics"):
+        rows.setdefault(row.pop("rerun_id"), []).append(row)
+    original = {"score": trial.score, "best_epoch": trial.best_epoch, "metrics": trial.metrics,
+                "environment": trial.environment}
+    for rerun in reruns:
+        rerun.epoch_rows = rows.get(rerun.pk, [])
+        rerun.comparison = None
+        if rerun.status == TrialRerun.Status.COMPLETED:
+            rerun.comparison = rerun_comparison(
+                objective=trial.study.objective_metric, original=original,
+                rerun={"score": rerun.score, "best_epoch": rerun.best_epoch, "metrics": rerun.metrics,
+                       "environment": rerun.environment})
+    return reruns
 
 
 def fleet_rows(*, team: Team, now=None) -> list[dict]:

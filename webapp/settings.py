@@ -312,4 +312,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Choice sets used by more than one component keep the names they had with one: trained
+    # models and trial re-runs share a lifecycle, a trial's detail extends the trial.
+    "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.ModelStatus",
+                            "TrialStatusEnum": "experiments.states.TrialStatus"},
 }

@@ -88,6 +88,19 @@ def train_model(self, model_pk: int) -> str:
         return make_trained_model(model_pk=model_pk)
 
 
+@shared_task(
+    name="workers.tasks.rerun_trial",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def rerun_trial(rerun_pk: int) -> str:
+    from workers.reruns import rerun_trial as run
+
+    return run(rerun_pk=rerun_pk)
+
+
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
     from workers.runner import reap as run

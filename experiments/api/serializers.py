@@ -6,7 +6,7 @@ these input serializers only describe the bodies for the schema and refuse unkno
 from django.urls import reverse
 from rest_framework import serializers
 
-from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
+from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch, TrialRerun
 
 MAX_ID = 2**63 - 1
 
@@ -45,7 +45,7 @@ class TrialSerializer(serializers.ModelSerializer):
         model = Trial
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
-                  "duration_seconds", "compute", "notes", "tags", "seeded_from"]
+                  "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,
@@ -58,6 +58,65 @@ class TrialSerializer(serializers.ModelSerializer):
         url = reverse("api:trial-detail", kwargs={"study_id": source.study_id, "trial_pk": source.pk})
         return {"trial": source.pk, "study": source.study_id, "number": source.number,
                 "url": absolute(self.context, url)}
+
+
+class DifferenceSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False)
+    original = serializers.JSONField(allow_null=True)
+    rerun = serializers.JSONField(allow_null=True)
+    difference = serializers.FloatField(allow_null=True, help_text="re-run minus original")
+    absolute = serializers.FloatField(allow_null=True)
+    relative = serializers.FloatField(allow_null=True, help_text="absolute / |original|")
+    relative_percent = serializers.FloatField(allow_null=True)
+    identical = serializers.BooleanField()
+
+
+class EnvironmentDifferenceSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text='Dotted, e.g. "versions.tensorflow", "dataset.sha256".')
+    original = serializers.JSONField(allow_null=True)
+    rerun = serializers.JSONField(allow_null=True)
+    input = serializers.BooleanField(help_text="A changed input (dataset, code, seed), not just another machine.")
+
+
+class RerunComparisonSerializer(serializers.Serializer):
+    objective = DifferenceSerializer()
+    best_epoch = DifferenceSerializer()
+    metrics = DifferenceSerializer(many=True)
+    environment_recorded = serializers.BooleanField()
+    environment_differences = EnvironmentDifferenceSerializer(many=True)
+    same_environment = serializers.BooleanField()
+    same_inputs = serializers.BooleanField()
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class TrialRerunSerializer(serializers.ModelSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TrialRerun
+        fields = ["id", "number", "status", "error", "seed", "score", "best_epoch", "metrics", "compute",
+                  "environment", "worker_host", "created", "started", "finished", "duration_seconds", "comparison"]
+
+    def get_comparison(self, obj) -> RerunComparisonSerializer(allow_null=True):  # type: ignore[valid-type]
+        return getattr(obj, "comparison", None)
+
+
+class TrialDetailSerializer(TrialSerializer):
+    """A trial with its re-runs, each finished one with how close it came."""
+
+    reruns = serializers.SerializerMethodField()
+
+    class Meta(TrialSerializer.Meta):
+        fields = [*TrialSerializer.Meta.fields, "reruns"]
+
+    def get_reruns(self, obj) -> TrialRerunSerializer(many=True):  # type: ignore[valid-type]
+        from experiments.selectors import trial_reruns
+        return TrialRerunSerializer(trial_reruns(trial=obj), many=True, context=self.context).data
+
+
+class AcceptedRerunSerializer(serializers.Serializer):
+    url = serializers.CharField(help_text="The trial, whose detail lists its re-runs.")
+    rerun = TrialRerunSerializer()
 
 
 class TrialEpochSerializer(serializers.ModelSerializer):
@@ -133,8 +192,8 @@ class TrainedModelSerializer(serializers.ModelSerializer):
         model = TrainedModel
         fields = ["id", "url", "name", "version", "kind", "method", "status", "error", "dataset", "study", "trial",
                   "epoch_source", "epoch_cap", "greedy_rounds", "seed", "best_epoch", "epochs", "hyperparameters",
-                  "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "created", "started",
-                  "finished", "duration_seconds", "files", "members"]
+                  "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "environment",
+                  "created", "started", "finished", "duration_seconds", "files", "members"]
 
     def get_url(self, obj) -> str:
         name = "api:ensemble-detail" if obj.is_ensemble else "api:model-detail"

@@ -21,6 +21,8 @@ urlpatterns = [
     path("studies/<int:study_id>/trials/", views.TrialList.as_view(), name="trial-list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", views.TrialDetail.as_view(), name="trial-detail"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/epochs/", views.TrialEpochs.as_view(), name="trial-epochs"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/", views.TrialRerunCreate.as_view(),
+         name="trial-reruns"),
     path("models/", views.ModelList.as_view(), name="model-list"),
     path("models/<int:model_id>/", views.ModelDetail.as_view(), name="model-detail"),
     path("models/<int:model_id>/download/<str:fmt>/", views.ModelDownload.as_view(), name="model-download"),

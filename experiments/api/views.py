@@ -36,6 +36,7 @@ from experiments.services.datasets import dataset_create_bundled, dataset_create
 from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trained_models import trained_models_request
+from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import StudyError, study_cancel, study_start
 from experiments.study_comparison import ComparisonError, parse_study_ids
 from experiments.views.access import (
@@ -426,11 +427,28 @@ class TrialList(generics.GenericAPIView):
 
 
 class TrialDetail(generics.GenericAPIView):
-    serializer_class = s.TrialSerializer
+    serializer_class = s.TrialDetailSerializer
 
-    @extend_schema(responses={200: s.TrialSerializer, **ERRORS})
+    @extend_schema(responses={200: s.TrialDetailSerializer, **ERRORS})
     def get(self, request, study_id: int, trial_pk: int):
         return Response(self.get_serializer(get_trial_for_user(request, study_id, trial_pk)).data)
+
+
+class TrialRerunCreate(generics.GenericAPIView):
+    serializer_class = s.AcceptedRerunSerializer
+
+    @extend_schema(request=None, responses={202: s.AcceptedRerunSerializer, 409: s.ErrorSerializer, **ERRORS})
+    def post(self, request, study_id: int, trial_pk: int):
+        """Train the trial's configuration again (same seed, settings and split), outside the tuner."""
+        trial = get_trial_for_user(request, study_id, trial_pk)
+        try:
+            rerun = trial_rerun_request(trial=trial, user=request.user)
+        except RerunRequestError as exc:
+            raise Conflict(str(exc)) from None
+        url = request.build_absolute_uri(reverse("api:trial-detail", kwargs={"study_id": study_id,
+                                                                             "trial_pk": trial.pk}))
+        data = s.TrialRerunSerializer(rerun, context=self.get_serializer_context()).data
+        return Response({"url": url, "rerun": data}, status=status.HTTP_202_ACCEPTED)
 
 
 class TrialEpochs(generics.GenericAPIView):

@@ -74,6 +74,7 @@ class Outcome:
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
     compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
+    environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/reproducibility.py)
 
 
 # --- studies ---------------------------------------------------------------------------
@@ -275,10 +276,12 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
                                  best_step=outcome.best_step)
         _finish_row(row, study, TrialStatus.COMPLETED, ended.state, outcome, score=outcome.score,
                     best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
-                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute)
+                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute,
+                    environment=outcome.environment)
     elif outcome.status == "failed":
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
-        _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.")
+        _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
+                    environment=outcome.environment)
     elif outcome.status == "lost" and running_study:
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=True)
         _finish_row(row, study, TrialStatus.LOST, ended.state, outcome, error=outcome.error)

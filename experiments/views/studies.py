@@ -38,6 +38,7 @@ from experiments.views.access import (
     get_trial_for_user,
     team_required,
 )
+from experiments.views.reruns import reruns_context
 
 
 @team_required
@@ -187,12 +188,14 @@ def trial_detail(request, study_id: int, trial_pk: int):
     metric_names = sorted({name for row in epochs for name in row["metrics"]})
     still_improving = (trial.status == trial.Status.COMPLETED
                        and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
+    reruns = reruns_context(trial)
     return render(request, "studies/trial.html", {
+        **reruns,
         "trial": trial, "study": study, "epochs": epochs, "metric_names": metric_names,
         "best_metrics": {"validation": figures.checkpoint_metrics(trial.metrics),
                          "train": {k: v for k, v in trial.metrics.items() if not k.startswith("val_")}},
         "still_improving": figures.STILL_IMPROVING if still_improving else None,
-        "curves": trial_learning_curves(trial=trial, epoch_rows=epochs) if epochs else None,
+        "curves": trial_learning_curves(trial=trial, epoch_rows=epochs, reruns=reruns["charted"]) if epochs else None,
         "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(study)}, study=study),
     })
 

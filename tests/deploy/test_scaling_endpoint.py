@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.models import NotificationDelivery, Study, TrainedModel, Trial
+from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.notifications import notify_webhook_test
 from experiments.services.studies import study_create
@@ -66,6 +66,10 @@ def world(alice, acme):
     model(g1, "completed")
     model(c1, "queued")
     model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
+    # Re-runs go to their study's queue.
+    finished = Trial.objects.filter(study=g1, status=Trial.Status.COMPLETED).first()
+    for number, status in enumerate(("queued", "running", "completed"), start=1):
+        TrialRerun.objects.create(trial=finished, number=number, seed=1, status=status)
     return acme
 
 
@@ -74,10 +78,11 @@ def test_counts_per_queue(client, token, world):
     gpu = _get(client, "gpu", token)
     assert gpu.status_code == 200
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
-                          "queued_models": 1, "running_models": 2, "due_deliveries": 0, "work": 8}
+                          "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
+                          "due_deliveries": 0, "work": 10}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
-                                                 "queued_models": 2, "running_models": 0, "due_deliveries": 0,
-                                                 "work": 4}
+                                                 "queued_models": 2, "running_models": 0, "queued_reruns": 0,
+                                                 "running_reruns": 0, "due_deliveries": 0, "work": 4}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, Webhook
+from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, TrialRerun, Webhook
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.teams import invitation_create, membership_add
 from experiments.services.trial_runs import study_start
@@ -16,7 +16,8 @@ from tests.web.pages import page_text
 pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
-         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone"]
+         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone",
+         "trial_reruns_live"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
@@ -27,6 +28,7 @@ ACTIONS = {
     "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
     "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
     "model_cancel": ({}, Study.Status.CREATED),
+    "trial_rerun": ({}, Study.Status.CREATED),
 }
 # Team management: each with the form data the team page posts.
 TEAM_ACTIONS = {
@@ -105,6 +107,7 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     assert response.status_code == 404
     assert _state(study) == before
     assert TrainedModel.objects.count() == models_before
+    assert not TrialRerun.objects.exists()
     acme_objects["trial"].refresh_from_db()
     assert (acme_objects["trial"].notes, acme_objects["trial"].tags) == ("", [])
     assert study.status == status
