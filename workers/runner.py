@@ -20,6 +20,7 @@ from experiments.services.model_runs import models_reap
 from experiments.services.trial_runs import (
     Claimant,
     Outcome,
+    StudyPruning,
     claim_trial,
     finish_trial,
     studies_refill,
@@ -40,12 +41,13 @@ CONTINUE_SECONDS = 60.0
 
 
 class _DatabaseReporter:
-    def __init__(self, trial_pk: int):
+    def __init__(self, trial_pk: int, pruning: StudyPruning | None = None):
         self.trial_pk = trial_pk
+        self.pruning = pruning
 
-    def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
+    def epoch_end(self, execution: int, epoch: int, logs: dict):
         return with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
-                             metrics=logs)
+                             metrics=logs, pruning=self.pruning)
 
 
 def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
@@ -84,7 +86,7 @@ def _train(study: Study, trial: Trial) -> Outcome:
             )
             result = run_trial(
                 build=lambda: build_model(study, hp, info), spec=spec, data=data,
-                reporter=_DatabaseReporter(trial.pk), workdir=workdir,
+                reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)), workdir=workdir,
                 warm_start=_warm_start(study, values, workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
                 compute=ComputeSettings.from_study(study),
             )
@@ -92,9 +94,10 @@ def _train(study: Study, trial: Trial) -> Outcome:
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
-            return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
-                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds,
-                           compute=result.compute)
+            return Outcome("pruned" if result.pruned else "completed", score=result.score,
+                           best_step=result.best_step, metrics=result.metrics, checkpoint_id=checkpoint.id,
+                           duration_seconds=result.duration_seconds, compute=result.compute,
+                           epochs_trained=result.epochs_trained, pruning=result.pruned or {})
     except TrialCancelled:
         return Outcome("released")
     except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
@@ -123,7 +126,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     while claim is not None and claim.status == "running":
         outcome = _train(study, claim.trial)
         status = outcome.status
-        keep_going = time.monotonic() < deadline and outcome.status == "completed"
+        keep_going = time.monotonic() < deadline and outcome.status in ("completed", "pruned")
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
                               study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status

@@ -5,7 +5,7 @@ import re
 from datetime import date
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import Count, F, Sum
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.urls import reverse
@@ -20,6 +20,7 @@ from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
 from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.selectors import fleet_rows, leaderboard, study_top_trials, team_datasets, team_models
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
@@ -109,12 +110,18 @@ def with_defaults(form_class, data: dict, **kwargs) -> dict:
             **data}
 
 
+# In study_counts' rows: the epochs the study's pruned trials trained.
+PRUNED_TRAINED = "pruned_epochs_trained"
+
+
 def study_counts(study_ids) -> dict[int, dict]:
     counts: dict[int, dict] = {}
     rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
-            .annotate(n=Count("id")))
-    for study_id, status_, n in rows:
+            .annotate(n=Count("id"), trained=Sum("epochs_trained")))
+    for study_id, status_, n, trained in rows:
         counts.setdefault(study_id, {})[status_] = n
+        if status_ == Trial.Status.PRUNED:
+            counts[study_id][PRUNED_TRAINED] = trained or 0
     return counts
 
 
@@ -296,7 +303,8 @@ class StudyBudget(generics.GenericAPIView):
 
 CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
                  "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "parallelism",
-                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial"]
+                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
+                 *PRUNING_FIELDS]
 
 
 class StudyClone(generics.GenericAPIView):
@@ -398,7 +406,8 @@ class StudyModels(generics.GenericAPIView):
                 raise _invalid("trial", "Give the trial's id (a whole number).")
             trials = [get_trial_for_user(request, study.id, int(trial_pk))]
         else:
-            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"])
+            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"],
+                                      include_pruned=form.cleaned_data["include_pruned"])
         cleaned = form.cleaned_data
         models = trained_models_request(study=study, user=request.user, trials=trials, method=cleaned["method"],
                                         epoch_source=cleaned["epoch_source"], epoch_cap=cleaned["epoch_cap"],
