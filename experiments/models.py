@@ -6,6 +6,8 @@ from django.utils import timezone
 from knox.models import AbstractAuthToken
 
 from experiments.compute_options import JIT_COMPILE, PRECISIONS
+from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
+from experiments.pruning_options import PRUNERS
 from experiments.states import TRIAL_FINISHED, DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
 
 
@@ -203,6 +205,14 @@ class Study(models.Model):
     # first and in order; `seeds_used` of them have been claimed (written under the row lock).
     seeds = models.JSONField(default=list, blank=True)
     seeds_used = models.PositiveIntegerField(default=0)
+    # Pruning (experiments/pruning_options.py): stop trials that are clearly behind at an epoch.
+    pruner = models.CharField(max_length=20, choices=list(PRUNERS.items()), default="none")
+    pruning_startup_trials = models.PositiveIntegerField(default=PRUNING_DEFAULTS["startup_trials"])
+    pruning_warmup_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["warmup_epochs"])
+    pruning_min_trials = models.PositiveIntegerField(default=PRUNING_DEFAULTS["min_trials"])
+    pruning_percentile = models.FloatField(default=PRUNING_DEFAULTS["percentile"])
+    pruning_min_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["min_epochs"])
+    pruning_reduction_factor = models.PositiveIntegerField(default=PRUNING_DEFAULTS["reduction_factor"])
 
     class Meta:
         ordering = ["-created"]
@@ -256,6 +266,10 @@ class Trial(models.Model):
     # What it takes to reproduce it (experiments/reproducibility.py): dataset hash and split,
     # seed, package versions, host and devices, the hypermodel's code identity.
     environment = models.JSONField(default=dict, blank=True)
+    # Epochs it trained, over all its executions (set when it finishes).
+    epochs_trained = models.PositiveIntegerField(null=True, blank=True)
+    # A pruned trial's decision: experiments.pruners.Decision.record().
+    pruning = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -289,6 +303,9 @@ class TrialEpoch(models.Model):
     execution = models.PositiveIntegerField(default=0)
     epoch = models.PositiveIntegerField()
     metrics = models.JSONField(default=dict)
+    # The objective's best value so far in this execution, kept for pruning studies only: the
+    # pruner compares trials at one epoch by it without reading every earlier epoch.
+    best_objective = models.FloatField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -296,6 +313,29 @@ class TrialEpoch(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["trial", "execution", "epoch"], name="one_row_per_epoch")
         ]
+
+
+class PruningReference(models.Model):
+    """A finished (completed or pruned) trial's best-so-far objective at one epoch of a pruning
+    study, copied from its TrialEpoch rows when it finishes: what the pruner compares a running
+    trial with (experiments/pruners.py). Kept apart so one index-only read per epoch report
+    finds them, however many epochs and trials the study has; rows of finished trials never
+    change, so neither do these."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="+")
+    execution = models.PositiveIntegerField()
+    epoch = models.PositiveIntegerField()
+    best_objective = models.FloatField()
+    completed = models.BooleanField()  # False: pruned (the startup rule counts completed trials)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "execution", "epoch"], name="one_reference_per_epoch")
+        ]
+        # Every column a lookup reads is in the key: an index-only scan (SQLite has no INCLUDE).
+        indexes = [models.Index(fields=["study", "execution", "epoch", "best_objective", "completed"],
+                                name="pruning_reference_lookup")]
 
 
 class Worker(models.Model):

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from experiments import figures
 from experiments.models import Dataset, ModelFile, NotificationDelivery, Study, Team, TrainedModel, Trial, Webhook
@@ -15,6 +15,9 @@ from experiments.ranking import (
 )
 from experiments.search_space import default_initial_random_trials
 
+# Trials that produced a result (a pruned one is cut short, not failed).
+WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
+
 
 def team_datasets(*, team: Team) -> QuerySet[Dataset]:
     return Dataset.objects.filter(team=team).order_by("-created")
@@ -23,19 +26,24 @@ def team_datasets(*, team: Team) -> QuerySet[Dataset]:
 def team_studies(*, team: Team) -> QuerySet[Study]:
     return (
         Study.objects.filter(team=team).select_related("dataset")
-        .annotate(finished_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)))
+        .annotate(finished_trials=Count("trials", filter=Q(trials__status__in=WITH_RESULTS)))
         .order_by("-created")
     )
 
 
-def study_trials_by_score(*, study: Study, limit: int = 100) -> tuple[list[Trial], int]:
+def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -> tuple[list[Trial], int]:
     """The trial table: the best completed trials, then the running ones, then the latest
-    failed/cancelled/lost, at most `limit` in all (running ones always shown); and how many
-    trials the study has."""
+    pruned/failed/cancelled/lost, at most `limit` in all (running ones always shown); and how
+    many trials the study has. With `status`, only the trials in that state (best first when
+    they have scores) and how many there are."""
     score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
         nulls_last=True)
     trials = (Trial.objects.filter(study=study).select_related("seeded_from__study")
               .defer("kt_state", "seeded_from__kt_state"))
+    if status:
+        trials = trials.filter(status=status)
+        order = (score_order, "number") if status in WITH_RESULTS else ("-number",)
+        return list(trials.order_by(*order)[:limit]), trials.count()
     running = list(trials.filter(status=Trial.Status.RUNNING).order_by("number")[:limit])
     best = list(trials.filter(status=Trial.Status.COMPLETED).order_by(score_order, "number")[:limit - len(running)])
     rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED])
@@ -48,9 +56,12 @@ def study_best_trial(*, study: Study) -> Trial | None:
     return Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number").first()
 
 
-def study_top_trials(*, study: Study, n: int) -> list[Trial]:
+def study_top_trials(*, study: Study, n: int, include_pruned: bool = False) -> list[Trial]:
+    """The best n trials to make models from: completed ones, and pruned ones only when asked
+    (a pruned trial's score is its best before it was stopped, short of its full training)."""
     order = "-score" if study.objective_direction == "max" else "score"
-    return list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, score__isnull=False)
+    statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+    return list(Trial.objects.filter(study=study, status__in=statuses, score__isnull=False)
                 .order_by(order, "number")[:n])
 
 
@@ -59,9 +70,9 @@ def team_models(*, team: Team) -> QuerySet[TrainedModel]:
             .annotate(member_count=Count("members")).order_by("-created"))
 
 
-def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
+def ensemble_candidates(*, team: Team, trials_per_study: int = 5, include_pruned: bool = False) -> list[dict]:
     """What an ensemble may be made of, by dataset: the team's completed single models, and
-    the best few checkpointed trials of each study (best first)."""
+    the best few checkpointed trials of each study (best first; pruned ones only when asked)."""
     groups: dict[int, dict] = {}
 
     def group(dataset):
@@ -76,7 +87,8 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
         group(model.dataset)["models"].append(model)
     for study in Study.objects.filter(team=team).select_related("dataset").order_by("name"):
         order = "-score" if study.objective_direction == "max" else "score"
-        trials = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, checkpoint__isnull=False)
+        statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+        trials = (Trial.objects.filter(study=study, status__in=statuses, checkpoint__isnull=False)
                   .order_by(order, "number")[:trials_per_study])
         for trial in trials:
             trial.study = study
@@ -144,20 +156,45 @@ def study_progress(*, study: Study) -> dict:
     )
     completed = counts.get(Trial.Status.COMPLETED, 0)
     failed = counts.get(Trial.Status.FAILED, 0)
-    finished = completed + failed
+    pruned = counts.get(Trial.Status.PRUNED, 0)
+    finished = completed + failed + pruned
     at_last_epoch = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED,
                                          best_epoch__gte=study.epochs).count() if completed else 0
     return {
         "completed": completed,
         "failed": failed,
+        "pruned": pruned,
         "running": counts.get(Trial.Status.RUNNING, 0),
         "finished": finished,
+        "by_status": counts,
         "max_trials": study.max_trials,
         "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
         "exploration": bayesian_exploration(study=study, completed=completed),
         "still_improving": figures.study_still_improving(completed=completed, at_last_epoch=at_last_epoch,
                                                          epochs=study.epochs),
     }
+
+
+def study_pruning_savings(*, study: Study) -> dict | None:
+    """What pruning saved (see pruning_savings); None when the study does not prune."""
+    if study.pruner == "none":
+        return None
+    totals = Trial.objects.filter(study=study, status=Trial.Status.PRUNED).aggregate(
+        trials=Count("id"), trained=Sum("epochs_trained"))
+    return pruning_savings(study, pruned=totals["trials"], trained=totals["trained"] or 0)
+
+
+def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
+    """The epochs `pruned` trials did not train (the study's epochs × executions each would have
+    had at most, less the `trained` ones) times the devices each trial runs on: a GPU or TPU
+    trial counts its devices per trial; a CPU trial counts as one device, whatever its logical
+    devices. An upper bound: patience might have stopped some of them earlier anyway."""
+    if study.pruner == "none":
+        return None
+    epochs = pruned * study.epochs * study.executions_per_trial - trained
+    devices = study.devices_per_trial if study.queue in (Study.Queue.GPU, Study.Queue.TPU) else 1
+    return {"pruned": pruned, "epochs": epochs, "device_epochs": epochs * devices, "devices": devices,
+            "unit": f"{study.queue.upper()}-epochs"}
 
 
 def bayesian_exploration(*, study: Study, completed: int) -> dict | None:
@@ -198,7 +235,7 @@ def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
 
     if not study.is_active:
         return None
-    recent = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).exclude(duration_seconds=None)
+    recent = (Trial.objects.filter(study=study, status__in=WITH_RESULTS).exclude(duration_seconds=None)
               .order_by("-number"))
     durations = list(recent.values_list("duration_seconds", flat=True)[:200])
     return study_charts.eta_seconds(durations=durations, remaining=study.max_trials - progress["finished"],
@@ -224,6 +261,8 @@ def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list 
     marks = [{"epoch": trial.best_epoch, "label": "best epoch"}] if trial.best_epoch else []
     if epoch_rows and max(row["epoch"] for row in epoch_rows) + 1 >= trial.study.epochs:  # it ran to the limit
         marks.append({"epoch": trial.study.epochs, "label": "last epoch"})
+    if trial.pruning.get("epoch"):
+        marks.append({"epoch": trial.pruning["epoch"], "label": "pruned"})
     return study_charts.learning_curves(series, task=trial.study.dataset.task, marks=marks)
 
 
@@ -276,11 +315,13 @@ def dashboard_data(*, team: Team) -> dict:
         Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
         .annotate(completed_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)),
                   failed_trials=Count("trials", filter=Q(trials__status=Trial.Status.FAILED)),
+                  pruned_trials=Count("trials", filter=Q(trials__status=Trial.Status.PRUNED)),
                   running_trials=Count("trials", filter=Q(trials__status=Trial.Status.RUNNING)))
         .order_by("-started")
     )
     for study in running:
-        finished = study.completed_trials + study.failed_trials
+        finished = study.completed_trials + study.failed_trials + study.pruned_trials
+        study.finished_trials = finished
         study.percent = min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0
     fleet = fleet_rows(team=team)
     best = team_best_models(team=team)
@@ -318,7 +359,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
     sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
     names = study_charts.varying_hyperparameters(sample)
-    finished = sum(1 for t in trials if t["status"] in (Trial.Status.COMPLETED, Trial.Status.FAILED))
+    finished = sum(1 for t in trials if t["status"] in (*WITH_RESULTS, Trial.Status.FAILED))
     durations = [t["duration_seconds"] for t in completed[-200:] if t["duration_seconds"]]
     return {
         "objective": study.objective_metric,

@@ -23,6 +23,8 @@ class TrialStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     LOST = "lost", "Lost"
+    # Stopped early by the study's pruner (experiments/pruners.py): a result, not a failure.
+    PRUNED = "pruned", "Pruned"
 
 
 class ModelStatus(models.TextChoices):
@@ -45,8 +47,10 @@ STUDY_MOVES = {
 
 TRIAL_MOVES = {
     # A trial row is created RUNNING by a claim and finished once; its results never change.
-    TrialStatus.RUNNING: {TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.CANCELLED, TrialStatus.LOST},
+    TrialStatus.RUNNING: {TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.CANCELLED, TrialStatus.LOST,
+                          TrialStatus.PRUNED},
     TrialStatus.COMPLETED: set(),
+    TrialStatus.PRUNED: set(),
     TrialStatus.FAILED: set(),
     TrialStatus.CANCELLED: set(),
     TrialStatus.LOST: set(),

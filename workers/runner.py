@@ -22,6 +22,7 @@ from experiments.services.trial_reruns import reruns_reap
 from experiments.services.trial_runs import (
     Claimant,
     Outcome,
+    StudyPruning,
     claim_trial,
     finish_trial,
     studies_refill,
@@ -45,13 +46,16 @@ SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without p
 
 
 class _DatabaseReporter:
-    def __init__(self, trial_pk: int):
+    def __init__(self, trial_pk: int, pruning: StudyPruning | None = None):
         self.trial_pk = trial_pk
+        self.pruning = pruning
 
-    def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
-        alive = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
-                              metrics=logs)
-        return alive and not stop_requested()
+    def epoch_end(self, execution: int, epoch: int, logs: dict):
+        verdict = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
+                                metrics=logs, pruning=self.pruning)
+        if verdict and stop_requested():
+            return False  # its worker is shutting down: stop here and hand the trial back
+        return verdict
 
 
 def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
@@ -112,14 +116,17 @@ def _train(study: Study, trial: Trial) -> Outcome:
         environment = run_environment(study, spec)
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            result = train_configuration(study, hp, spec=spec, reporter=_DatabaseReporter(trial.pk), workdir=workdir)
+            result = train_configuration(study, hp, spec=spec, workdir=workdir,
+                                         reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
-            return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
-                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds,
-                           compute=result.compute, environment=environment)
+            return Outcome("pruned" if result.pruned else "completed", score=result.score,
+                           best_step=result.best_step, metrics=result.metrics, checkpoint_id=checkpoint.id,
+                           duration_seconds=result.duration_seconds, compute=result.compute,
+                           epochs_trained=result.epochs_trained, pruning=result.pruned or {},
+                           environment=environment)
     except TrialCancelled:
         if stop_requested():
             return Outcome("released", error=SHUTDOWN_REASON)
@@ -150,7 +157,8 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     while claim is not None and claim.status == "running":
         outcome = _train(study, claim.trial)
         status = outcome.status
-        keep_going = time.monotonic() < deadline and outcome.status == "completed" and not stop_requested()
+        keep_going = (time.monotonic() < deadline and outcome.status in ("completed", "pruned")
+                      and not stop_requested())
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
                               study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status

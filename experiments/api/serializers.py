@@ -7,6 +7,8 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch, TrialRerun
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.pruning_options import PRUNERS
 
 MAX_ID = 2**63 - 1
 
@@ -45,7 +47,8 @@ class TrialSerializer(serializers.ModelSerializer):
         model = Trial
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
-                  "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from"]
+                  "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from", "epochs_trained",
+                  "pruning"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,
@@ -127,36 +130,58 @@ class TrialEpochSerializer(serializers.ModelSerializer):
 
 class ProgressSerializer(serializers.Serializer):
     completed = serializers.IntegerField()
+    pruned = serializers.IntegerField()
     failed = serializers.IntegerField()
     running = serializers.IntegerField()
     total = serializers.IntegerField()
     max_trials = serializers.IntegerField()
 
 
+class PruningSavedSerializer(serializers.Serializer):
+    pruned = serializers.IntegerField(help_text="Pruned trials.")
+    epochs = serializers.IntegerField(help_text="Epochs they did not train (up to epochs × executions each).")
+    device_epochs = serializers.IntegerField(help_text="epochs × devices per trial (a CPU trial counts as one).")
+    devices = serializers.IntegerField()
+    unit = serializers.CharField(help_text="e.g. GPU-epochs")
+
+
 class StudySerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     best_trial = serializers.SerializerMethodField()
+    pruning_saved = serializers.SerializerMethodField()
 
     class Meta:
         model = Study
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", "status", "message", "created", "started",
-                  "finished", "progress", "best_trial", "seeds", "seeds_used"]
+                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "status", "message", "created",
+                  "started", "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
 
-    def get_progress(self, obj) -> ProgressSerializer:
+    def _counts(self, obj) -> dict:
         counts = self.context.get("progress", {}).get(obj.id)
         if counts is None:
             from experiments.api.views import study_counts
             counts = study_counts([obj.id]).get(obj.id, {})
-        return {"completed": counts.get(Trial.Status.COMPLETED, 0), "failed": counts.get(Trial.Status.FAILED, 0),
+            self.context.setdefault("progress", {})[obj.id] = counts
+        return counts
+
+    def get_progress(self, obj) -> ProgressSerializer:
+        counts = {k: v for k, v in self._counts(obj).items() if k in Trial.Status.values}
+        return {"completed": counts.get(Trial.Status.COMPLETED, 0), "pruned": counts.get(Trial.Status.PRUNED, 0),
+                "failed": counts.get(Trial.Status.FAILED, 0),
                 "running": counts.get(Trial.Status.RUNNING, 0), "total": sum(counts.values()),
                 "max_trials": obj.max_trials}
+
+    def get_pruning_saved(self, obj) -> PruningSavedSerializer(allow_null=True):  # type: ignore[valid-type]
+        from experiments.api.views import PRUNED_TRAINED
+        from experiments.selectors import pruning_savings
+        counts = self._counts(obj)
+        return pruning_savings(obj, pruned=counts.get(Trial.Status.PRUNED, 0), trained=counts.get(PRUNED_TRAINED, 0))
 
     def get_best_trial(self, obj) -> TrialSerializer(allow_null=True):  # type: ignore[valid-type]
         if not self.context.get("with_best", True):
@@ -402,6 +427,13 @@ class StudyInput(StrictSerializer):
                                                 "run first.")
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
                                      help_text="Best trials taken from each study in seed_from (default 3).")
+    pruner = serializers.ChoiceField(choices=list(PRUNERS), required=False, help_text="Default: none.")
+    pruning_startup_trials = serializers.IntegerField(required=False)
+    pruning_warmup_epochs = serializers.IntegerField(required=False)
+    pruning_min_trials = serializers.IntegerField(required=False)
+    pruning_percentile = serializers.FloatField(required=False, help_text="The percentile pruner's share kept.")
+    pruning_min_epochs = serializers.IntegerField(required=False, help_text="Successive halving's first rung.")
+    pruning_reduction_factor = serializers.IntegerField(required=False)
     start = serializers.BooleanField(required=False, default=False)
 
 
@@ -428,6 +460,8 @@ class ModelRequestInput(StrictSerializer):
     epoch_source = serializers.ChoiceField(choices=["detect", "recorded"], required=False)
     epoch_cap = serializers.IntegerField(required=False)
     name = serializers.CharField(required=False, allow_blank=True)
+    include_pruned = serializers.BooleanField(required=False, default=False,
+                                              help_text="With top_n: pick among pruned trials too.")
 
 
 class EnsembleInput(StrictSerializer):

@@ -5,7 +5,7 @@ import re
 from datetime import date
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import Count, F, Sum
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.urls import reverse
@@ -147,12 +147,18 @@ def seed_studies(request, data: dict) -> list[int]:
     return ids
 
 
+# In study_counts' rows: the epochs the study's pruned trials trained.
+PRUNED_TRAINED = "pruned_epochs_trained"
+
+
 def study_counts(study_ids) -> dict[int, dict]:
     counts: dict[int, dict] = {}
     rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
-            .annotate(n=Count("id")))
-    for study_id, status_, n in rows:
+            .annotate(n=Count("id"), trained=Sum("epochs_trained")))
+    for study_id, status_, n, trained in rows:
         counts.setdefault(study_id, {})[status_] = n
+        if status_ == Trial.Status.PRUNED:
+            counts[study_id][PRUNED_TRAINED] = trained or 0
     return counts
 
 
@@ -482,7 +488,8 @@ class StudyModels(generics.GenericAPIView):
                 raise _invalid("trial", "Give the trial's id (a whole number).")
             trials = [get_trial_for_user(request, study.id, int(trial_pk))]
         else:
-            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"])
+            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"],
+                                      include_pruned=form.cleaned_data["include_pruned"])
         cleaned = form.cleaned_data
         models = trained_models_request(study=study, user=request.user, trials=trials, method=cleaned["method"],
                                         epoch_source=cleaned["epoch_source"], epoch_cap=cleaned["epoch_cap"],

@@ -7,6 +7,8 @@ from django.db import transaction
 from experiments.compute_options import compute_errors
 from experiments.hypermodel_catalog import hypermodels_for_kind
 from experiments.models import Dataset, Study, Team, Trial
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.pruning_options import pruning_errors
 from experiments.search_space import grid_size, validate_search_space
 from experiments.services.trial_runs import StudyError, study_wake
 from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed_count_error, warm_start_seeds
@@ -42,6 +44,9 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     compute = {name: options[name] for name in COMPUTE_FIELDS if name in options}
     if compute:
         errors.update(compute_errors(**{**COMPUTE_DEFAULTS, **compute}))
+    pruning = {name: options[name] for name in PRUNING_FIELDS if name in options}
+    if pruning:
+        errors.update(pruning_errors(tuner=tuner, epochs=options.get("epochs"), **pruning))
     dataset, hypermodel = options.get("dataset"), options.get("hypermodel")
     if dataset is not None and hypermodel:
         # A name this process does not know is left to the worker, which reports it on the trial.

@@ -5,18 +5,21 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments import figures
+from experiments import figures, pruners
 from experiments.cloning import clone_values
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
-from experiments.models import Study
+from experiments.models import Study, Trial
+from experiments.pruning_options import PruningSettings
+from experiments.pruning_options import describe as describe_pruning
 from experiments.selectors import (
     queue_has_live_worker,
     study_best_trial,
     study_eta_seconds,
     study_models,
     study_progress,
+    study_pruning_savings,
     study_top_trials,
     study_trials_by_score,
     study_trials_export,
@@ -95,14 +98,24 @@ def _study_form_page(request, initial: dict, original: Study | None = None):
     })
 
 
-def _live_context(study: Study) -> dict:
+def _trial_status(request) -> str:
+    """The trials table's state filter; anything unknown shows every trial."""
+    value = request.GET.get("status", "")
+    return value if value in Trial.Status.values else ""
+
+
+def _live_context(study: Study, trial_status: str = "") -> dict:
     progress = study_progress(study=study)
     context = {
         "study": study,
         "progress": progress,
         "eta_seconds": study_eta_seconds(study=study, progress=progress),
         "best": study_best_trial(study=study),
-        **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study), strict=True)),
+        **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study, status=trial_status), strict=True)),
+        "trial_status": trial_status,
+        "status_filters": [(value, label, progress["by_status"].get(value, 0))
+                           for value, label in Trial.Status.choices if progress["by_status"].get(value)],
+        "pruning_savings": study_pruning_savings(study=study),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
     }
@@ -124,14 +137,16 @@ def _live_context(study: Study) -> dict:
 @team_required
 def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
-    return render(request, "studies/detail.html", _live_context(study))
+    context = _live_context(study, _trial_status(request))
+    context["pruning_line"] = describe_pruning(PruningSettings.from_study(study))
+    return render(request, "studies/detail.html", context)
 
 
 @team_required
 def study_live(request, study_id: int):
     """The part of the study page that htmx refreshes while the study runs."""
     study = get_study_for_user(request, study_id)
-    context = _live_context(study)
+    context = _live_context(study, _trial_status(request))
     # The page last saw the study running (or an older page that does not say): swap in the
     # parts that depend on it having ended.
     seen = request.GET.get("seen", Study.Status.RUNNING)
@@ -196,6 +211,7 @@ def trial_detail(request, study_id: int, trial_pk: int):
                          "train": {k: v for k, v in trial.metrics.items() if not k.startswith("val_")}},
         "still_improving": figures.STILL_IMPROVING if still_improving else None,
         "curves": trial_learning_curves(trial=trial, epoch_rows=epochs, reruns=reruns["charted"]) if epochs else None,
+        "pruned_reason": pruners.explain(trial.pruning, study.objective_metric),
         "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(study)}, study=study),
     })
 
