@@ -37,7 +37,7 @@ bench: $(VENV)/.installed
 	set -a; . ./var/test-services.env; set +a; $(VENV)/bin/python -m benchmarks.orchestration && \
 	  $(VENV)/bin/python -m benchmarks.downloads && $(VENV)/bin/python -m benchmarks.ensembles && \
 	  $(VENV)/bin/python -m benchmarks.pages && $(VENV)/bin/python -m benchmarks.api && $(VENV)/bin/python -m benchmarks.training && \
-	  $(VENV)/bin/python -m benchmarks.metrics_overhead
+	  $(VENV)/bin/python -m benchmarks.metrics_overhead && $(VENV)/bin/python -m benchmarks.pruning
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

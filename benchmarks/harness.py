@@ -14,23 +14,23 @@ RESULTS = ROOT / "benchmarks" / "results"
 HYPERMODELS = "sleep=benchmarks.sleep_hypermodel:SleepHyperModel"
 
 
-def bench_database_url() -> str:
+def bench_database_url(name: str = "tuneboard_bench") -> str:
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tuneboard")
     parts = urlparse(base)
     if parts.scheme not in ("postgres", "postgresql"):
         sys.exit("Benchmarks run against PostgreSQL: set DATABASE_URL=postgres://... (make bench does).")
-    return urlunparse(parts._replace(path="/tuneboard_bench"))
+    return urlunparse(parts._replace(path=f"/{name}"))
 
 
-def setup_django() -> dict:
+def setup_django(database: str = "tuneboard_bench") -> dict:
     """Recreate the benchmark database, migrate it, and configure Django in this process."""
     import psycopg
 
-    url = bench_database_url()
+    url = bench_database_url(database)
     admin = urlunparse(urlparse(url)._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS tuneboard_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE tuneboard_bench")
+        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {database}")
     env = {
         **os.environ,
         "DATABASE_URL": url,

@@ -55,7 +55,8 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ["team", "status", "tuner", "queue"]
     # Start, cancel and budgets go through the pages (the lifecycle rules); the rest is state.
     readonly_fields = ["status", "message", "oracle_state", "oracle_version", "started", "finished",
-                       "last_activity", "wakeups_pending", "last_wakeup", "wakeup_resends", "failures_counted_from"]
+                       "last_activity", "wakeups_pending", "last_wakeup", "wakeup_resends", "failures_counted_from",
+                       "seeds", "seeds_used"]
 
 
 @admin.register(models.Trial)
@@ -101,3 +102,9 @@ class TrainedModelAdmin(WrittenByWorkers):
     list_filter = ["team", "status", "method"]
     search_fields = ["name"]
     inlines = [ModelFileInline]
+
+
+@admin.register(models.TrialRerun)
+class TrialRerunAdmin(WrittenByWorkers):
+    list_display = ["trial", "number", "status", "score", "worker_host", "created"]
+    list_filter = ["status"]

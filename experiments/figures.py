@@ -87,6 +87,11 @@ def trial_label(number: int | None) -> str:
     return f"trial {number}" if number else "trial"
 
 
+def seed_label(*, number: int | None, study_name: str) -> str:
+    """A warm-start seed's source: "Trial 3 of baseline"."""
+    return f"{trial_label(number).capitalize()} of {study_name}"
+
+
 def member_label(member) -> str:
     if member.model_id:
         return str(member.model)

@@ -7,11 +7,24 @@ from django.core import validators
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.models import Dataset, Study, TrainedModel
+from experiments.pruning_options import APPLIES as PRUNING_APPLIES
+from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
+from experiments.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.pruning_options import SETTINGS as PRUNING_SETTINGS
+from experiments.pruning_options import model_field as pruning_field
 from experiments.ranking import metric_direction
 from experiments.search_space import SearchSpaceError, default_initial_random_trials, validate_search_space
 from experiments.services.datasets import UploadOptions
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
+from experiments.services.warm_starts import (
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    WarmStartError,
+    seed_count_error,
+    warm_start_seeds,
+)
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],
@@ -97,24 +110,45 @@ class DatasetUploadForm(forms.Form):
                              image_size=data["image_size"], color_mode=data["color_mode"] or "auto", task=data["task"])
 
 
+class SeedStudiesField(forms.ModelMultipleChoiceField):
+    """The chosen studies as a list, in the order they were sent: their seeds run in that order."""
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.name} ({obj.hypermodel} on {obj.dataset.name})"
+
+    def clean(self, value):
+        by_pk = {str(study.pk): study for study in super().clean(value)}
+        return [by_pk[key] for key in dict.fromkeys(str(v) for v in value or []) if key in by_pk]
+
+
 class StudyForm(forms.ModelForm):
     search_space = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label="Search space (JSON)")
     objective_direction = forms.ChoiceField(
         choices=[("auto", "Infer from the metric")] + list(Study.Direction.choices), initial="auto",
         label="Direction",
     )
+    seed_from = SeedStudiesField(
+        queryset=Study.objects.none(), required=False, label="Warm start from",
+        help_text="The best configurations of these studies run first, in order; then the tuner continues and "
+                  "learns from their results. Hyperparameters of this search space that a configuration lacks take "
+                  "the space's default; they count towards max trials.")
+    top_k = forms.IntegerField(label="Best configurations per study", initial=DEFAULT_TOP_K, min_value=1,
+                               max_value=MAX_TOP_K, required=False)
 
     class Meta:
         model = Study
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
                   "patience", "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial"]
+                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience",
                   "batch_size": "Batch size (per replica)", "queue": "Accelerator queue",
                   "jit_compile": "XLA compilation (jit_compile)", "steps_per_execution": "Steps per execution",
-                  "devices_per_trial": "Devices per trial"}
+                  "devices_per_trial": "Devices per trial", "pruner": "Pruner",
+                  "pruning_startup_trials": "Startup trials", "pruning_warmup_epochs": "Warm-up epochs",
+                  "pruning_min_trials": "Minimum trials at an epoch", "pruning_percentile": "Percentile kept",
+                  "pruning_min_epochs": "Min epochs (first rung)", "pruning_reduction_factor": "Reduction factor"}
         help_texts = {"objective_metric": "What the tuner optimises: a metric the hypermodel reports on this "
                                           "dataset's task (never a test metric).",
                       "parallelism": "Trials in flight at once across the workers of the queue.",
@@ -124,12 +158,22 @@ class StudyForm(forms.ModelForm):
                       "steps_per_execution": "Batches run per call into TensorFlow: above 1 cuts per-step "
                                              "overhead on small models and TPUs; callbacks see every epoch.",
                       "devices_per_trial": "1, or N accelerators of one host with MirroredStrategy (GPU/CPU "
-                                           "queues), or the whole TPU with TPUStrategy on the TPU queue."}
+                                           "queues), or the whole TPU with TPUStrategy on the TPU queue.",
+                      "pruning_startup_trials": "No trial is pruned until this many trials completed.",
+                      "pruning_warmup_epochs": "No trial is pruned before it trained more epochs than this.",
+                      "pruning_min_trials": "A trial is judged at an epoch only when at least this many finished "
+                                            "trials reached it.",
+                      "pruning_percentile": "The share of trials kept at each epoch: 25 keeps the best quarter.",
+                      "pruning_min_epochs": "Successive halving judges at epochs m, m·r, m·r², …; this is m.",
+                      "pruning_reduction_factor": "r: at each rung only the best 1/r of the trials go on."}
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.search_space_errors: dict[str, list[str]] = {}
+        self.team = team
+        self.warm_start_notes: list[str] = []
         self.fields["dataset"].queryset = Dataset.objects.filter(team=team)
+        self.fields["seed_from"].queryset = Study.objects.filter(team=team).select_related("dataset")
         self.fields["hypermodel"] = forms.ChoiceField(
             choices=[(name, f"{name} — {e.description}") for name, e in hypermodel_entries().items()]
         )
@@ -153,8 +197,12 @@ class StudyForm(forms.ModelForm):
             self.initial["search_space"] = json.dumps(entry.default_space, indent=1)
         self._objective_metric_widget()
         self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
-        for name in ("precision", "jit_compile", "steps_per_execution", "devices_per_trial"):
-            self.fields[name].required = False  # absent: the default (float32, auto, 1, 1)
+        for name in ("precision", "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS):
+            self.fields[name].required = False  # absent: the default (float32, auto, 1, 1; no pruning)
+        self.pruners_explained = PRUNERS_EXPLAINED
+        self.pruning_field_names = [name for name in PRUNING_FIELDS if name != "pruner"]
+        self.pruning_applies = {pruner: [pruning_field(name) for name in names]
+                                for pruner, names in PRUNING_APPLIES.items()}
 
     def _objective_metric_widget(self) -> None:
         """A select of the metrics a built-in hypermodel reports on the chosen dataset's task; free
@@ -219,12 +267,42 @@ class StudyForm(forms.ModelForm):
         for name, default in COMPUTE_DEFAULTS.items():
             if data.get(name) in (None, "") and name != "queue":
                 data[name] = default
+        # The settings the chosen pruner does not read are hidden on the page: they keep their defaults.
+        applies = PRUNING_APPLIES.get(data.get("pruner") or "none", ())
+        for name in PRUNING_SETTINGS:
+            if name != "pruner" and (name not in applies or data.get(pruning_field(name)) is None):
+                data[pruning_field(name)] = PRUNING_DEFAULTS[name]
+                self.errors.pop(pruning_field(name), None)
+        if not data.get("pruner"):
+            data["pruner"] = "none"
         # The rules live in the service; the form only shows them beside their fields.
         settings = {name: data.get(name) for name in self.Meta.fields if name in data}
         for name, message in study_settings_errors(**settings).items():
             if name in self.fields and name not in self.errors:
                 self.add_error(name, message)
+        self._check_warm_start(data)
         return data
+
+    def _check_warm_start(self, data: dict) -> None:
+        """The seeds must fit this form's search space; the service checks again on create."""
+        if "top_k" not in self.errors and data.get("top_k") is None:
+            data["top_k"] = DEFAULT_TOP_K
+        studies, rows = data.get("seed_from"), data.get("search_space")
+        if not studies or not rows or "top_k" in self.errors or "seed_from" in self.errors:
+            return
+        try:
+            warm = warm_start_seeds(team=self.team, studies=studies, top_k=data["top_k"], search_space=rows,
+                                    hypermodel=data.get("hypermodel") or "")
+        except WarmStartError as exc:
+            self.add_error("seed_from", exc.messages)
+            return
+        count = len(warm.seeds)
+        if too_many := seed_count_error(seeds=count, max_trials=data.get("max_trials")):
+            self.add_error("seed_from", too_many)
+        if count:
+            self.warm_start_notes.append(f"{count} configuration{'s' if count != 1 else ''} of earlier trials "
+                                         "run first.")
+        self.warm_start_notes += warm.notes
 
 
 class StudyBudgetForm(forms.ModelForm):
@@ -257,11 +335,14 @@ class ModelRequestForm(forms.Form):
                                    max_value=MAX_EPOCH_CAP)
     name = forms.SlugField(label="Model name", max_length=80, required=False,
                            help_text="Versions count up per name; defaults to the study's name.")
+    include_pruned = forms.BooleanField(label="Include pruned trials", required=False,
+                                        help_text="Pruned trials stopped early, so their scores are short of a full "
+                                                  "training; by default only completed trials are picked.")
 
     def __init__(self, *args, single_trial: bool = False, study: Study | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         if single_trial:
-            del self.fields["top_n"]
+            del self.fields["top_n"], self.fields["include_pruned"]
         if study is not None:
             cap = default_epoch_cap(study)
             self.fields["epoch_cap"].initial = cap

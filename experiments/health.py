@@ -155,7 +155,7 @@ class DatabaseCollector:
         return []  # no queries at registration time
 
     def collect(self):
-        from experiments.models import Study, TrainedModel, Trial, Worker
+        from experiments.models import Study, TrainedModel, Trial, TrialRerun, Worker
         from experiments.services.model_runs import ENSEMBLE_QUEUE
 
         queues = [choice for choice, _ in Study.Queue.choices]
@@ -185,7 +185,7 @@ class DatabaseCollector:
                     models.add_metric([kind, state], model_counts.get((kind, state), 0))
 
             # Queued work per accelerator class: free trial slots of running studies plus
-            # model jobs waiting for a worker.
+            # model jobs and trial re-runs waiting for a worker.
             depth = {queue: 0 for queue in queues}
             running = Study.objects.filter(status=StudyStatus.RUNNING).annotate(
                 busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
@@ -195,8 +195,12 @@ class DatabaseCollector:
                              .values_list("study__queue").annotate(n=Count("id"))):
                 queue = queue or ENSEMBLE_QUEUE
                 depth[queue] = depth.get(queue, 0) + n
+            for queue, n in (TrialRerun.objects.filter(status=ModelStatus.QUEUED)
+                             .values_list("trial__study__queue").annotate(n=Count("id"))):
+                depth[queue] = depth.get(queue, 0) + n
             queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
-                                            "studies and queued model jobs) per queue", labels=["queue"])
+                                            "studies, queued model jobs and trial re-runs) per queue",
+                                            labels=["queue"])
             for queue, n in sorted(depth.items()):
                 queue_depth.add_metric([queue], n)
 

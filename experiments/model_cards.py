@@ -107,6 +107,8 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
         "inputs_by_format": format_inputs(kind=dataset.kind, files=files,
                                           unavailable=model.signature.get("unavailable", {})),
         "compute": model.compute,
+        # Dataset hash and split, seed, versions, host and devices, hypermodel code (experiments/reproducibility.py).
+        "reproducibility": model.environment,
         "signature": model.signature,
         "package_versions": model.versions,
         "files": [

@@ -6,7 +6,9 @@ from django.utils import timezone
 from knox.models import AbstractAuthToken
 
 from experiments.compute_options import JIT_COMPILE, PRECISIONS
-from experiments.states import TRIAL_FINISHED, ModelStatus, StudyStatus, TrialStatus
+from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
+from experiments.pruning_options import PRUNERS
+from experiments.states import TRIAL_FINISHED, DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
 
 
 class Team(models.Model):
@@ -199,6 +201,18 @@ class Study(models.Model):
     jit_compile = models.CharField(max_length=4, choices=list(JIT_COMPILE.items()), default="auto")
     steps_per_execution = models.PositiveIntegerField(default=1)
     devices_per_trial = models.PositiveIntegerField(default=1)
+    # Warm start (experiments/services/warm_starts.py): configurations of earlier trials, run
+    # first and in order; `seeds_used` of them have been claimed (written under the row lock).
+    seeds = models.JSONField(default=list, blank=True)
+    seeds_used = models.PositiveIntegerField(default=0)
+    # Pruning (experiments/pruning_options.py): stop trials that are clearly behind at an epoch.
+    pruner = models.CharField(max_length=20, choices=list(PRUNERS.items()), default="none")
+    pruning_startup_trials = models.PositiveIntegerField(default=PRUNING_DEFAULTS["startup_trials"])
+    pruning_warmup_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["warmup_epochs"])
+    pruning_min_trials = models.PositiveIntegerField(default=PRUNING_DEFAULTS["min_trials"])
+    pruning_percentile = models.FloatField(default=PRUNING_DEFAULTS["percentile"])
+    pruning_min_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["min_epochs"])
+    pruning_reduction_factor = models.PositiveIntegerField(default=PRUNING_DEFAULTS["reduction_factor"])
 
     class Meta:
         ordering = ["-created"]
@@ -249,9 +263,19 @@ class Trial(models.Model):
     claim_ms = models.FloatField(null=True, blank=True)
     # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
     compute = models.JSONField(default=dict, blank=True)
+    # What it takes to reproduce it (experiments/reproducibility.py): dataset hash and split,
+    # seed, package versions, host and devices, the hypermodel's code identity.
+    environment = models.JSONField(default=dict, blank=True)
+    # Epochs it trained, over all its executions (set when it finishes).
+    epochs_trained = models.PositiveIntegerField(null=True, blank=True)
+    # A pruned trial's decision: experiments.pruners.Decision.record().
+    pruning = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # The earlier trial whose configuration this one runs again (a warm-start seed).
+    seeded_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="seeded_trials")
 
     class Meta:
         ordering = ["number"]
@@ -279,6 +303,9 @@ class TrialEpoch(models.Model):
     execution = models.PositiveIntegerField(default=0)
     epoch = models.PositiveIntegerField()
     metrics = models.JSONField(default=dict)
+    # The objective's best value so far in this execution, kept for pruning studies only: the
+    # pruner compares trials at one epoch by it without reading every earlier epoch.
+    best_objective = models.FloatField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -286,6 +313,29 @@ class TrialEpoch(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["trial", "execution", "epoch"], name="one_row_per_epoch")
         ]
+
+
+class PruningReference(models.Model):
+    """A finished (completed or pruned) trial's best-so-far objective at one epoch of a pruning
+    study, copied from its TrialEpoch rows when it finishes: what the pruner compares a running
+    trial with (experiments/pruners.py). Kept apart so one index-only read per epoch report
+    finds them, however many epochs and trials the study has; rows of finished trials never
+    change, so neither do these."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="+")
+    execution = models.PositiveIntegerField()
+    epoch = models.PositiveIntegerField()
+    best_objective = models.FloatField()
+    completed = models.BooleanField()  # False: pruned (the startup rule counts completed trials)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "execution", "epoch"], name="one_reference_per_epoch")
+        ]
+        # Every column a lookup reads is in the key: an index-only scan (SQLite has no INCLUDE).
+        indexes = [models.Index(fields=["study", "execution", "epoch", "best_objective", "completed"],
+                                name="pruning_reference_lookup")]
 
 
 class Worker(models.Model):
@@ -364,6 +414,7 @@ class TrainedModel(models.Model):
     signature = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict, blank=True)
     compute = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)  # as Trial.environment
     # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)
     # Attempts handed back by a worker shutting down: not the job's fault, so not counted as lost.
@@ -513,3 +564,164 @@ class ApiToken(AbstractAuthToken):
     @property
     def is_expired(self) -> bool:
         return self.expiry is not None and timezone.now() >= self.expiry
+
+
+# --- notifications (experiments/services/notifications.py) ----------------------------------
+
+
+class EventKind(models.TextChoices):
+    STUDY_COMPLETED = "study.completed", "Study finished"
+    STUDY_FAILED = "study.failed", "Study failed"
+    MODEL_READY = "model.ready", "Model ready"
+    ENSEMBLE_READY = "ensemble.ready", "Ensemble ready"
+    WORKER_LOST = "worker.lost", "Worker lost"
+    TEST = "test", "Test"
+
+
+# What people can subscribe to (a test goes to the one webhook it was sent from).
+SUBSCRIBABLE_EVENTS = [(kind.value, kind.label) for kind in EventKind if kind != EventKind.TEST]
+
+
+class NotificationPreference(models.Model):
+    """Which events of one team a user wants by e-mail. No row means none: e-mail is opt-in."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="notification_preferences")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    events = models.JSONField(default=list, blank=True)
+    # Only studies and models this user created (and their lost trials).
+    only_mine = models.BooleanField(default=False)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_preference_per_user_and_team")]
+
+
+class Webhook(models.Model):
+    """A team's receiver of events: Slack-compatible JSON, signed with the secret (HMAC-SHA256).
+
+    The secret is kept as is, since signing needs it; it is shown once, when it is made."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="webhooks")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=128)
+    events = models.JSONField(default=list)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def display_url(self) -> str:
+        """Scheme and host only: the path of a Slack webhook URL is itself a credential."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/…"
+
+
+class NotificationEvent(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=EventKind.choices)
+    text = models.TextField()
+    # The webhook body as sent: Slack's "text" plus structured fields.
+    payload = models.JSONField(default=dict)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+
+class NotificationDelivery(models.Model):
+    """One e-mail or webhook call of one event, tried until sent or out of attempts."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
+
+    Status = DeliveryStatus
+
+    event = models.ForeignKey(NotificationEvent, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    webhook = models.ForeignKey(Webhook, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="+")
+    # The e-mail address, or the webhook's name and host, as shown on the team page.
+    target = models.CharField(max_length=300)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    response_code = models.PositiveIntegerField(null=True, blank=True)
+    # When the next attempt is due; while one is under way, when it counts as lost.
+    next_attempt = models.DateTimeField(null=True, blank=True)
+    # When its task was last handed to the broker, and how often the sweep had to do it again.
+    last_sent = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveIntegerField(default=0)
+    # One entry per attempt: {"at", "ok", "code", "error"}.
+    history = models.JSONField(default=list, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["status", "next_attempt"])]
+class TrialRerun(models.Model):
+    """A finished trial's configuration trained again, same seed, settings and split, to see how
+    close the result comes. It lives beside the search: the tuner never hears of it and it is
+    not one of the study's trials. Its lifecycle is a model run's (services/model_runs.py:
+    claim with a new attempt, fenced writes, heartbeat, reaper), on the study's queue."""
+
+    Status = ModelStatus
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="reruns")
+    # 1, 2, ... per trial, for labels.
+    number = models.PositiveIntegerField()
+    seed = models.IntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    score = models.FloatField(null=True, blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker_host = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    last_sent = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveIntegerField(default=0)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["trial", "number"]
+        constraints = [models.UniqueConstraint(fields=["trial", "number"], name="one_rerun_per_number")]
+        indexes = [models.Index(fields=["status", "heartbeat"])]
+
+    def __str__(self) -> str:
+        return f"{self.trial} re-run {self.number}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class TrialRerunEpoch(models.Model):
+    rerun = models.ForeignKey(TrialRerun, on_delete=models.CASCADE, related_name="epochs")
+    execution = models.PositiveIntegerField(default=0)
+    epoch = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["execution", "epoch"]
+        constraints = [
+            models.UniqueConstraint(fields=["rerun", "execution", "epoch"], name="one_row_per_rerun_epoch")
+        ]

@@ -6,7 +6,11 @@ queue, for KEDA's metrics-api trigger (deploy/kubernetes/; valueLocation "work")
     running_trials  RUNNING trials of studies on the queue
     queued_models   QUEUED trained models whose task goes to the queue
     running_models  RUNNING trained models whose task goes to the queue
-    work            the sum: the number of worker processes (concurrency 1) that have something to do
+    queued_reruns   QUEUED trial re-runs of studies on the queue
+    running_reruns  RUNNING trial re-runs of studies on the queue
+    due_deliveries  notification e-mails and webhook calls due now (their tasks go to the cpu queue)
+    work            the sum, counting due deliveries as one (one worker sends them all): the number of
+                    worker processes (concurrency 1) that have something to do
 
 A model goes to its study's queue; an ensemble (no study) to ENSEMBLE_QUEUE. The endpoint
 answers only a bearer token equal to $TUNEBOARD_SCALING_TOKEN (403 when unset or wrong),
@@ -18,11 +22,13 @@ import os
 
 from django.db.models import Count, Q
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from experiments.models import Study, TrainedModel, Trial
+from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
 from experiments.services.model_runs import ENSEMBLE_QUEUE
-from experiments.states import ModelStatus, StudyStatus, TrialStatus
+from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
+from experiments.states import DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
 
 TOKEN_ENV = "TUNEBOARD_SCALING_TOKEN"
 
@@ -46,14 +52,22 @@ def scaling_counts(queue: str) -> dict:
     models = models.filter(Q(study__queue=queue) | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
         else models.filter(study__queue=queue)
     by_status = dict(models.order_by().values_list("status").annotate(n=Count("id")))
+    reruns = dict(TrialRerun.objects.filter(trial__study__queue=queue, status__in=(ModelStatus.QUEUED,
+                                                                                   ModelStatus.RUNNING))
+                  .order_by().values_list("status").annotate(n=Count("id")))
     counts = {
         "queue": queue,
         "queued_trials": queued_trials,
         "running_trials": running_trials,
         "queued_models": by_status.get(ModelStatus.QUEUED, 0),
         "running_models": by_status.get(ModelStatus.RUNNING, 0),
+        "queued_reruns": reruns.get(ModelStatus.QUEUED, 0),
+        "running_reruns": reruns.get(ModelStatus.RUNNING, 0),
     }
     counts["work"] = sum(v for k, v in counts.items() if k != "queue")
+    counts["due_deliveries"] = NotificationDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, next_attempt__lte=timezone.now()).count() if queue == DELIVERY_QUEUE else 0
+    counts["work"] += min(1, counts["due_deliveries"])
     return counts
 
 

@@ -12,6 +12,7 @@ wider than the range, conditions on values the parent can never take).
 import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from experiments.errors import TuneboardError
 
@@ -520,3 +521,111 @@ def default_initial_random_trials(rows: list[dict]) -> int:
     """KerasTuner's BayesianOptimization default: 3 x the number of hyperparameters, at least 3
     (each row is one KerasTuner hyperparameter)."""
     return max(3 * len(rows), 3)
+
+
+# --- Configurations -----------------------------------------------------------------------
+
+
+class ConfigurationError(TuneboardError, ValueError):
+    """Why a set of values does not fit a search space, one message per hyperparameter."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(" ".join(problems))
+
+
+@dataclass
+class FittedConfiguration:
+    values: dict  # the active hyperparameters' values, as KerasTuner would hold them
+    defaults: list[str] = field(default_factory=list)  # active, absent from the configuration
+    dropped: list[str] = field(default_factory=list)  # given, but inactive under its parents' values
+
+
+def row_default(row: dict) -> object:
+    """The value KerasTuner gives the row when nothing chose one (workers/hyperparameters.py
+    declares no defaults: Int and Float start at min, a Choice at its first value)."""
+    if row["type"] in ("int", "float"):
+        return row["min"]
+    if row["type"] == "choice":
+        return row["values"][0]
+    if row["type"] == "fixed":
+        return row["value"]
+    return False
+
+
+def _range_text(row: dict) -> str:
+    text = f"{_fmt(row['min'])} to {_fmt(row['max'])}"
+    if row["step"] is not None:
+        text += f" by {'×' if row['sampling'] != 'linear' else ''}{_fmt(row['step'])}"
+    return text
+
+
+def _on_float_steps(row: dict, value: float) -> bool:
+    low, step = row["min"], row["step"]
+    if step is None:
+        return True
+    if row["sampling"] == "linear":
+        grid = [low + step * round((value - low) / step)]
+    else:
+        grid = _log_grid(low, row["max"], step)
+    return any(math.isclose(value, point, rel_tol=1e-9, abs_tol=1e-12) for point in grid)
+
+
+def _fit_value(row: dict, value: object) -> object:
+    """The value in the row's own type, or _Invalid saying why the row cannot take it."""
+    kind, type_ = _scalar_kind(value), row["type"]
+    if type_ in ("int", "float"):
+        if kind not in ("int", "float") or (type_ == "int" and kind != "int"):
+            raise _Invalid(f"has the wrong type: {'an Int takes whole' if type_ == 'int' else 'a Float takes'} "
+                           "numbers")
+        value = value if type_ == "int" else float(value)
+        if not math.isfinite(value) or not row["min"] <= value <= row["max"]:
+            raise _Invalid(f"is outside the range {_range_text(row)}")
+        on_steps = _possible(row, value) if type_ == "int" else _on_float_steps(row, value)
+        if not on_steps:
+            raise _Invalid(f"is not one of the values the range {_range_text(row)} takes")
+        return value
+    if type_ == "boolean":
+        if kind != "bool":
+            raise _Invalid("has the wrong type: a Boolean takes true or false")
+        return value
+    allowed = row["values"] if type_ == "choice" else [row["value"]]
+    wanted = _scalar_kind(allowed[0])
+    if kind == "int" and wanted == "float":
+        value, kind = float(value), "float"
+    if kind != wanted:
+        raise _Invalid(f"has the wrong type: the space's values are {', '.join(_fmt(v) for v in allowed)}")
+    if value not in allowed:
+        if type_ == "fixed":
+            raise _Invalid(f"differs from the space's fixed value {_fmt(allowed[0])}")
+        raise _Invalid(f"is not one of the choices {', '.join(_fmt(v) for v in allowed)}")
+    return value
+
+
+def fit_configuration(rows: list[dict], values: dict) -> FittedConfiguration:
+    """A configuration (a trial's values) brought into a validated space: every value must be
+    one the space can take; active hyperparameters it lacks take the space's default, and
+    values of hyperparameters its own choices switch off are dropped, as KerasTuner's
+    ensure_active_values does. ConfigurationError names every hyperparameter that does not fit.
+    KerasTuner's bookkeeping values (tuner/epochs, ... from Hyperband) are not hyperparameters."""
+    by_name = {row["name"]: row for row in rows}
+    given = {name: value for name, value in values.items() if not name.startswith("tuner/")}
+    problems = [f"{name} is not a hyperparameter of the new search space." for name in given if name not in by_name]
+    fitted = FittedConfiguration(values={})
+    for row in parents_first(rows):
+        name, parent = row["name"], row["parent"]
+        if parent is not None and (parent not in fitted.values or fitted.values[parent] not in row["parent_values"]):
+            if name in given:
+                fitted.dropped.append(name)
+            continue
+        if name not in given:
+            fitted.values[name] = row_default(row)
+            fitted.defaults.append(name)
+            continue
+        try:
+            fitted.values[name] = _fit_value(row, given[name])
+        except _Invalid as exc:
+            problems.append(f"{name} = {_fmt(given[name])} {exc}.")
+    if problems:
+        raise ConfigurationError(problems)
+    return fitted

@@ -2,10 +2,10 @@
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from experiments import figures
-from experiments.models import Dataset, ModelFile, Study, Team, TrainedModel, Trial
+from experiments.models import Dataset, ModelFile, NotificationDelivery, Study, Team, TrainedModel, Trial, Webhook
 from experiments.ranking import (
     effective_ranking_metric,
     metric_direction,
@@ -15,6 +15,9 @@ from experiments.ranking import (
 )
 from experiments.search_space import default_initial_random_trials
 
+# Trials that produced a result (a pruned one is cut short, not failed).
+WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
+
 
 def team_datasets(*, team: Team) -> QuerySet[Dataset]:
     return Dataset.objects.filter(team=team).order_by("-created")
@@ -23,18 +26,24 @@ def team_datasets(*, team: Team) -> QuerySet[Dataset]:
 def team_studies(*, team: Team) -> QuerySet[Study]:
     return (
         Study.objects.filter(team=team).select_related("dataset")
-        .annotate(finished_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)))
+        .annotate(finished_trials=Count("trials", filter=Q(trials__status__in=WITH_RESULTS)))
         .order_by("-created")
     )
 
 
-def study_trials_by_score(*, study: Study, limit: int = 100) -> tuple[list[Trial], int]:
+def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -> tuple[list[Trial], int]:
     """The trial table: the best completed trials, then the running ones, then the latest
-    failed/cancelled/lost, at most `limit` in all (running ones always shown); and how many
-    trials the study has."""
+    pruned/failed/cancelled/lost, at most `limit` in all (running ones always shown); and how
+    many trials the study has. With `status`, only the trials in that state (best first when
+    they have scores) and how many there are."""
     score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
         nulls_last=True)
-    trials = Trial.objects.filter(study=study).defer("kt_state")
+    trials = (Trial.objects.filter(study=study).select_related("seeded_from__study")
+              .defer("kt_state", "seeded_from__kt_state"))
+    if status:
+        trials = trials.filter(status=status)
+        order = (score_order, "number") if status in WITH_RESULTS else ("-number",)
+        return list(trials.order_by(*order)[:limit]), trials.count()
     running = list(trials.filter(status=Trial.Status.RUNNING).order_by("number")[:limit])
     best = list(trials.filter(status=Trial.Status.COMPLETED).order_by(score_order, "number")[:limit - len(running)])
     rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED])
@@ -47,9 +56,13 @@ def study_best_trial(*, study: Study) -> Trial | None:
     return Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number").first()
 
 
-def study_top_trials(*, study: Study, n: int) -> list[Trial]:
+def study_top_trials(*, study: Study, n: int, include_pruned: bool = False) -> list[Trial]:
+    """The best n trials to make models from: completed ones, and pruned ones only when asked
+    (a pruned trial's score is its best before it was stopped, short of its full training)."""
     order = "-score" if study.objective_direction == "max" else "score"
-    return list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number")[:n])
+    statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+    return list(Trial.objects.filter(study=study, status__in=statuses, score__isnull=False)
+                .order_by(order, "number")[:n])
 
 
 def team_models(*, team: Team) -> QuerySet[TrainedModel]:
@@ -57,9 +70,9 @@ def team_models(*, team: Team) -> QuerySet[TrainedModel]:
             .annotate(member_count=Count("members")).order_by("-created"))
 
 
-def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
+def ensemble_candidates(*, team: Team, trials_per_study: int = 5, include_pruned: bool = False) -> list[dict]:
     """What an ensemble may be made of, by dataset: the team's completed single models, and
-    the best few checkpointed trials of each study (best first)."""
+    the best few checkpointed trials of each study (best first; pruned ones only when asked)."""
     groups: dict[int, dict] = {}
 
     def group(dataset):
@@ -74,7 +87,8 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5) -> list[dict]:
         group(model.dataset)["models"].append(model)
     for study in Study.objects.filter(team=team).select_related("dataset").order_by("name"):
         order = "-score" if study.objective_direction == "max" else "score"
-        trials = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, checkpoint__isnull=False)
+        statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+        trials = (Trial.objects.filter(study=study, status__in=statuses, checkpoint__isnull=False)
                   .order_by(order, "number")[:trials_per_study])
         for trial in trials:
             trial.study = study
@@ -142,20 +156,45 @@ def study_progress(*, study: Study) -> dict:
     )
     completed = counts.get(Trial.Status.COMPLETED, 0)
     failed = counts.get(Trial.Status.FAILED, 0)
-    finished = completed + failed
+    pruned = counts.get(Trial.Status.PRUNED, 0)
+    finished = completed + failed + pruned
     at_last_epoch = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED,
                                          best_epoch__gte=study.epochs).count() if completed else 0
     return {
         "completed": completed,
         "failed": failed,
+        "pruned": pruned,
         "running": counts.get(Trial.Status.RUNNING, 0),
         "finished": finished,
+        "by_status": counts,
         "max_trials": study.max_trials,
         "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
         "exploration": bayesian_exploration(study=study, completed=completed),
         "still_improving": figures.study_still_improving(completed=completed, at_last_epoch=at_last_epoch,
                                                          epochs=study.epochs),
     }
+
+
+def study_pruning_savings(*, study: Study) -> dict | None:
+    """What pruning saved (see pruning_savings); None when the study does not prune."""
+    if study.pruner == "none":
+        return None
+    totals = Trial.objects.filter(study=study, status=Trial.Status.PRUNED).aggregate(
+        trials=Count("id"), trained=Sum("epochs_trained"))
+    return pruning_savings(study, pruned=totals["trials"], trained=totals["trained"] or 0)
+
+
+def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
+    """The epochs `pruned` trials did not train (the study's epochs × executions each would have
+    had at most, less the `trained` ones) times the devices each trial runs on: a GPU or TPU
+    trial counts its devices per trial; a CPU trial counts as one device, whatever its logical
+    devices. An upper bound: patience might have stopped some of them earlier anyway."""
+    if study.pruner == "none":
+        return None
+    epochs = pruned * study.epochs * study.executions_per_trial - trained
+    devices = study.devices_per_trial if study.queue in (Study.Queue.GPU, Study.Queue.TPU) else 1
+    return {"pruned": pruned, "epochs": epochs, "device_epochs": epochs * devices, "devices": devices,
+            "unit": f"{study.queue.upper()}-epochs"}
 
 
 def bayesian_exploration(*, study: Study, completed: int) -> dict | None:
@@ -196,7 +235,7 @@ def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
 
     if not study.is_active:
         return None
-    recent = (Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).exclude(duration_seconds=None)
+    recent = (Trial.objects.filter(study=study, status__in=WITH_RESULTS).exclude(duration_seconds=None)
               .order_by("-number"))
     durations = list(recent.values_list("duration_seconds", flat=True)[:200])
     return study_charts.eta_seconds(durations=durations, remaining=study.max_trials - progress["finished"],
@@ -207,17 +246,47 @@ def trial_epoch_rows(*, trial: Trial) -> list[dict]:
     return list(trial.epochs.values("execution", "epoch", "metrics"))
 
 
-def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict]) -> dict:
-    """The trial page's chart: one series per execution, the best epoch and the study's last marked."""
+def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list | None = None) -> dict:
+    """The trial page's chart: one series per execution, the best epoch and the study's last
+    marked; each finished re-run's curves beside the trial's own."""
     from experiments import study_charts
 
     executions = {row["execution"] for row in epoch_rows}
     series = study_charts.series_by(
         epoch_rows, "execution", lambda e: f"execution {e + 1}" if len(executions) > 1 else "this trial")
+    for rerun in reruns or []:
+        series += study_charts.series_by(
+            rerun.epoch_rows, "execution",
+            lambda e, n=rerun.number: f"re-run {n}, execution {e + 1}" if len(executions) > 1 else f"re-run {n}")
     marks = [{"epoch": trial.best_epoch, "label": "best epoch"}] if trial.best_epoch else []
     if epoch_rows and max(row["epoch"] for row in epoch_rows) + 1 >= trial.study.epochs:  # it ran to the limit
         marks.append({"epoch": trial.study.epochs, "label": "last epoch"})
+    if trial.pruning.get("epoch"):
+        marks.append({"epoch": trial.pruning["epoch"], "label": "pruned"})
     return study_charts.learning_curves(series, task=trial.study.dataset.task, marks=marks)
+
+
+def trial_reruns(*, trial: Trial) -> list:
+    """The trial's re-runs, newest first; each carries its epoch rows and, once completed, how
+    close it came to the trial (experiments/reproducibility.py)."""
+    from experiments.models import TrialRerun, TrialRerunEpoch
+    from experiments.reproducibility import rerun_comparison
+
+    reruns = list(TrialRerun.objects.filter(trial=trial).order_by("-number"))
+    rows: dict[int, list[dict]] = {}
+    for row in TrialRerunEpoch.objects.filter(rerun__trial=trial).values("rerun_id", "execution", "epoch", "metrics"):
+        rows.setdefault(row.pop("rerun_id"), []).append(row)
+    original = {"score": trial.score, "best_epoch": trial.best_epoch, "metrics": trial.metrics,
+                "environment": trial.environment}
+    for rerun in reruns:
+        rerun.epoch_rows = rows.get(rerun.pk, [])
+        rerun.comparison = None
+        if rerun.status == TrialRerun.Status.COMPLETED:
+            rerun.comparison = rerun_comparison(
+                objective=trial.study.objective_metric, original=original,
+                rerun={"score": rerun.score, "best_epoch": rerun.best_epoch, "metrics": rerun.metrics,
+                       "environment": rerun.environment})
+    return reruns
 
 
 def fleet_rows(*, team: Team, now=None) -> list[dict]:
@@ -246,11 +315,13 @@ def dashboard_data(*, team: Team) -> dict:
         Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
         .annotate(completed_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)),
                   failed_trials=Count("trials", filter=Q(trials__status=Trial.Status.FAILED)),
+                  pruned_trials=Count("trials", filter=Q(trials__status=Trial.Status.PRUNED)),
                   running_trials=Count("trials", filter=Q(trials__status=Trial.Status.RUNNING)))
         .order_by("-started")
     )
     for study in running:
-        finished = study.completed_trials + study.failed_trials
+        finished = study.completed_trials + study.failed_trials + study.pruned_trials
+        study.finished_trials = finished
         study.percent = min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0
     fleet = fleet_rows(team=team)
     best = team_best_models(team=team)
@@ -288,7 +359,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
     sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
     names = study_charts.varying_hyperparameters(sample)
-    finished = sum(1 for t in trials if t["status"] in (Trial.Status.COMPLETED, Trial.Status.FAILED))
+    finished = sum(1 for t in trials if t["status"] in (*WITH_RESULTS, Trial.Status.FAILED))
     durations = [t["duration_seconds"] for t in completed[-200:] if t["duration_seconds"]]
     return {
         "objective": study.objective_metric,
@@ -427,3 +498,39 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
     rows = sorted((r for r in rows if not missing(r)), key=key, reverse=descending) + [r for r in rows if missing(r)]
     return {"rows": rows, "metric": metric, "hp_names": hp_names, "sort": sort, "descending": descending,
             "ranking": ranking}
+
+
+def studies_compared(*, studies: list[Study]) -> dict:
+    """Two to four studies side by side (experiments/study_comparison.py), in three queries
+    whatever their size: every trial's row without its JSON, the hyperparameters of the sample
+    the importance is estimated on, and the best trials' metrics and hyperparameters."""
+    from experiments import importance, study_comparison
+
+    study_comparison.check_selection(studies)
+    trials: dict[int, list[dict]] = {s.id: [] for s in studies}
+    for row in (Trial.objects.filter(study__in=list(trials)).order_by("study_id", "number", "pk")
+                .values("pk", "study_id", "number", "status", "score")):
+        trials[row["study_id"]].append(row)
+    histories = {s.id: study_comparison.study_history(trials[s.id], s.objective_direction) for s in studies}
+    samples = {sid: importance.sample(h["completed"]) for sid, h in histories.items()}
+    best_pks = [h["best"]["pk"] for h in histories.values() if h["best"]]
+    sampled_pks = [t["pk"] for sample in samples.values() for t in sample]
+    values = dict(Trial.objects.filter(pk__in=sampled_pks).values_list("pk", "hyperparameters"))
+    best_rows = {row["pk"]: row for row in Trial.objects.filter(pk__in=best_pks).values(
+        "pk", "number", "score", "metrics", "hyperparameters")}
+    return study_comparison.comparison(
+        studies=[{"id": s.id, "name": s.name, "tuner": s.tuner, "tuner_label": s.get_tuner_display(),
+                  "hypermodel": s.hypermodel, "status": s.status, "objective_metric": s.objective_metric,
+                  "objective_direction": s.objective_direction} for s in studies],
+        histories=histories, best_rows=best_rows,
+        importance_trials={sid: [{"score": t["score"], "hyperparameters": values.get(t["pk"], {})} for t in sample]
+                           for sid, sample in samples.items()})
+def team_webhooks(*, team: Team) -> list[Webhook]:
+    return list(Webhook.objects.filter(team=team).order_by("name", "id"))
+
+
+def team_deliveries(*, team: Team, limit: int | None = 25):
+    """The latest notification deliveries of the team (e-mails and webhook calls), newest first."""
+    rows = (NotificationDelivery.objects.filter(event__team=team).select_related("event", "webhook", "user")
+            .defer("event__payload").order_by("-created", "-id"))
+    return rows if limit is None else rows[:limit]

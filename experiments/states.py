@@ -23,6 +23,8 @@ class TrialStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     LOST = "lost", "Lost"
+    # Stopped early by the study's pruner (experiments/pruners.py): a result, not a failure.
+    PRUNED = "pruned", "Pruned"
 
 
 class ModelStatus(models.TextChoices):
@@ -45,8 +47,10 @@ STUDY_MOVES = {
 
 TRIAL_MOVES = {
     # A trial row is created RUNNING by a claim and finished once; its results never change.
-    TrialStatus.RUNNING: {TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.CANCELLED, TrialStatus.LOST},
+    TrialStatus.RUNNING: {TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.CANCELLED, TrialStatus.LOST,
+                          TrialStatus.PRUNED},
     TrialStatus.COMPLETED: set(),
+    TrialStatus.PRUNED: set(),
     TrialStatus.FAILED: set(),
     TrialStatus.CANCELLED: set(),
     TrialStatus.LOST: set(),
@@ -69,3 +73,10 @@ MODEL_ACTIVE = (ModelStatus.QUEUED, ModelStatus.RUNNING)
 def sources(moves: dict, target) -> list:
     """The states a row may leave to reach `target`: the filter of a conditional UPDATE."""
     return [state for state, targets in moves.items() if target in targets]
+
+
+class DeliveryStatus(models.TextChoices):
+    # PENDING covers "waiting for a retry": attempts and next_attempt say which.
+    PENDING = "pending", "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"

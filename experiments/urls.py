@@ -1,6 +1,17 @@
 from django.urls import path
 
-from experiments.views import datasets, ensembles, fleet, leaderboard, models, studies, teams
+from experiments.views import (
+    datasets,
+    ensembles,
+    fleet,
+    leaderboard,
+    models,
+    notifications,
+    reruns,
+    studies,
+    study_comparison,
+    teams,
+)
 
 urlpatterns = [
     path("", teams.dashboard, name="dashboard"),
@@ -13,11 +24,18 @@ urlpatterns = [
          name="team_invitation_withdraw"),
     path("team/leave/", teams.team_leave, name="team_leave"),
     path("teams/new/", teams.team_new, name="team_new"),
+    # Test and secret before remove: the route crawler posts them in this order.
+    path("team/webhooks/new/", notifications.webhook_new, name="webhook_new"),
+    path("team/webhooks/<int:webhook_id>/", notifications.webhook_edit, name="webhook_edit"),
+    path("team/webhooks/<int:webhook_id>/test/", notifications.webhook_test, name="webhook_test"),
+    path("team/webhooks/<int:webhook_id>/secret/", notifications.webhook_secret, name="webhook_secret"),
+    path("team/webhooks/<int:webhook_id>/remove/", notifications.webhook_remove, name="webhook_remove"),
     path("datasets/", datasets.dataset_list, name="dataset_list"),
     path("datasets/upload/", datasets.dataset_upload, name="dataset_upload"),
     path("datasets/<int:dataset_id>/", datasets.dataset_detail, name="dataset_detail"),
     path("studies/", studies.study_list, name="study_list"),
     path("studies/new/", studies.study_new, name="study_new"),
+    path("studies/compare/", study_comparison.studies_compare, name="studies_compare"),
     path("studies/<int:study_id>/", studies.study_detail, name="study_detail"),
     path("studies/<int:study_id>/live/", studies.study_live, name="study_live"),
     path("studies/<int:study_id>/chart-data/", studies.study_chart_data, name="study_chart_data"),
@@ -27,9 +45,13 @@ urlpatterns = [
     path("studies/<int:study_id>/start/", studies.study_start_view, name="study_start"),
     path("studies/<int:study_id>/cancel/", studies.study_cancel_view, name="study_cancel"),
     path("studies/<int:study_id>/budget/", studies.study_budget_view, name="study_budget"),
+    path("studies/<int:study_id>/clone/", studies.study_clone, name="study_clone"),
     path("studies/<int:study_id>/models/", models.study_models_request, name="study_models_request"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/models/", models.trial_models_request,
          name="trial_models_request"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/rerun/", reruns.trial_rerun_view, name="trial_rerun"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/live/", reruns.trial_reruns_live,
+         name="trial_reruns_live"),
     path("models/", models.model_list, name="model_list"),
     path("ensembles/new/", ensembles.ensemble_new, name="ensemble_new"),
     path("leaderboard/", leaderboard.leaderboard_view, name="leaderboard"),

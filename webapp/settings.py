@@ -149,6 +149,20 @@ EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tuneboard@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# Where the filebased backend (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend) writes.
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
+
+# Notifications (e-mail per user, webhooks per team) link to pages under this address: mail and
+# webhooks are sent by workers, which have no request to take the host from.
+SITE_URL = env_str("TUNEBOARD_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+if not SITE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"TUNEBOARD_SITE_URL must start with http:// or https://, got {SITE_URL!r}.")
+# A failed delivery is tried again after RETRY, 2 x RETRY, 4 x RETRY ... seconds, MAX_ATTEMPTS times in all
+# (30 s and 6: the last try is about 15 minutes after the first).
+NOTIFY_RETRY_SECONDS = env_int("TUNEBOARD_NOTIFY_RETRY_SECONDS", 30, minimum=1)
+NOTIFY_MAX_ATTEMPTS = env_int("TUNEBOARD_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+# A receiver that does not answer must not hold a worker for long.
+WEBHOOK_TIMEOUT_SECONDS = env_int("TUNEBOARD_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1)
 # How long an invitation link to a team stays valid.
 INVITATION_DAYS = env_int("TUNEBOARD_INVITATION_DAYS", 7, minimum=1)
 
@@ -298,4 +312,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Choice sets used by more than one component keep the names they had with one: trained
+    # models and trial re-runs share a lifecycle, a trial's detail extends the trial.
+    "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.ModelStatus",
+                            "TrialStatusEnum": "experiments.states.TrialStatus"},
 }

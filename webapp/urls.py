@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from experiments import health
 from experiments.scaling import scaling_view
+from experiments.views.notifications import notification_settings
 from experiments.views.teams import invitation_accept_view
 from experiments.views.tokens import api_tokens
 
@@ -25,6 +26,7 @@ urlpatterns = [
     path("password/reset/complete/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
     path("account/tokens/", api_tokens, name="api_tokens"),
+    path("account/notifications/", notification_settings, name="notification_settings"),
     path("scaling/<str:queue>/", scaling_view, name="scaling"),
     path("api/v1/", include("experiments.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),

@@ -8,6 +8,7 @@ The row lock, not the oracle's per-process lock, serialises claims across proces
 """
 
 import collections
+import contextlib
 import copy
 from dataclasses import dataclass, field
 
@@ -139,7 +140,56 @@ class HyperbandOracle(_StateInPostgres, kt.oracles.HyperbandOracle):
 
 class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
     """GridSearchOracle keeps its place in the grid outside get_state(); a rebuilt one
-    would answer STOPPED after the first trial. Carry the grid position in the state."""
+    would answer STOPPED after the first trial. Carry the grid position in the state.
+
+    Warm-start seeds run before the grid starts and stay outside its walk (a linked list of
+    trials, each leading to the next combination) until the walk reaches their values: there
+    a seed takes the place of the trial the grid would have proposed, so the grid neither
+    repeats it nor loses its way. A seed off the grid simply never joins the walk."""
+
+    def populate_space(self, trial_id):
+        # KerasTuner 1.4.8's GridSearchOracle.populate_space, with seeds taking their places.
+        pending = [] if self._ordered_ids._memory else [(None, self._first_values())]
+        while pending or self._populate_next:
+            if pending:
+                after, values = pending.pop()
+            else:
+                after = self._populate_next.pop(0)
+                values = self._get_next_combination(self.trials[after].hyperparameters.values)
+                if values is None:
+                    continue
+                next_id = self._ordered_ids.next(after)
+                if next_id is not None and self._compare(values, self.trials[next_id].hyperparameters.values) >= 0:
+                    continue
+            seed_id = self._seed_with(values)
+            if seed_id is None:
+                self._ordered_ids.insert(trial_id, after)
+                if after is None:
+                    self._populate_next.append(trial_id)
+                return {"status": TrialStatus.RUNNING, "values": values}
+            self._ordered_ids.insert(seed_id, after)
+            if self.trials[seed_id].status not in (TrialStatus.RUNNING, TrialStatus.IDLE):
+                self._populate_next.append(seed_id)  # it ended before the walk got here
+        if self.ongoing_trials:
+            return {"status": TrialStatus.IDLE, "values": None}
+        return {"status": TrialStatus.STOPPED, "values": None}
+
+    def _first_values(self) -> dict:
+        space = self.get_space()
+        return {hp.name: hp.default for hp in space.space if space.is_active(hp)}
+
+    def _seed_with(self, values: dict) -> str | None:
+        """A trial outside the walk (a seed) with these values; == so 16.0 matches 16."""
+        walked = self._ordered_ids._data_to_index
+        return next((trial_id for trial_id, trial in self.trials.items()
+                     if trial_id not in walked and trial.hyperparameters.values == values), None)
+
+    def end_trial(self, trial):
+        # GridSearchOracle's own end_trial queues every trial for the walk; a seed joins it
+        # only once the walk reaches its values (populate_space).
+        super(kt.oracles.GridSearchOracle, self).end_trial(trial)
+        if trial.trial_id in self._ordered_ids._data_to_index:
+            self._populate_next.append(trial.trial_id)
 
     def get_state(self):
         state = super().get_state()
@@ -255,6 +305,36 @@ class Proposal:
     trial_id: str = ""
     values: dict = field(default_factory=dict)
     state: dict = field(default_factory=dict)
+    seeded: bool = False  # the values are the warm-start seed the claim offered
+
+
+@contextlib.contextmanager
+def _offering(oracle, seed: dict | None):
+    """While it is open, the oracle's next new trial takes `seed` as its values instead of
+    its own choice, through KerasTuner's create_trial: the trial is recorded, counted and
+    hashed against duplicates like any other. Hyperband draws a fresh bracket candidate at
+    random, so there the seed replaces that draw and the brackets' bookkeeping holds.
+    Yields a list that holds True once the seed was taken (a retry or the end of the budget
+    goes first)."""
+    taken: list[bool] = []
+    if seed is None:
+        yield taken
+        return
+
+    def seed_values():
+        taken.append(True)
+        return dict(seed)
+
+    if isinstance(oracle, HyperbandOracle):
+        name, replacement = "_random_values", seed_values
+    else:
+        name, replacement = "populate_space", lambda trial_id: {"status": TrialStatus.RUNNING,
+                                                                "values": seed_values()}
+    setattr(oracle, name, replacement)  # on the instance, over the class's method
+    try:
+        yield taken
+    finally:
+        delattr(oracle, name)
 
 
 @dataclass
@@ -272,8 +352,9 @@ class KerasTunerOracles:
         oracle.failure_limit_reached = False
         return oracle
 
-    def propose(self, study: Study, oracle, tuner_id: str) -> Proposal:
-        kt_trial = oracle.create_trial(tuner_id)
+    def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None) -> Proposal:
+        with _offering(oracle, seed) as taken:
+            kt_trial = oracle.create_trial(tuner_id)
         if kt_trial.status == TrialStatus.IDLE:
             _remember(study, study.oracle_version, oracle)  # unchanged: the next poll reuses it
             return Proposal("idle")
@@ -283,7 +364,7 @@ class KerasTunerOracles:
         # what the hypermodel gets, what is stored, and what the oracle keeps are the same.
         kt_trial.hyperparameters.values = typed_values(kt_trial.hyperparameters)
         return Proposal("running", kt_trial.trial_id, dict(kt_trial.hyperparameters.values),
-                        compact_trial_state(kt_trial))
+                        compact_trial_state(kt_trial), seeded=bool(taken))
 
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None) -> Ended:
         kt_trial = oracle.trials[trial_id]

@@ -27,6 +27,7 @@ from experiments.services.model_runs import (
 )
 from workers import hypermodels
 from workers.ensembling import build_ensemble
+from workers.environment import environment_record
 from workers.export import export_model
 from workers.hypermodels.base import DataInfo
 from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
@@ -99,6 +100,15 @@ def _single_model(row: TrainedModel, workdir: Path) -> dict:
             "compute": compute, "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
 
 
+def _environment(row: TrainedModel, compute: dict) -> dict:
+    record = environment_record(dataset=row.dataset, seed=row.seed, compute=compute,
+                                hypermodel=None if row.is_ensemble else row.study.hypermodel)
+    if row.method == TrainedModel.Method.PROMOTE and row.trial.environment:
+        # Its weights are the trial's: how they were made is the trial's record; this worker only exported them.
+        return {**row.trial.environment, "exported_on": {"host": record["host"], "versions": record["versions"]}}
+    return record
+
+
 def make_trained_model(*, model_pk: int) -> str:
     import keras
 
@@ -128,7 +138,7 @@ def make_trained_model(*, model_pk: int) -> str:
             }
             signature = {**exported.signature, "unavailable": exported.unavailable}
             if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=signature,
-                             versions=package_versions(), files=files,
+                             versions=package_versions(), files=files, environment=_environment(row, result["compute"]),
                              duration_seconds=time.monotonic() - started, **result):
                 return "completed"
             # Requeued after a stale heartbeat, or cancelled, while we worked: not ours to store.

@@ -17,9 +17,12 @@ from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.model_runs import models_reap
+from experiments.services.notification_delivery import deliveries_resend_due
+from experiments.services.trial_reruns import reruns_reap
 from experiments.services.trial_runs import (
     Claimant,
     Outcome,
+    StudyPruning,
     claim_trial,
     finish_trial,
     studies_refill,
@@ -28,11 +31,12 @@ from experiments.services.trial_runs import (
     trials_reap_stale,
 )
 from workers import checkpoints, hypermodels
+from workers.environment import environment_record, training_settings
 from workers.model_building import build_model, study_hyperparameters
 from workers.oracle import KerasTunerOracles
 from workers.shutdown import stop_requested
 from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
-from workers.training import TrialCancelled, TrialFailed, TrialSpec, run_trial
+from workers.training import TrialCancelled, TrialFailed, TrialResult, TrialSpec, describe, run_trial
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
@@ -42,13 +46,16 @@ SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without p
 
 
 class _DatabaseReporter:
-    def __init__(self, trial_pk: int):
+    def __init__(self, trial_pk: int, pruning: StudyPruning | None = None):
         self.trial_pk = trial_pk
+        self.pruning = pruning
 
-    def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool:
-        alive = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
-                              metrics=logs)
-        return alive and not stop_requested()
+    def epoch_end(self, execution: int, epoch: int, logs: dict):
+        verdict = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
+                                metrics=logs, pruning=self.pruning)
+        if verdict and stop_requested():
+            return False  # its worker is shutting down: stop here and hand the trial back
+        return verdict
 
 
 def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
@@ -64,46 +71,68 @@ def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
     return artifact_copy_to_path(artifact=parent.checkpoint, path=workdir / f"warm-start{checkpoints.SUFFIX}")
 
 
+def trial_spec(study: Study, values: dict, *, seed: int) -> TrialSpec:
+    """How a configuration of the study trains: epochs (Hyperband's own, when it set them),
+    early stopping, batch size, executions and the seed."""
+    return TrialSpec(
+        objective=study.objective_metric, direction=study.objective_direction,
+        epochs=int(values.get("tuner/epochs", study.epochs)), initial_epoch=int(values.get("tuner/initial_epoch", 0)),
+        batch_size=study.batch_size, patience=study.patience, executions=study.executions_per_trial, seed=seed,
+        time_limit_seconds=settings.MAX_TRIAL_SECONDS,
+    )
+
+
+def run_environment(study: Study, spec: TrialSpec) -> dict:
+    """The environment record of a run of the study's configuration in this child."""
+    try:
+        compute = describe(ComputeSettings.from_study(study), study.batch_size)
+    except TrialFailed:
+        compute = None  # no such device here: the run fails with the reason, the rest still holds
+    return environment_record(dataset=study.dataset, seed=spec.seed, hypermodel=study.hypermodel, compute=compute,
+                              training=training_settings(spec))
+
+
+def train_configuration(study: Study, hp, *, spec: TrialSpec, reporter, workdir: Path) -> TrialResult:
+    """One configuration trained as the search trains it: the trial and its re-runs alike."""
+    data, info = load_dataset(study.dataset)
+    return run_trial(
+        build=lambda: build_model(study, hp, info), spec=spec, data=data, reporter=reporter, workdir=workdir,
+        warm_start=_warm_start(study, dict(hp.values), workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
+        compute=ComputeSettings.from_study(study),
+    )
+
+
 def _train(study: Study, trial: Trial) -> Outcome:
     import keras
 
     hp = study_hyperparameters(study, trial.hyperparameters)
-    values = dict(hp.values)
+    spec = trial_spec(study, dict(hp.values), seed=study.seed + trial.number)
+    environment: dict = {}
     started = time.monotonic()
     heartbeat = Heartbeat(lambda: trial_heartbeat(trial_pk=trial.pk), settings.TRIAL_HEARTBEAT_SECONDS,
                           name=f"heartbeat-trial-{trial.pk}")
     heartbeat.start()
     try:
+        environment = run_environment(study, spec)
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            data, info = load_dataset(study.dataset)
-            spec = TrialSpec(
-                objective=study.objective_metric, direction=study.objective_direction,
-                epochs=int(values.get("tuner/epochs", study.epochs)),
-                initial_epoch=int(values.get("tuner/initial_epoch", 0)),
-                batch_size=study.batch_size, patience=study.patience,
-                executions=study.executions_per_trial, seed=study.seed + trial.number,
-                time_limit_seconds=settings.MAX_TRIAL_SECONDS,
-            )
-            result = run_trial(
-                build=lambda: build_model(study, hp, info), spec=spec, data=data,
-                reporter=_DatabaseReporter(trial.pk), workdir=workdir,
-                warm_start=_warm_start(study, values, workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
-                compute=ComputeSettings.from_study(study),
-            )
+            result = train_configuration(study, hp, spec=spec, workdir=workdir,
+                                         reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
-            return Outcome("completed", score=result.score, best_step=result.best_step, metrics=result.metrics,
-                           checkpoint_id=checkpoint.id, duration_seconds=result.duration_seconds,
-                           compute=result.compute)
+            return Outcome("pruned" if result.pruned else "completed", score=result.score,
+                           best_step=result.best_step, metrics=result.metrics, checkpoint_id=checkpoint.id,
+                           duration_seconds=result.duration_seconds, compute=result.compute,
+                           epochs_trained=result.epochs_trained, pruning=result.pruned or {},
+                           environment=environment)
     except TrialCancelled:
         if stop_requested():
             return Outcome("released", error=SHUTDOWN_REASON)
         return Outcome("released")
     except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
-        return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"))
+        return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"), environment=environment)
     finally:
         heartbeat.stop()
         release_memory(keras, trial_seconds=time.monotonic() - started)
@@ -122,13 +151,14 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
                         worker_name=worker_name)
 
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
-    study = Study.objects.select_related("dataset__arrays", "team").get(pk=study_id)
+    study = Study.objects.select_related("dataset__arrays", "dataset__upload", "team").get(pk=study_id)
     deadline = time.monotonic() + CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":
         outcome = _train(study, claim.trial)
         status = outcome.status
-        keep_going = time.monotonic() < deadline and outcome.status == "completed" and not stop_requested()
+        keep_going = (time.monotonic() < deadline and outcome.status in ("completed", "pruned")
+                      and not stop_requested())
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
                               study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status
@@ -136,10 +166,11 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
 
 def reap() -> dict:
     """The periodic job (beat, or the reaper-leader worker): lost trials, studies with free
-    slots no wake-up covers, lost and unsent model jobs. Each part, and each row within it,
+    slots no wake-up covers, lost and unsent model jobs, notification deliveries whose task
+    was lost. Each part, and each row within it,
     on its own: one failure is logged and never stops the rest."""
     parts = {"trials_reaped": lambda: trials_reap_stale(oracles=ORACLES), "wakeups_sent": studies_refill,
-             "models": models_reap}
+             "models": models_reap, "reruns": reruns_reap, "deliveries_resent": deliveries_resend_due}
     done = {}
     for name, part in parts.items():
         try:

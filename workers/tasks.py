@@ -88,8 +88,35 @@ def train_model(self, model_pk: int) -> str:
         return make_trained_model(model_pk=model_pk)
 
 
+@shared_task(
+    name="workers.tasks.rerun_trial",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def rerun_trial(rerun_pk: int) -> str:
+    from workers.reruns import rerun_trial as run
+
+    return run(rerun_pk=rerun_pk)
+
+
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
     from workers.runner import reap as run
 
     return run()
+
+
+@shared_task(
+    name="workers.tasks.deliver_notification",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def deliver_notification(delivery_pk: int) -> str:
+    # The backoff between tries lives in the delivery row, not in Celery's retry.
+    from experiments.services.notification_delivery import delivery_attempt
+
+    return delivery_attempt(delivery_pk=delivery_pk)

@@ -30,6 +30,9 @@ class TrialCancelled(Exception):
 
 
 class EpochReporter(Protocol):
+    """Truthy: go on. Falsy: stop; a falsy answer with a `pruned` record (the study's pruner
+    stopped the trial) makes a result, any other stop cancels the trial."""
+
     def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool: ...
 
 
@@ -69,6 +72,8 @@ class TrialResult:
     checkpoint_path: Path
     duration_seconds: float
     compute: dict = field(default_factory=dict)  # where and how it trained: Placement.record()
+    epochs_trained: int = 0  # over all executions
+    pruned: dict | None = None  # the pruner's decision, when it stopped the trial
 
 
 def _better(a: float, b: float, direction: str) -> bool:
@@ -105,20 +110,24 @@ class _KeepBest(keras.callbacks.Callback):
 
 
 class _Report(keras.callbacks.Callback):
-    """Keeps each epoch's logs and hands them to `report(epoch, logs)`; a False answer stops
-    training (the study was cancelled or the row is gone)."""
+    """Keeps each epoch's logs and hands them to `report(epoch, logs)`; a falsy answer stops
+    training: pruned when it carries the pruner's decision, else cancelled (the study was
+    cancelled or the row is gone)."""
 
     def __init__(self, report):
         super().__init__()
         self.report = report
         self.cancelled = False
+        self.pruned: dict | None = None
         self.history: list[tuple[int, dict]] = []
 
     def on_epoch_end(self, epoch, logs=None):
         logs = _clean(logs)
         self.history.append((epoch, logs))
-        if not self.report(epoch, logs):
-            self.cancelled = True
+        verdict = self.report(epoch, logs)
+        if not verdict:
+            self.pruned = getattr(verdict, "pruned", None)
+            self.cancelled = self.pruned is None
             self.model.stop_training = True
 
 
@@ -218,6 +227,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     validation = run.validation(data.x_val, data.y_val)
     best: tuple[float, int, dict, Path] | None = None
     scores = []
+    epochs_trained, pruned = 0, None
     time_limit = _TimeLimit(spec.time_limit_seconds)  # one budget for all executions
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
@@ -247,10 +257,17 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
             # A custom fit may ignore the callbacks: then the final weights are what we have.
             checkpoints.save_weights(keep_best.weights or model.get_weights(), checkpoint)
             best = (value, epoch, logs, checkpoint)
+        epochs_trained += len(report.history)
+        if report.pruned is not None:
+            # Stopped by the pruner: its score is the best so far (the mean over the executions
+            # it ran, the last one cut short) and the executions left are not run.
+            pruned = report.pruned
+            break
     assert best is not None
     return TrialResult(
         score=float(np.mean(scores)), best_step=best[1], metrics=best[2],
         checkpoint_path=best[3], duration_seconds=time.monotonic() - started, compute=run.record(),
+        epochs_trained=epochs_trained, pruned=pruned,
     )
 
 

@@ -12,16 +12,20 @@ from typing import Any
 import yaml
 
 INT_FIELDS = ("max_trials", "executions_per_trial", "epochs", "batch_size", "patience", "seed", "parallelism",
-              "initial_random_trials", "steps_per_execution", "devices_per_trial")
+              "initial_random_trials", "steps_per_execution", "devices_per_trial", "pruning_startup_trials",
+              "pruning_warmup_epochs", "pruning_min_trials", "pruning_min_epochs", "pruning_reduction_factor")
+# Whole numbers that may be 0 (the others start at 1; the seed may be anything).
+ZERO_ALLOWED = ("patience", "initial_random_trials", "pruning_startup_trials", "pruning_warmup_epochs")
 TEXT_FIELDS = ("name", "hypermodel", "objective_metric", "precision", "jit_compile")
 CHOICES = {
     "tuner": ("random", "bayesian", "hyperband", "grid"),
     "objective_direction": ("auto", "min", "max"),
     "queue": ("cpu", "gpu", "tpu"),
+    "pruner": ("none", "median", "percentile", "successive_halving"),
 }
 REQUIRED = ("name", "dataset", "hypermodel", "search_space")
 FIELDS = (*REQUIRED, "tuner", "objective_metric", "objective_direction", *INT_FIELDS, "queue", "precision",
-          "jit_compile", "start")
+          "jit_compile", "pruner", "pruning_percentile", "start")
 HP_TYPES = ("int", "float", "choice", "boolean", "fixed")
 
 
@@ -82,9 +86,12 @@ def validate(data: Any, *, source: str = "the study file") -> dict:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             problems.append(f"{key}: must be a whole number, not {_kind(value)} {value!r}")
-        elif key != "seed" and value < (0 if key in ("patience", "initial_random_trials") else 1):
-            lowest = "0 or more" if key in ("patience", "initial_random_trials") else "1 or more"
+        elif key != "seed" and value < (0 if key in ZERO_ALLOWED else 1):
+            lowest = "0 or more" if key in ZERO_ALLOWED else "1 or more"
             problems.append(f"{key}: must be {lowest}, not {value}")
+    percentile = data.get("pruning_percentile")
+    if percentile is not None and (isinstance(percentile, bool) or not isinstance(percentile, int | float)):
+        problems.append(f"pruning_percentile: must be a number, not {_kind(percentile)} {percentile!r}")
     for key, choices in CHOICES.items():
         value = data.get(key)
         if value is not None and value not in choices:

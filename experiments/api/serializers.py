@@ -6,7 +6,9 @@ these input serializers only describe the bodies for the schema and refuse unkno
 from django.urls import reverse
 from rest_framework import serializers
 
-from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
+from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch, TrialRerun
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.pruning_options import PRUNERS
 
 MAX_ID = 2**63 - 1
 
@@ -29,18 +31,95 @@ class DatasetSerializer(serializers.ModelSerializer):
         return absolute(self.context, reverse("api:dataset-detail", kwargs={"dataset_id": obj.id}))
 
 
+class SeedSourceSerializer(serializers.Serializer):
+    trial = serializers.IntegerField(help_text="The earlier trial's id.")
+    study = serializers.IntegerField()
+    number = serializers.IntegerField()
+    url = serializers.CharField()
+
+
 class TrialSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
+    seeded_from = serializers.SerializerMethodField(help_text="The earlier trial whose configuration this warm-start "
+                                                              "seed runs again; null for the tuner's own trials.")
 
     class Meta:
         model = Trial
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
-                  "duration_seconds", "compute", "notes", "tags"]
+                  "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from", "epochs_trained",
+                  "pruning"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,
                                                                            "trial_pk": obj.pk}))
+
+    def get_seeded_from(self, obj) -> SeedSourceSerializer(allow_null=True):  # type: ignore[valid-type]
+        source = obj.seeded_from
+        if source is None:
+            return None
+        url = reverse("api:trial-detail", kwargs={"study_id": source.study_id, "trial_pk": source.pk})
+        return {"trial": source.pk, "study": source.study_id, "number": source.number,
+                "url": absolute(self.context, url)}
+
+
+class DifferenceSerializer(serializers.Serializer):
+    name = serializers.CharField(required=False)
+    original = serializers.JSONField(allow_null=True)
+    rerun = serializers.JSONField(allow_null=True)
+    difference = serializers.FloatField(allow_null=True, help_text="re-run minus original")
+    absolute = serializers.FloatField(allow_null=True)
+    relative = serializers.FloatField(allow_null=True, help_text="absolute / |original|")
+    relative_percent = serializers.FloatField(allow_null=True)
+    identical = serializers.BooleanField()
+
+
+class EnvironmentDifferenceSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text='Dotted, e.g. "versions.tensorflow", "dataset.sha256".')
+    original = serializers.JSONField(allow_null=True)
+    rerun = serializers.JSONField(allow_null=True)
+    input = serializers.BooleanField(help_text="A changed input (dataset, code, seed), not just another machine.")
+
+
+class RerunComparisonSerializer(serializers.Serializer):
+    objective = DifferenceSerializer()
+    best_epoch = DifferenceSerializer()
+    metrics = DifferenceSerializer(many=True)
+    environment_recorded = serializers.BooleanField()
+    environment_differences = EnvironmentDifferenceSerializer(many=True)
+    same_environment = serializers.BooleanField()
+    same_inputs = serializers.BooleanField()
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class TrialRerunSerializer(serializers.ModelSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TrialRerun
+        fields = ["id", "number", "status", "error", "seed", "score", "best_epoch", "metrics", "compute",
+                  "environment", "worker_host", "created", "started", "finished", "duration_seconds", "comparison"]
+
+    def get_comparison(self, obj) -> RerunComparisonSerializer(allow_null=True):  # type: ignore[valid-type]
+        return getattr(obj, "comparison", None)
+
+
+class TrialDetailSerializer(TrialSerializer):
+    """A trial with its re-runs, each finished one with how close it came."""
+
+    reruns = serializers.SerializerMethodField()
+
+    class Meta(TrialSerializer.Meta):
+        fields = [*TrialSerializer.Meta.fields, "reruns"]
+
+    def get_reruns(self, obj) -> TrialRerunSerializer(many=True):  # type: ignore[valid-type]
+        from experiments.selectors import trial_reruns
+        return TrialRerunSerializer(trial_reruns(trial=obj), many=True, context=self.context).data
+
+
+class AcceptedRerunSerializer(serializers.Serializer):
+    url = serializers.CharField(help_text="The trial, whose detail lists its re-runs.")
+    rerun = TrialRerunSerializer()
 
 
 class TrialEpochSerializer(serializers.ModelSerializer):
@@ -51,36 +130,58 @@ class TrialEpochSerializer(serializers.ModelSerializer):
 
 class ProgressSerializer(serializers.Serializer):
     completed = serializers.IntegerField()
+    pruned = serializers.IntegerField()
     failed = serializers.IntegerField()
     running = serializers.IntegerField()
     total = serializers.IntegerField()
     max_trials = serializers.IntegerField()
 
 
+class PruningSavedSerializer(serializers.Serializer):
+    pruned = serializers.IntegerField(help_text="Pruned trials.")
+    epochs = serializers.IntegerField(help_text="Epochs they did not train (up to epochs × executions each).")
+    device_epochs = serializers.IntegerField(help_text="epochs × devices per trial (a CPU trial counts as one).")
+    devices = serializers.IntegerField()
+    unit = serializers.CharField(help_text="e.g. GPU-epochs")
+
+
 class StudySerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     best_trial = serializers.SerializerMethodField()
+    pruning_saved = serializers.SerializerMethodField()
 
     class Meta:
         model = Study
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", "status", "message", "created", "started",
-                  "finished", "progress", "best_trial"]
+                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "status", "message", "created",
+                  "started", "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
 
-    def get_progress(self, obj) -> ProgressSerializer:
+    def _counts(self, obj) -> dict:
         counts = self.context.get("progress", {}).get(obj.id)
         if counts is None:
             from experiments.api.views import study_counts
             counts = study_counts([obj.id]).get(obj.id, {})
-        return {"completed": counts.get(Trial.Status.COMPLETED, 0), "failed": counts.get(Trial.Status.FAILED, 0),
+            self.context.setdefault("progress", {})[obj.id] = counts
+        return counts
+
+    def get_progress(self, obj) -> ProgressSerializer:
+        counts = {k: v for k, v in self._counts(obj).items() if k in Trial.Status.values}
+        return {"completed": counts.get(Trial.Status.COMPLETED, 0), "pruned": counts.get(Trial.Status.PRUNED, 0),
+                "failed": counts.get(Trial.Status.FAILED, 0),
                 "running": counts.get(Trial.Status.RUNNING, 0), "total": sum(counts.values()),
                 "max_trials": obj.max_trials}
+
+    def get_pruning_saved(self, obj) -> PruningSavedSerializer(allow_null=True):  # type: ignore[valid-type]
+        from experiments.api.views import PRUNED_TRAINED
+        from experiments.selectors import pruning_savings
+        counts = self._counts(obj)
+        return pruning_savings(obj, pruned=counts.get(Trial.Status.PRUNED, 0), trained=counts.get(PRUNED_TRAINED, 0))
 
     def get_best_trial(self, obj) -> TrialSerializer(allow_null=True):  # type: ignore[valid-type]
         if not self.context.get("with_best", True):
@@ -116,8 +217,8 @@ class TrainedModelSerializer(serializers.ModelSerializer):
         model = TrainedModel
         fields = ["id", "url", "name", "version", "kind", "method", "status", "error", "dataset", "study", "trial",
                   "epoch_source", "epoch_cap", "greedy_rounds", "seed", "best_epoch", "epochs", "hyperparameters",
-                  "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "created", "started",
-                  "finished", "duration_seconds", "files", "members"]
+                  "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "environment",
+                  "created", "started", "finished", "duration_seconds", "files", "members"]
 
     def get_url(self, obj) -> str:
         name = "api:ensemble-detail" if obj.is_ensemble else "api:model-detail"
@@ -193,6 +294,77 @@ class LeaderboardSerializer(serializers.Serializer):
     results = LeaderboardRowSerializer(many=True)
 
 
+
+class ComparedHistorySerializer(serializers.Serializer):
+    number = serializers.ListField(child=serializers.IntegerField(), help_text="Trial numbers (1-based start order).")
+    score = serializers.ListField(child=serializers.FloatField(), help_text="Each completed trial's objective.")
+    best = serializers.ListField(child=serializers.FloatField(), help_text="The best objective so far.")
+    trial = serializers.ListField(child=serializers.IntegerField(), help_text="Each point's trial id.")
+    total = serializers.IntegerField(help_text="Completed trials with a score.")
+    shown = serializers.IntegerField(help_text="Points kept (long histories are downsampled, improvements kept).")
+
+
+class ComparedTrialSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    number = serializers.IntegerField()
+    label = serializers.CharField()
+    score = serializers.FloatField()
+    metrics = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    hyperparameters = serializers.DictField(child=serializers.JSONField())
+
+
+class ImportanceRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    importance = serializers.FloatField()
+
+
+class ImportanceSerializer(serializers.Serializer):
+    rows = ImportanceRowSerializer(many=True)
+    trials = serializers.IntegerField(help_text="Completed trials the importance is estimated on.")
+    message = serializers.CharField(allow_blank=True, help_text="Why there are no shares (e.g. too few trials).")
+
+
+class ComparedStudySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    name = serializers.CharField()
+    tuner = serializers.CharField()
+    tuner_label = serializers.CharField()
+    hypermodel = serializers.CharField()
+    status = serializers.CharField()
+    objective_metric = serializers.CharField()
+    objective_direction = serializers.CharField()
+    trials_total = serializers.IntegerField()
+    trials_completed = serializers.IntegerField()
+    history = ComparedHistorySerializer()
+    best_trial = ComparedTrialSerializer(allow_null=True)
+    importance = ImportanceSerializer()
+
+
+class ObjectiveGroupSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    direction = serializers.CharField()
+    studies = serializers.ListField(child=serializers.IntegerField())
+
+
+class SideBySideRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    values = serializers.ListField(child=serializers.JSONField(allow_null=True),
+                                   help_text="One per study, in the order of `studies`; null where it has none.")
+
+
+class StudyComparisonSerializer(serializers.Serializer):
+    dataset = serializers.IntegerField()
+    objectives = ObjectiveGroupSerializer(many=True, help_text="Studies that share an objective share a y axis.")
+    objectives_differ = serializers.BooleanField()
+    leader = serializers.IntegerField(allow_null=True, help_text="The study with the best best trial, when all "
+                                                                 "share one objective.")
+    importance_method = serializers.CharField()
+    metrics = SideBySideRowSerializer(many=True, help_text="The best trials' metrics.")
+    hyperparameters = SideBySideRowSerializer(many=True, help_text="The best trials' hyperparameters.")
+    studies = ComparedStudySerializer(many=True)
+
 # Write side: bodies (for the schema; the forms and services validate).
 
 class StrictSerializer(serializers.Serializer):
@@ -250,6 +422,18 @@ class StudyInput(StrictSerializer):
     jit_compile = serializers.CharField(required=False)
     steps_per_execution = serializers.IntegerField(required=False)
     devices_per_trial = serializers.IntegerField(required=False)
+    seed_from = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                      help_text="Warm start: ids of earlier studies of the team whose best trials "
+                                                "run first.")
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
+                                     help_text="Best trials taken from each study in seed_from (default 3).")
+    pruner = serializers.ChoiceField(choices=list(PRUNERS), required=False, help_text="Default: none.")
+    pruning_startup_trials = serializers.IntegerField(required=False)
+    pruning_warmup_epochs = serializers.IntegerField(required=False)
+    pruning_min_trials = serializers.IntegerField(required=False)
+    pruning_percentile = serializers.FloatField(required=False, help_text="The percentile pruner's share kept.")
+    pruning_min_epochs = serializers.IntegerField(required=False, help_text="Successive halving's first rung.")
+    pruning_reduction_factor = serializers.IntegerField(required=False)
     start = serializers.BooleanField(required=False, default=False)
 
 
@@ -259,7 +443,14 @@ class BudgetInput(StrictSerializer):
 
 
 class CloneInput(StrictSerializer):
-    name = serializers.CharField()
+    name = serializers.CharField(required=False, help_text='Defaults to "<name> (copy)".')
+    dataset = serializers.IntegerField(required=False, help_text="Another dataset of the team; defaults to the "
+                                                                  "original's.")
+    seed_from = serializers.ListField(child=serializers.IntegerField(), required=False,
+                                      help_text="Warm start: ids of earlier studies of the team (the original "
+                                                "included, if wanted) whose best trials run first. None by default.")
+    top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
+                                     help_text="Best trials taken from each study in seed_from (default 3).")
 
 
 class ModelRequestInput(StrictSerializer):
@@ -269,6 +460,8 @@ class ModelRequestInput(StrictSerializer):
     epoch_source = serializers.ChoiceField(choices=["detect", "recorded"], required=False)
     epoch_cap = serializers.IntegerField(required=False)
     name = serializers.CharField(required=False, allow_blank=True)
+    include_pruned = serializers.BooleanField(required=False, default=False,
+                                              help_text="With top_n: pick among pruned trials too.")
 
 
 class EnsembleInput(StrictSerializer):
@@ -288,3 +481,31 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
     field = serializers.CharField(allow_null=True)
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class WebhookSerializer(serializers.Serializer):
+    """A team webhook; never its secret, and only the host of its URL (a Slack URL's path is a credential)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    address = serializers.CharField(source="display_url")
+    events = serializers.ListField(child=serializers.CharField())
+    active = serializers.BooleanField()
+    created = serializers.DateTimeField()
+
+
+class DeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    event = serializers.CharField(source="event.kind")
+    event_id = serializers.IntegerField()
+    text = serializers.CharField(source="event.text")
+    channel = serializers.ChoiceField(choices=["email", "webhook"])
+    webhook = serializers.IntegerField(source="webhook_id", allow_null=True)
+    target = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "sent", "failed"])
+    attempts = serializers.IntegerField()
+    response_code = serializers.IntegerField(allow_null=True)
+    last_error = serializers.CharField()
+    next_attempt = serializers.DateTimeField(allow_null=True)
+    created = serializers.DateTimeField()
+    sent_at = serializers.DateTimeField(allow_null=True)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("datasets/", views.DatasetList.as_view(), name="dataset-list"),
     path("datasets/<int:dataset_id>/", views.DatasetDetail.as_view(), name="dataset-detail"),
     path("studies/", views.StudyList.as_view(), name="study-list"),
+    path("studies/compare/", views.StudyCompare.as_view(), name="study-compare"),
     path("studies/<int:study_id>/", views.StudyDetail.as_view(), name="study-detail"),
     # Resume before start before cancel: the route crawler posts them in this order.
     path("studies/<int:study_id>/resume/", views.StudyResume.as_view(), name="study-resume"),
@@ -20,6 +21,8 @@ urlpatterns = [
     path("studies/<int:study_id>/trials/", views.TrialList.as_view(), name="trial-list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", views.TrialDetail.as_view(), name="trial-detail"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/epochs/", views.TrialEpochs.as_view(), name="trial-epochs"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/", views.TrialRerunCreate.as_view(),
+         name="trial-reruns"),
     path("models/", views.ModelList.as_view(), name="model-list"),
     path("models/<int:model_id>/", views.ModelDetail.as_view(), name="model-detail"),
     path("models/<int:model_id>/download/<str:fmt>/", views.ModelDownload.as_view(), name="model-download"),
@@ -27,4 +30,6 @@ urlpatterns = [
     path("ensembles/<int:ensemble_id>/", views.EnsembleDetail.as_view(), name="ensemble-detail"),
     path("leaderboard/<int:dataset_id>/", views.LeaderboardView.as_view(), name="leaderboard"),
     path("workers/", views.WorkerList.as_view(), name="worker-list"),
+    path("webhooks/", views.WebhookList.as_view(), name="webhook-list"),
+    path("deliveries/", views.DeliveryList.as_view(), name="delivery-list"),
 ]

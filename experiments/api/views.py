@@ -5,7 +5,7 @@ import re
 from datetime import date
 
 from django.conf import settings
-from django.db.models import Count, F
+from django.db.models import Count, F, Sum
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.urls import reverse
@@ -18,16 +18,34 @@ from rest_framework.response import Response
 from experiments.api import serializers as s
 from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
+from experiments.cloning import clone_values
 from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
-from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch
-from experiments.selectors import fleet_rows, leaderboard, study_top_trials, team_datasets, team_models
+from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
+from experiments.selectors import (
+    fleet_rows,
+    leaderboard,
+    studies_compared,
+    study_top_trials,
+    team_datasets,
+    team_deliveries,
+    team_models,
+    team_webhooks,
+)
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
 from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trained_models import trained_models_request
+from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import StudyError, study_cancel, study_start
-from experiments.views.access import get_dataset_for_user, get_model_for_user, get_study_for_user, get_trial_for_user
+from experiments.study_comparison import ComparisonError, parse_study_ids
+from experiments.views.access import (
+    get_dataset_for_user,
+    get_model_for_user,
+    get_studies_for_user,
+    get_study_for_user,
+    get_trial_for_user,
+)
 from experiments.views.models import CONTENT_TYPES
 
 MAX_ID = s.MAX_ID
@@ -109,12 +127,38 @@ def with_defaults(form_class, data: dict, **kwargs) -> dict:
             **data}
 
 
+def _ids(value, name: str, example: str) -> list[int]:
+    values = value if isinstance(value, list) else [value]
+    if not all(not isinstance(v, bool) and str(v).isascii() and str(v).isdigit() and int(v) <= MAX_ID
+               for v in values):
+        raise _invalid(name, f"Give ids as whole numbers, like {example}.")
+    return [int(v) for v in values]
+
+
+def seed_studies(request, data: dict) -> list[int]:
+    """The `seed_from` study ids of a body (JSON list, or repeated form fields). Another team's
+    study is not found (404), as everywhere; the form checks the rest."""
+    if "seed_from" not in data:
+        return []
+    raw = request.data.getlist("seed_from") if isinstance(request.data, QueryDict) else data["seed_from"]
+    ids = _ids(raw, "seed_from", "[12, 34]")
+    if len(set(ids)) != Study.objects.filter(team=request.team, pk__in=ids).count():
+        raise Http404
+    return ids
+
+
+# In study_counts' rows: the epochs the study's pruned trials trained.
+PRUNED_TRAINED = "pruned_epochs_trained"
+
+
 def study_counts(study_ids) -> dict[int, dict]:
     counts: dict[int, dict] = {}
     rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
-            .annotate(n=Count("id")))
-    for study_id, status_, n in rows:
+            .annotate(n=Count("id"), trained=Sum("epochs_trained")))
+    for study_id, status_, n, trained in rows:
         counts.setdefault(study_id, {})[status_] = n
+        if status_ == Trial.Status.PRUNED:
+            counts[study_id][PRUNED_TRAINED] = trained or 0
     return counts
 
 
@@ -214,7 +258,10 @@ class StudyList(generics.GenericAPIView):
         data = body(request)
         strict(s.StudyInput, data)
         start = data.pop("start", False) in (True, "true", "True", "1", "on", 1)
-        form = StudyForm(form_data(with_defaults(StudyForm, data, team=request.team)), team=request.team)
+        seeds = seed_studies(request, data)
+        data.pop("seed_from", None)
+        form = StudyForm({**form_data(with_defaults(StudyForm, data, team=request.team)), "seed_from": seeds},
+                         team=request.team)
         if not form.is_valid():
             errors = dict(form.errors)
             for row, messages in form.search_space_errors.items():
@@ -294,11 +341,6 @@ class StudyBudget(generics.GenericAPIView):
         return self.patch(request, study_id)
 
 
-CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
-                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "parallelism",
-                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial"]
-
-
 class StudyClone(generics.GenericAPIView):
     serializer_class = s.StudySerializer
 
@@ -307,13 +349,43 @@ class StudyClone(generics.GenericAPIView):
         original = get_study_for_user(request, study_id)
         data = body(request)
         strict(s.CloneInput, data)
-        values = {name: getattr(original, name) for name in CLONED_FIELDS}
-        values.update(name=data.get("name") or f"{original.name} (copy)", dataset=original.dataset_id)
-        form = StudyForm(form_data(values), team=request.team)
+        values = clone_values(original)
+        if data.get("name"):
+            values["name"] = data["name"]
+        if data.get("dataset") is not None:
+            ids = _ids(data["dataset"], "dataset", "12")
+            if len(ids) != 1:
+                raise _invalid("dataset", "Give one dataset id.")
+            values["dataset"] = get_dataset_for_user(request, ids[0]).id
+        if data.get("top_k") is not None:
+            values["top_k"] = data["top_k"]
+        form = StudyForm({**form_data(values), "seed_from": seed_studies(request, data)}, team=request.team)
         if not form.is_valid():
             raise FormError(form.errors)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
+
+
+
+class StudyCompare(generics.GenericAPIView):
+    serializer_class = s.StudyComparisonSerializer
+
+    @extend_schema(parameters=[OpenApiParameter(
+        "studies", int, many=True, explode=True, required=True,
+        description="2 to 4 ids of studies of one dataset (repeat the parameter, or separate them with commas).")],
+        responses={200: s.StudyComparisonSerializer, **ERRORS})
+    def get(self, request):
+        try:
+            studies = get_studies_for_user(request, parse_study_ids(request.query_params.getlist("studies")))
+            compared = studies_compared(studies=studies)
+        except ComparisonError as exc:
+            raise _invalid("studies", str(exc)) from None
+        for entry in compared["studies"]:
+            entry["url"] = request.build_absolute_uri(reverse("api:study-detail", kwargs={"study_id": entry["id"]}))
+            if entry["best_trial"]:
+                entry["best_trial"]["url"] = request.build_absolute_uri(reverse(
+                    "api:trial-detail", kwargs={"study_id": entry["id"], "trial_pk": entry["best_trial"]["id"]}))
+        return Response(self.get_serializer({"dataset": studies[0].dataset_id, **compared}).data)
 
 
 # Trials
@@ -346,7 +418,8 @@ class TrialList(generics.GenericAPIView):
         responses={200: s.TrialSerializer(many=True), **ERRORS})
     def get(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
-        trials = Trial.objects.filter(study=study).defer("kt_state")
+        trials = Trial.objects.filter(study=study).select_related("seeded_from").defer("kt_state",
+                                                                                      "seeded_from__kt_state")
         if value := choice_param(request, "status", Trial.Status.values):
             trials = trials.filter(status=value)
         after = int_param(request, "after")
@@ -360,11 +433,28 @@ class TrialList(generics.GenericAPIView):
 
 
 class TrialDetail(generics.GenericAPIView):
-    serializer_class = s.TrialSerializer
+    serializer_class = s.TrialDetailSerializer
 
-    @extend_schema(responses={200: s.TrialSerializer, **ERRORS})
+    @extend_schema(responses={200: s.TrialDetailSerializer, **ERRORS})
     def get(self, request, study_id: int, trial_pk: int):
         return Response(self.get_serializer(get_trial_for_user(request, study_id, trial_pk)).data)
+
+
+class TrialRerunCreate(generics.GenericAPIView):
+    serializer_class = s.AcceptedRerunSerializer
+
+    @extend_schema(request=None, responses={202: s.AcceptedRerunSerializer, 409: s.ErrorSerializer, **ERRORS})
+    def post(self, request, study_id: int, trial_pk: int):
+        """Train the trial's configuration again (same seed, settings and split), outside the tuner."""
+        trial = get_trial_for_user(request, study_id, trial_pk)
+        try:
+            rerun = trial_rerun_request(trial=trial, user=request.user)
+        except RerunRequestError as exc:
+            raise Conflict(str(exc)) from None
+        url = request.build_absolute_uri(reverse("api:trial-detail", kwargs={"study_id": study_id,
+                                                                             "trial_pk": trial.pk}))
+        data = s.TrialRerunSerializer(rerun, context=self.get_serializer_context()).data
+        return Response({"url": url, "rerun": data}, status=status.HTTP_202_ACCEPTED)
 
 
 class TrialEpochs(generics.GenericAPIView):
@@ -398,7 +488,8 @@ class StudyModels(generics.GenericAPIView):
                 raise _invalid("trial", "Give the trial's id (a whole number).")
             trials = [get_trial_for_user(request, study.id, int(trial_pk))]
         else:
-            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"])
+            trials = study_top_trials(study=study, n=form.cleaned_data["top_n"],
+                                      include_pruned=form.cleaned_data["include_pruned"])
         cleaned = form.cleaned_data
         models = trained_models_request(study=study, user=request.user, trials=trials, method=cleaned["method"],
                                         epoch_source=cleaned["epoch_source"], epoch_cap=cleaned["epoch_cap"],
@@ -570,3 +661,29 @@ class WorkerList(generics.GenericAPIView):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
+
+
+class WebhookList(generics.GenericAPIView):
+    serializer_class = s.WebhookSerializer
+
+    @extend_schema(responses={200: s.WebhookSerializer(many=True), **ERRORS})
+    def get(self, request):
+        page = self.paginate_queryset(team_webhooks(team=request.team))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class DeliveryList(generics.GenericAPIView):
+    serializer_class = s.DeliverySerializer
+
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, enum=NotificationDelivery.Status.values),
+        OpenApiParameter("channel", str, enum=NotificationDelivery.Channel.values)],
+        responses={200: s.DeliverySerializer(many=True), **ERRORS})
+    def get(self, request):
+        rows = team_deliveries(team=request.team, limit=None)
+        if value := choice_param(request, "status", NotificationDelivery.Status.values):
+            rows = rows.filter(status=value)
+        if value := choice_param(request, "channel", NotificationDelivery.Channel.values):
+            rows = rows.filter(channel=value)
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

@@ -30,7 +30,7 @@ def _check_member(member, team: Team) -> None:
     else:
         if member.study.team_id != team.id:
             raise EnsembleError("A member belongs to another team.")
-        if member.status != Trial.Status.COMPLETED or member.checkpoint_id is None:
+        if member.status not in (Trial.Status.COMPLETED, Trial.Status.PRUNED) or member.checkpoint_id is None:
             raise EnsembleError(f"Trial {member.trial_id} of {member.study.name} has no completed checkpoint.")
 
 

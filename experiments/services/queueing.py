@@ -8,6 +8,7 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 RUN_TRIAL_TASK = "workers.tasks.run_trial"
 TRAIN_MODEL_TASK = "workers.tasks.train_model"
+RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None) -> None:
@@ -32,3 +33,7 @@ def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown:
 
 def model_task_enqueue(*, model_pk: int, queue: str) -> None:
     _send_on_commit(TRAIN_MODEL_TASK, args=[model_pk], queue=queue)
+
+
+def rerun_task_enqueue(*, rerun_pk: int, queue: str) -> None:
+    _send_on_commit(RERUN_TRIAL_TASK, args=[rerun_pk], queue=queue)

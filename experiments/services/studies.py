@@ -1,12 +1,17 @@
 """Studies: create and change budgets (starting, cancelling and running them: trial_runs)."""
 
+from collections.abc import Iterable
+
 from django.db import transaction
 
 from experiments.compute_options import compute_errors
 from experiments.hypermodel_catalog import hypermodels_for_kind
 from experiments.models import Dataset, Study, Team, Trial
+from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.pruning_options import pruning_errors
 from experiments.search_space import grid_size, validate_search_space
 from experiments.services.trial_runs import StudyError, study_wake
+from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed_count_error, warm_start_seeds
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
@@ -39,6 +44,9 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     compute = {name: options[name] for name in COMPUTE_FIELDS if name in options}
     if compute:
         errors.update(compute_errors(**{**COMPUTE_DEFAULTS, **compute}))
+    pruning = {name: options[name] for name in PRUNING_FIELDS if name in options}
+    if pruning:
+        errors.update(pruning_errors(tuner=tuner, epochs=options.get("epochs"), **pruning))
     dataset, hypermodel = options.get("dataset"), options.get("hypermodel")
     if dataset is not None and hypermodel:
         # A name this process does not know is left to the worker, which reports it on the trial.
@@ -55,13 +63,25 @@ def _refuse(errors: dict[str, str]) -> None:
 
 
 def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: str,
-                 search_space: list, **options) -> Study:
+                 search_space: list, seed_from: Iterable[Study] = (), top_k: int = DEFAULT_TOP_K,
+                 **options) -> Study:
+    """With `seed_from`, the study warm-starts from the best `top_k` trials of each of those studies."""
     if dataset.team_id != team.id:
         raise StudyError("That dataset does not belong to your team.")
     rows = validate_search_space(search_space)
     _refuse(study_settings_errors(search_space=rows, dataset=dataset, hypermodel=hypermodel, **options))
+    seeds = []
+    if seed_from:
+        try:
+            seeds = warm_start_seeds(team=team, studies=seed_from, top_k=top_k, search_space=rows,
+                                     hypermodel=hypermodel).seeds
+        except WarmStartError as exc:
+            raise StudyError(str(exc)) from None
+        max_trials = options.get("max_trials") or Study._meta.get_field("max_trials").default
+        if too_many := seed_count_error(seeds=len(seeds), max_trials=max_trials):
+            raise StudyError(too_many)
     return Study.objects.create(team=team, created_by=user, dataset=dataset, name=name.strip(),
-                                hypermodel=hypermodel, search_space=rows, **options)
+                                hypermodel=hypermodel, search_space=rows, seeds=seeds, **options)
 
 
 def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> Study:

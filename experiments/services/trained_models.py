@@ -47,8 +47,9 @@ def trained_models_request(*, study: Study, user, trials: list[Trial], method: s
     if not trials:
         raise ModelRequestError("The study has no completed trial to train a model from.")
     for trial in trials:
-        if trial.study_id != study.id or trial.status != Trial.Status.COMPLETED:
-            raise ModelRequestError(f"Trial {trial.trial_id} has not completed; only completed trials make models.")
+        if trial.study_id != study.id or trial.status not in (Trial.Status.COMPLETED, Trial.Status.PRUNED):
+            raise ModelRequestError(f"Trial {trial.trial_id} has not completed; only completed (or pruned) trials "
+                                    "make models.")
         if method == TrainedModel.Method.PROMOTE and trial.checkpoint_id is None:
             raise ModelRequestError(f"Trial {trial.trial_id} has no checkpoint to promote; retrain it instead.")
         if (method == TrainedModel.Method.RETRAIN and epoch_source == TrainedModel.EpochSource.RECORDED

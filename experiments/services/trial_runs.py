@@ -21,11 +21,14 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import BooleanField, Count, Q, Value
 from django.utils import timezone
 
+from experiments import pruners
 from experiments.errors import TuneboardError
-from experiments.models import Study, Trial, TrialEpoch
+from experiments.models import PruningReference, Study, Trial, TrialEpoch
+from experiments.pruning_options import PruningSettings
+from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
 
@@ -39,7 +42,7 @@ class Oracles(Protocol):
     """The tuner adapter; see workers/oracle.py."""
 
     def load(self, study: Study): ...
-    def propose(self, study: Study, oracle, tuner_id: str): ...
+    def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
     def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
     def release(self, oracle, trial_id: str): ...
@@ -63,8 +66,9 @@ class Claim:
 
 @dataclass
 class Outcome:
-    # "completed" | "failed" | "lost" (its worker died) | "released" (stopped early with no
-    # fault of its own: the study was cancelled or its worker shut down; it runs again later)
+    # "completed" | "pruned" (its pruner stopped it: a result like a completed one) | "failed" |
+    # "lost" (its worker died) | "released" (stopped early with no fault of its own: the study
+    # was cancelled or its worker shut down; it runs again later)
     status: str
     score: float | None = None
     best_step: int | None = None
@@ -73,6 +77,9 @@ class Outcome:
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
     compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
+    environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/reproducibility.py)
+    epochs_trained: int | None = None
+    pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())
 
 
 # --- studies ---------------------------------------------------------------------------
@@ -135,6 +142,7 @@ def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
     if not oracle_done or running or study.status != StudyStatus.RUNNING:
         return False
     _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+    notify_study_ended(study=study)
     return True
 
 
@@ -146,6 +154,7 @@ def _fail_after_failures(study: Study) -> None:
     detail = "; ".join(f"trial {tid}: {err}" for tid, err in errors)
     _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
                 message=f"{study.max_consecutive_failed_trials} trials failed in a row. Last errors — {detail}")
+    notify_study_ended(study=study)
 
 
 # --- trials ----------------------------------------------------------------------------
@@ -155,9 +164,13 @@ def trial_running_count(*, study: Study) -> int:
     return Trial.objects.filter(study=study, status=TrialStatus.RUNNING).count()
 
 
-def _create_running(study: Study, proposal, claimant: Claimant, claim_started: float | None) -> Trial:
+def _create_running(study: Study, proposal, claimant: Claimant, seeded_from_id: int | None,
+                    claim_started: float | None) -> Trial:
     counts = Trial.objects.filter(study=study).aggregate(
         started=Count("id"), attempts=Count("id", filter=Q(trial_id=proposal.trial_id)))
+    if counts["attempts"]:  # a retried seed is still the seed
+        seeded_from_id = (Trial.objects.filter(study=study, trial_id=proposal.trial_id)
+                          .values_list("seeded_from_id", flat=True).order_by("-attempt").first())
     now = timezone.now()
     # Timed up to this INSERT, so it costs no query of its own; the INSERT, the study's
     # UPDATE and the commit that follow (a few ms) are not counted.
@@ -166,7 +179,8 @@ def _create_running(study: Study, proposal, claimant: Claimant, claim_started: f
         study=study, trial_id=proposal.trial_id, number=counts["started"] + 1, attempt=counts["attempts"] + 1,
         status=TrialStatus.RUNNING, hyperparameters=proposal.values, kt_state=proposal.state,
         oracle_version=study.oracle_version + 1, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
-        worker_name=claimant.worker_name, started=now, heartbeat=now, claim_ms=claim_ms,
+        worker_name=claimant.worker_name, started=now, heartbeat=now, seeded_from_id=seeded_from_id,
+        claim_ms=claim_ms,
     )
 
 
@@ -177,12 +191,19 @@ def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
-                              "wakeup_resends"])
+                              "wakeup_resends", "seeds_used"])
+
+
+def _next_seed(study: Study) -> dict | None:
+    return study.seeds[study.seeds_used] if study.seeds_used < len(study.seeds) else None
 
 
 def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, running: int,
                   claim_started: float | None = None) -> Claim:
-    proposal = oracles.propose(study, oracle, claimant.tuner_id)
+    # Warm-start seeds go before the tuner's proposals: the tuner registers each as if it had
+    # proposed it (a retry waiting in the tuner still goes first and leaves the seed for later).
+    seed = _next_seed(study)
+    proposal = oracles.propose(study, oracle, claimant.tuner_id, seed=None if seed is None else seed["hyperparameters"])
     if proposal.status == "idle":
         if running == 0:  # nothing will finish to wake it: ask again shortly
             study_wake(study, 1, countdown=IDLE_POLL_SECONDS)
@@ -190,7 +211,11 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, ru
     if proposal.status != "running":
         _complete_if_done(study, True, running)
         return Claim("stopped")
-    row = _create_running(study, proposal, claimant, claim_started)
+    seeded_from_id = None
+    if seed is not None and proposal.seeded:
+        study.seeds_used += 1  # saved with the oracle state
+        seeded_from_id = Trial.objects.filter(pk=seed["trial"]).values_list("pk", flat=True).first()
+    row = _create_running(study, proposal, claimant, seeded_from_id, claim_started)
     study.wakeup_resends = 0  # wake-ups are reaching workers (saved with the oracle state)
     return Claim("running", trial=row, values=dict(proposal.values))
 
@@ -220,18 +245,102 @@ def trial_heartbeat(*, trial_pk: int) -> bool:
     return bool(Trial.objects.filter(pk=trial_pk, status=TrialStatus.RUNNING).update(heartbeat=timezone.now()))
 
 
-def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict) -> bool:
-    """Store one epoch's metrics and bump the heartbeat. Returns False when the trial
-    should stop (its study was cancelled, or the trial is no longer running)."""
+@dataclass(frozen=True)
+class StudyPruning:
+    """What the per-epoch record call needs of a pruning study; a worker reads it once per
+    trial (a study's settings never change once created)."""
+
+    study_id: int
+    settings: PruningSettings
+    objective: str
+    direction: str
+    epochs: int
+    executions: int
+
+    @classmethod
+    def for_study(cls, study: Study) -> "StudyPruning | None":
+        settings = PruningSettings.from_study(study)
+        if not settings.enabled:
+            return None
+        return cls(study.id, settings, study.objective_metric, study.objective_direction, study.epochs,
+                   study.executions_per_trial)
+
+
+@dataclass(frozen=True)
+class EpochVerdict:
+    """The answer to an epoch report; truthy while the trial should go on."""
+
+    keep_going: bool
+    pruned: dict | None = None  # the pruner's decision when it stopped the trial
+
+    def __bool__(self) -> bool:
+        return self.keep_going
+
+
+def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict,
+                       pruning: StudyPruning | None = None) -> EpochVerdict:
+    """Store one epoch's metrics and bump the heartbeat; with `pruning`, also ask the study's
+    pruner. The verdict is falsy when the trial should stop: its study was cancelled, the trial
+    is no longer running, or the pruner stopped it (then `pruned` holds why)."""
     alive = Trial.objects.filter(
         pk=trial_pk, status=TrialStatus.RUNNING, study__status=StudyStatus.RUNNING
     ).update(heartbeat=timezone.now())
-    if alive:  # one INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row
-        TrialEpoch.objects.bulk_create(
-            [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics)],
-            update_conflicts=True, unique_fields=["trial", "execution", "epoch"], update_fields=["metrics"],
-        )
-    return bool(alive)
+    if not alive:
+        return EpochVerdict(False)
+    best, decision = None, None
+    if pruning is not None:
+        best, decision = _judge(pruning, trial_pk, execution, epoch, metrics)
+    # One INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row.
+    TrialEpoch.objects.bulk_create(
+        [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics, best_objective=best)],
+        update_conflicts=True, unique_fields=["trial", "execution", "epoch"],
+        update_fields=["metrics", "best_objective"],
+    )
+    if decision is not None and decision.prune:
+        return EpochVerdict(False, pruned=decision.record())
+    return EpochVerdict(True)
+
+
+def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
+           metrics: dict) -> tuple[float | None, pruners.Decision | None]:
+    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision.
+    One query reads the trial's previous best and the finished trials' bests at this epoch; the
+    completed trials are counted by a second only while the ones at this epoch are too few to
+    pass the startup rule themselves."""
+    settings, number = pruning.settings, epoch + 1
+    last = execution == pruning.executions - 1 and number >= pruning.epochs
+    judged = pruners.judged(settings, number, last=last) is None
+    # (value, None) for the trial's own previous epoch, (value, completed) for finished trials.
+    rows = (TrialEpoch.objects.filter(trial_id=trial_pk, execution=execution, epoch=epoch - 1)
+            .order_by().values_list("best_objective", Value(None, output_field=BooleanField())))
+    if judged:
+        rows = rows.union(PruningReference.objects.filter(study_id=pruning.study_id, execution=execution, epoch=epoch)
+                          .order_by().values_list("best_objective", "completed"), all=True)
+    previous, others, completed = None, [], 0
+    for value, finished_completed in rows:
+        if finished_completed is None:
+            previous = value
+        else:
+            others.append(value)
+            completed += finished_completed
+    best = pruners.best_so_far(previous, pruners.objective_value(metrics, pruning.objective), pruning.direction)
+    if not judged or best is None or len(others) < settings.min_trials:
+        return best, None
+    if completed < settings.startup_trials:
+        completed = Trial.objects.filter(study_id=pruning.study_id, status=TrialStatus.COMPLETED).count()
+    return best, pruners.decide(settings=settings, direction=pruning.direction, execution=execution, epoch=number,
+                                value=best, others=others, completed=completed, last=last)
+
+
+def _keep_as_reference(study: Study, row: Trial, completed: bool) -> None:
+    """A pruning study's finished trial becomes one its later trials are compared with."""
+    if study.pruner == "none":
+        return
+    epochs = TrialEpoch.objects.filter(trial=row, best_objective__isnull=False).values_list(
+        "execution", "epoch", "best_objective")
+    PruningReference.objects.bulk_create(
+        [PruningReference(study=study, trial=row, execution=execution, epoch=epoch, best_objective=value,
+                          completed=completed) for execution, epoch, value in epochs], ignore_conflicts=True)
 
 
 def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome: Outcome, **fields) -> None:
@@ -250,16 +359,23 @@ RELEASED_REASON = "Stopped before it finished (the study was cancelled or its wo
 def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle) -> bool:
     """Write the outcome to the oracle and the row; True when the failure limit was reached."""
     running_study = study.status == StudyStatus.RUNNING
-    if outcome.status == "completed":
+    if outcome.status in ("completed", "pruned"):
         # Always kept, even when the study was cancelled meanwhile: a result is never thrown away.
+        # A pruned trial reaches the tuner as a completed one whose score is its best value
+        # before it was stopped (the value the pruner judged, scored like a completed trial's
+        # best epoch): the Bayesian tuner's Gaussian process learns that the region is poor.
         ended = oracles.complete(oracle, row.trial_id, objective=study.objective_metric, score=outcome.score,
                                  best_step=outcome.best_step)
-        _finish_row(row, study, TrialStatus.COMPLETED, ended.state, outcome, score=outcome.score,
+        status = TrialStatus.PRUNED if outcome.status == "pruned" else TrialStatus.COMPLETED
+        _finish_row(row, study, status, ended.state, outcome, score=outcome.score,
                     best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
-                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute)
+                    metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute,
+                    environment=outcome.environment, epochs_trained=outcome.epochs_trained, pruning=outcome.pruning)
+        _keep_as_reference(study, row, completed=status == TrialStatus.COMPLETED)
     elif outcome.status == "failed":
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
-        _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.")
+        _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
+                    environment=outcome.environment)
     elif outcome.status == "lost" and running_study:
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=True)
         _finish_row(row, study, TrialStatus.LOST, ended.state, outcome, error=outcome.error)
@@ -293,6 +409,8 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_bef
             return Finish()  # it heartbeat since the reaper looked: its worker is alive
         oracle = oracles.load(study)
         failure_limit = _record(study, row, outcome, oracles, oracle)
+        if outcome.status == "lost":
+            notify_trial_lost(trial=row, study=study, runs_again=study.status == StudyStatus.RUNNING)
         finish = Finish()
         if failure_limit:
             _fail_after_failures(study)

@@ -68,6 +68,12 @@ def trial_name(trial) -> str:
 
 
 @register.filter
+def seeded_label(source) -> str:
+    """A seeded trial's mark: "seeded from Trial 3 of baseline" (`source` is the earlier trial)."""
+    return f"seeded from {figures.seed_label(number=source.number, study_name=source.study.name)}"
+
+
+@register.filter
 def metric_list(metrics) -> str:
     """A metrics dict as "accuracy 0.9500, loss 0.1234" (names sorted), or a dash."""
     if not metrics:

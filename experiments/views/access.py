@@ -1,7 +1,7 @@
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from experiments.models import Dataset, Study, TrainedModel, Trial
@@ -44,6 +44,16 @@ def get_dataset_for_user(request, dataset_id: int) -> Dataset:
 
 def get_study_for_user(request, study_id: int) -> Study:
     return get_object_or_404(Study.objects.select_related("dataset"), pk=study_id, team=request.team)
+
+
+def get_studies_for_user(request, study_ids: list[int]) -> list[Study]:
+    """The studies in the order given; 404 if any is not the current team's."""
+    # The oracle state may be large and nothing here reads it.
+    studies = Study.objects.select_related("dataset").defer("oracle_state").filter(pk__in=study_ids, team=request.team)
+    found = {s.pk: s for s in studies}
+    if len(found) != len(set(study_ids)):
+        raise Http404("No such study in this team.")
+    return [found[pk] for pk in study_ids]
 
 
 def get_trial_for_user(request, study_id: int, trial_pk: int) -> Trial:

@@ -37,7 +37,8 @@ def ensemble_new(request):
             messages.success(request, f"Saved the ensemble {ensemble}.")
             return redirect("model_detail", model_id=ensemble.id)
     picked = set(request.POST.getlist("members"))
-    groups = ensemble_candidates(team=request.team)
+    include_pruned = request.GET.get("include_pruned") == "1"
+    groups = ensemble_candidates(team=request.team, include_pruned=include_pruned)
     for group in groups:
         for kind in ("model", "trial"):
             for candidate in group[f"{kind}s"]:
@@ -45,4 +46,5 @@ def ensemble_new(request):
                 candidate.picked = candidate.pick_value in picked
     return render(request, "ensembles/new.html", {
         "groups": groups, "methods": METHOD_CHOICES, "error": error, "posted": request.POST,
+        "include_pruned": include_pruned,
     })

@@ -139,7 +139,8 @@ def _request_models(request, study, trials_for):
                                          for name, errors in form.errors.items()))
         return None
     data = form.cleaned_data
-    trials = trials_for if trials_for is not None else study_top_trials(study=study, n=data["top_n"])
+    trials = trials_for if trials_for is not None else study_top_trials(
+        study=study, n=data["top_n"], include_pruned=data["include_pruned"])
     try:
         models = trained_models_request(study=study, user=request.user, trials=trials, method=data["method"],
                                         epoch_source=data["epoch_source"], epoch_cap=data["epoch_cap"],

@@ -1,20 +1,26 @@
+import json
 
 from django.contrib import messages
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments import figures
+from experiments import figures, pruners
+from experiments.cloning import clone_values
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
-from experiments.models import Study
+from experiments.models import Study, Trial
+from experiments.pruning_options import PruningSettings
+from experiments.pruning_options import describe as describe_pruning
 from experiments.selectors import (
     queue_has_live_worker,
     study_best_trial,
     study_eta_seconds,
     study_models,
     study_progress,
+    study_pruning_savings,
+    study_top_trials,
     study_trials_by_score,
     study_trials_export,
     team_studies,
@@ -35,6 +41,7 @@ from experiments.views.access import (
     get_trial_for_user,
     team_required,
 )
+from experiments.views.reruns import reruns_context
 
 
 @team_required
@@ -47,6 +54,29 @@ def study_new(request):
     initial = {}
     if "dataset" in request.GET:
         initial["dataset"] = request.GET["dataset"]
+    return _study_form_page(request, initial)
+
+
+@editor_required
+def study_clone(request, study_id: int):
+    """The new-study form filled in from a study: change what differs (the dataset, say) and
+    warm-start from its best trials."""
+    original = get_study_for_user(request, study_id)
+    initial = clone_values(original)
+    initial["search_space"] = json.dumps(initial["search_space"], indent=1)
+    initial["seed_from"] = [original.pk] if study_top_trials(study=original, n=1) else []
+    return _study_form_page(request, initial, original=original)
+
+
+def _seed_studies_for_user(request) -> None:
+    """Studies to seed from are another team's objects like any other: 404, not a form error."""
+    wanted = {int(v) for v in request.POST.getlist("seed_from") if v.isascii() and v.isdigit()}
+    if wanted and Study.objects.filter(team=request.team, pk__in=wanted).count() != len(wanted):
+        raise Http404
+
+
+def _study_form_page(request, initial: dict, original: Study | None = None):
+    _seed_studies_for_user(request)
     form = StudyForm(request.POST or None, team=request.team, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
@@ -58,21 +88,34 @@ def study_new(request):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Study {study.name} {'started' if 'start' in request.POST else 'saved'}.")
+            for note in form.warm_start_notes:
+                messages.info(request, note)
             return redirect("study_detail", study_id=study.id)
     spaces = {name: entry.default_space for name, entry in hypermodel_entries().items()}
     return render(request, "studies/new.html", {
         "form": form, "search_space_errors": form.search_space_errors, "hypermodel_spaces": spaces,
+        "original": original,
     })
 
 
-def _live_context(study: Study) -> dict:
+def _trial_status(request) -> str:
+    """The trials table's state filter; anything unknown shows every trial."""
+    value = request.GET.get("status", "")
+    return value if value in Trial.Status.values else ""
+
+
+def _live_context(study: Study, trial_status: str = "") -> dict:
     progress = study_progress(study=study)
     context = {
         "study": study,
         "progress": progress,
         "eta_seconds": study_eta_seconds(study=study, progress=progress),
         "best": study_best_trial(study=study),
-        **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study), strict=True)),
+        **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study, status=trial_status), strict=True)),
+        "trial_status": trial_status,
+        "status_filters": [(value, label, progress["by_status"].get(value, 0))
+                           for value, label in Trial.Status.choices if progress["by_status"].get(value)],
+        "pruning_savings": study_pruning_savings(study=study),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
     }
@@ -94,14 +137,16 @@ def _live_context(study: Study) -> dict:
 @team_required
 def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
-    return render(request, "studies/detail.html", _live_context(study))
+    context = _live_context(study, _trial_status(request))
+    context["pruning_line"] = describe_pruning(PruningSettings.from_study(study))
+    return render(request, "studies/detail.html", context)
 
 
 @team_required
 def study_live(request, study_id: int):
     """The part of the study page that htmx refreshes while the study runs."""
     study = get_study_for_user(request, study_id)
-    context = _live_context(study)
+    context = _live_context(study, _trial_status(request))
     # The page last saw the study running (or an older page that does not say): swap in the
     # parts that depend on it having ended.
     seen = request.GET.get("seen", Study.Status.RUNNING)
@@ -158,12 +203,15 @@ def trial_detail(request, study_id: int, trial_pk: int):
     metric_names = sorted({name for row in epochs for name in row["metrics"]})
     still_improving = (trial.status == trial.Status.COMPLETED
                        and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
+    reruns = reruns_context(trial)
     return render(request, "studies/trial.html", {
+        **reruns,
         "trial": trial, "study": study, "epochs": epochs, "metric_names": metric_names,
         "best_metrics": {"validation": figures.checkpoint_metrics(trial.metrics),
                          "train": {k: v for k, v in trial.metrics.items() if not k.startswith("val_")}},
         "still_improving": figures.STILL_IMPROVING if still_improving else None,
-        "curves": trial_learning_curves(trial=trial, epoch_rows=epochs) if epochs else None,
+        "curves": trial_learning_curves(trial=trial, epoch_rows=epochs, reruns=reruns["charted"]) if epochs else None,
+        "pruned_reason": pruners.explain(trial.pruning, study.objective_metric),
         "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(study)}, study=study),
     })
 
@@ -188,7 +236,9 @@ MAX_COMPARED = 4
 def study_compare(request, study_id: int):
     """Two to four trials side by side: values, results and learning curves."""
     study = get_study_for_user(request, study_id)
-    compared = trials_compared(study=study, trial_pks=[int(v) for v in request.GET.getlist("trials") if v.isdigit()])
+    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses; 18 digits fit a bigint.
+    picked = [int(v) for v in request.GET.getlist("trials") if v.isascii() and v.isdigit() and len(v) <= 18]
+    compared = trials_compared(study=study, trial_pks=picked)
     if not 2 <= len(compared["trials"]) <= MAX_COMPARED:
         messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")
         return redirect("study_detail", study_id=study.id)

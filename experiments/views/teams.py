@@ -29,6 +29,7 @@ from experiments.services.teams import (
     team_create,
 )
 from experiments.views.access import forbidden, team_required
+from experiments.views.notifications import notifications_context
 
 # The link of an invitation just made, shown once on the next team page and then forgotten.
 NEW_LINK_KEY = "new_invitation_link"
@@ -117,7 +118,7 @@ def team_settings(request):
         "is_owner": is_owner, "members": members, "invitations": invitations, "new_link": new_link,
         "add_form": AddMemberForm(), "roles": Membership.Role.choices,
         "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
-        "invitation_days": settings.INVITATION_DAYS,
+        "invitation_days": settings.INVITATION_DAYS, **notifications_context(request),
     })
 
 

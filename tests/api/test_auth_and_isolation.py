@@ -89,6 +89,7 @@ def _acme_routes(dataset, study, trial, model):
     return [
         ("get", f"/api/v1/datasets/{dataset.id}/", None),
         ("get", f"/api/v1/studies/{s}/", None),
+        ("get", f"/api/v1/studies/compare/?studies={s}&studies={s}", None),
         ("get", f"/api/v1/studies/{s}/trials/", None),
         ("get", f"/api/v1/studies/{s}/trials/{t}/", None),
         ("get", f"/api/v1/studies/{s}/trials/{t}/epochs/", None),

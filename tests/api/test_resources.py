@@ -47,7 +47,8 @@ def test_a_study_is_created_and_started_with_202(alice_api, acme_dataset):
     assert response.status_code == 202, response.json()
     assert response.json()["url"].endswith(f"/api/v1/studies/{response.json()['id']}/")
     assert Study.objects.get().status == Study.Status.RUNNING
-    assert response.json()["progress"] == {"completed": 0, "failed": 0, "running": 0, "total": 0, "max_trials": 5}
+    assert response.json()["progress"] == {"completed": 0, "pruned": 0, "failed": 0, "running": 0, "total": 0,
+                                         "max_trials": 5}
 
 
 def test_a_saved_study_is_201_and_can_be_started_cancelled_resumed(alice_api, acme_dataset):

@@ -147,6 +147,11 @@ search_space:
 """
 
 
+def test_a_study_file_may_set_a_pruner():
+    fields = study_file.parse(VALID + "pruner: median\npruning_warmup_epochs: 0\npruning_percentile: 30\n")
+    assert (fields["pruner"], fields["pruning_warmup_epochs"], fields["pruning_percentile"]) == ("median", 0, 30)
+
+
 def test_a_valid_study_file_resolves_its_dataset(client):
     fields = study_file.parse(VALID)
     payload, start = study_file.resolve(fields, client.resolve_dataset)
@@ -170,6 +175,9 @@ def test_a_valid_study_file_resolves_its_dataset(client):
     (VALID.replace("name: iris dense", "name: 12"), ["name: must be text, not number 12"]),
     (VALID.replace("dataset: iris", "dataset: [1]"), ["dataset: must be a dataset id or name"]),
     (VALID + "start: maybe\n", ["start: must be true or false"]),
+    (VALID + "pruner: sometimes\n", ["pruner: must be one of none, median, percentile, successive_halving"]),
+    (VALID + "pruning_min_trials: 0\n", ["pruning_min_trials: must be 1 or more, not 0"]),
+    (VALID + "pruning_percentile: half\n", ["pruning_percentile: must be a number, not text 'half'"]),
     (VALID + "  - {name: units, type: int}\n",
      ["search_space[4] (units): the name 'units' is used twice", "search_space[4] (units): min is required",
       "search_space[4] (units): max is required"]),

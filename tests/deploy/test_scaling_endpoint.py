@@ -1,11 +1,16 @@
 """GET /scaling/<queue>/ counts the work of one queue from the database, for KEDA."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from experiments.models import Study, TrainedModel, Trial
+from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.notifications import notify_webhook_test
 from experiments.services.studies import study_create
+from experiments.services.webhooks import webhook_create
 
 TOKEN = "scaling-test-token"
 SPACE = [{"name": "units", "type": "int", "min": 4, "max": 16, "step": 4, "sampling": "linear",
@@ -61,6 +66,10 @@ def world(alice, acme):
     model(g1, "completed")
     model(c1, "queued")
     model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
+    # Re-runs go to their study's queue.
+    finished = Trial.objects.filter(study=g1, status=Trial.Status.COMPLETED).first()
+    for number, status in enumerate(("queued", "running", "completed"), start=1):
+        TrialRerun.objects.create(trial=finished, number=number, seed=1, status=status)
     return acme
 
 
@@ -69,9 +78,11 @@ def test_counts_per_queue(client, token, world):
     gpu = _get(client, "gpu", token)
     assert gpu.status_code == 200
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
-                          "queued_models": 1, "running_models": 2, "work": 8}
+                          "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
+                          "due_deliveries": 0, "work": 10}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
-                                                 "queued_models": 2, "running_models": 0, "work": 4}
+                                                 "queued_models": 2, "running_models": 0, "queued_reruns": 0,
+                                                 "running_reruns": 0, "due_deliveries": 0, "work": 4}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 
@@ -85,3 +96,16 @@ def test_forbidden_without_the_right_token(client, monkeypatch):
     assert _get(client, "cpu", "wrong").status_code == 403
     assert _get(client, "cpu", TOKEN).status_code == 200
     assert _get(client, "nope", TOKEN).status_code == 404
+
+
+@pytest.mark.django_db
+def test_due_notification_deliveries_wake_one_cpu_worker(client, token, acme, alice):
+    for name in ("a", "b", "c"):
+        hook, _ = webhook_create(team=acme, user=alice, name=name, url="https://hooks.example.com/x",
+                                 events=["study.completed"])
+        notify_webhook_test(webhook=hook, user=alice)
+    cpu = _get(client, "cpu", token).json()
+    assert (cpu["due_deliveries"], cpu["work"]) == (3, 1)  # one worker sends them all
+    assert _get(client, "gpu", token).json()["due_deliveries"] == 0
+    NotificationDelivery.objects.update(next_attempt=timezone.now() + timedelta(minutes=5))  # waiting for a retry
+    assert _get(client, "cpu", token).json()["work"] == 0

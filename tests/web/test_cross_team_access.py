@@ -5,17 +5,19 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial
+from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, TrialRerun, Webhook
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.teams import invitation_create, membership_add
 from experiments.services.trial_runs import study_start
+from experiments.services.webhooks import webhook_create
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
-         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare"]
+         "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone",
+         "trial_reruns_live"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
@@ -26,6 +28,7 @@ ACTIONS = {
     "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
     "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
     "model_cancel": ({}, Study.Status.CREATED),
+    "trial_rerun": ({}, Study.Status.CREATED),
 }
 # Team management: each with the form data the team page posts.
 TEAM_ACTIONS = {
@@ -33,14 +36,17 @@ TEAM_ACTIONS = {
     "team_member_remove": {},
     "team_invitation_withdraw": {},
 }
-POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave"}
+# Webhooks: cross-team, viewer and bad-input checks in tests/web/test_notification_pages.py.
+WEBHOOK_ROUTES = {"webhook_edit", "webhook_test", "webhook_secret", "webhook_remove"}
+POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
+             *(WEBHOOK_ROUTES - {"webhook_edit"})}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel,
-         membership: Membership, invitation: Invitation) -> str:
+         membership: Membership, invitation: Invitation, webhook: Webhook) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
-           "membership_id": membership.id, "invitation_id": invitation.id}
+           "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
@@ -49,8 +55,11 @@ def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: Trai
 @pytest.fixture
 def acme_objects(acme, alice, acme_dataset, acme_study, acme_trial, acme_model) -> dict:
     invitation, _ = invitation_create(team=acme, email="newcomer@example.com", role="viewer", created_by=alice)
+    webhook, _ = webhook_create(team=acme, user=alice, name="ops", url="https://ops.example.com/hook",
+                                events=["study.completed"])
     return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model,
-            "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation}
+            "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation,
+            "webhook": webhook}
 
 
 @pytest.fixture
@@ -68,7 +77,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
     with_ids = {
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
-    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS), (
+    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES, (
         "a new page or action needs its cross-team check here"
     )
 
@@ -98,6 +107,7 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     assert response.status_code == 404
     assert _state(study) == before
     assert TrainedModel.objects.count() == models_before
+    assert not TrialRerun.objects.exists()
     acme_objects["trial"].refresh_from_db()
     assert (acme_objects["trial"].notes, acme_objects["trial"].tags) == ("", [])
     assert study.status == status
@@ -114,6 +124,16 @@ def test_another_teams_owner_gets_404_for_acme_member_and_invitation_actions_and
     assert membership.role == Membership.Role.OWNER
     assert Invitation.objects.filter(pk=invitation.pk, accepted_at__isnull=True).exists()
     assert "alice" not in page_text(charlie_client.get(reverse("team_settings")))
+
+
+def test_another_team_gets_404_comparing_acme_studies_alone_or_with_its_own(charlie_client, globex, charlie,
+                                                                            acme, alice, acme_objects):
+    second = saved_study(acme, alice, acme_objects["dataset"], name="second acme study", hypermodel="dense")
+    own = _globex_study(globex, charlie)
+    for picked in ([acme_objects["study"].id, second.id], [own.id, second.id]):
+        response = charlie_client.get(reverse("studies_compare"), {"studies": picked})
+        assert response.status_code == 404
+        assert "second acme study" not in page_text(response)
 
 
 def test_another_team_cannot_reach_acme_trial_through_its_own_study(
@@ -209,6 +229,7 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(
         "worker_list",
         "model_list",
         "team_settings",
+        "studies_compare",
         *PAGES,
     ],
 )

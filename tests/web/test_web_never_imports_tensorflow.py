@@ -49,6 +49,13 @@ trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.S
                              hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9,
                              metrics={"val_accuracy": 0.9})
 TrialEpoch.objects.create(trial=trial, epoch=0, metrics={"loss": 0.5, "val_accuracy": 0.9})
+# A second study of the dataset, with enough trials for the comparison's importance.
+study_b = study_create(team=team, user=user, dataset=dataset, name="study b", hypermodel="dense",
+                       search_space=space, objective_metric="val_accuracy", objective_direction="max")
+for number in range(1, 7):
+    Trial.objects.create(study=study_b, trial_id=str(number - 1), number=number, status=Trial.Status.COMPLETED,
+                         hyperparameters={"units": 4 * number, "learning_rate": 0.01}, score=0.5 + number / 20,
+                         metrics={"val_accuracy": 0.5 + number / 20})
 Worker.objects.create(name="w1@host", hostname="host", pid=1, queues=["cpu"])
 model = TrainedModel.objects.create(
     team=team, dataset=dataset, study=study, trial=trial, name="study", version=1, method="retrain",
@@ -69,11 +76,17 @@ invitation, token = invitation_create(team=team, email="new@example.com", role="
 withdrawn, _ = invitation_create(team=team, email="old@example.com", role="viewer", created_by=user)
 ensemble = TrainedModel.objects.create(
     team=team, dataset=dataset, kind="ensemble", name="blend", version=1, method="mean", seed=1, status="completed")
-ids = {"ensemble_id": ensemble.id, "queue": "cpu",
+from experiments.services.webhooks import webhook_create
+
+webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://ops.example.com/hook",
+                            events=["study.completed"])
+ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}
 PASSWORD_RESET_TOKEN = default_token_generator.make_token(user)
+# Pages whose objects come in the query string.
+QUERIES = {name: f"?studies={study.id}&studies={study_b.id}" for name in ("studies_compare", "api:study-compare")}
 
 client = Client()
 client.force_login(user)
@@ -120,7 +133,7 @@ for namespace, pattern in walk(get_resolver().url_patterns):
         if pattern.name == "password_reset_confirm":
             kwargs["token"] = PASSWORD_RESET_TOKEN
         full_name = f"{namespace}:{pattern.name}" if namespace else pattern.name
-        path = reverse(full_name, kwargs=kwargs)
+        path = reverse(full_name, kwargs=kwargs) + QUERIES.get(full_name, "")
     except KeyError as exc:
         errors.append(f"No object to fill {exc} of {pattern.name}")
         continue
@@ -197,6 +210,8 @@ def test_the_web_serves_every_page_without_importing_tensorflow_keras_or_keras_t
                if v["status"] not in (api_expected if v["name"].startswith("api:") else expected)[v["method"]]]
     assert failing == []
     assert result["started"] == 1, "the study form's 'start' ran the whole start path"
+    compared = [v["status"] for v in result["visited"] if v["name"] in ("studies_compare", "api:study-compare")]
+    assert compared == [200, 200], "the study comparison (scikit-learn's importance included) is really drawn"
 
     visited = {v["name"] for v in result["visited"] if v["status"] in (200, 302)
                or (v["name"].startswith("api:") and v["method"] == "POST" and v["status"] in api_expected["POST"])}

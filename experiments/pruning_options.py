@@ -1,0 +1,133 @@
+"""A study's pruning settings as the web sees them: choices, defaults and their rules.
+
+Pruning stops a trial at the end of an epoch when it is clearly behind the study's finished
+trials at the same epoch (experiments/pruners.py decides, the per-epoch record call in
+services/trial_runs.py asks). No TensorFlow here: the web validates with it.
+"""
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+PRUNERS = {
+    "none": "None",
+    "median": "Median",
+    "percentile": "Percentile",
+    "successive_halving": "Successive halving (asynchronous, ASHA)",
+}
+EXPLAINED = {
+    "none": "Every trial trains all its epochs (early stopping on patience still applies).",
+    "median": "Stops a trial whose best value so far is worse than the median of the finished trials' at the "
+              "same epoch.",
+    "percentile": "Stops a trial that is not within the best P % of the finished trials at the same epoch.",
+    "successive_halving": "At epochs m, m·r, m·r², … only trials within the best 1/r of those that reached that "
+                          "epoch go on.",
+}
+# Which settings each pruner reads; the form shows only these, the others keep their defaults.
+APPLIES = {
+    "none": (),
+    "median": ("startup_trials", "warmup_epochs", "min_trials"),
+    "percentile": ("startup_trials", "warmup_epochs", "min_trials", "percentile"),
+    # ASHA's first rung (min epochs) is its warm-up.
+    "successive_halving": ("startup_trials", "min_trials", "min_epochs", "reduction_factor"),
+}
+# (lowest, highest) of the whole-number settings.
+LIMITS = {"startup_trials": (0, 10000), "warmup_epochs": (0, 1000), "min_trials": (1, 10000),
+          "min_epochs": (1, 1000), "reduction_factor": (2, 100)}
+
+
+@dataclass(frozen=True)
+class PruningSettings:
+    pruner: str = "none"
+    startup_trials: int = 5  # no trial is pruned before this many trials completed
+    warmup_epochs: int = 1  # nor before it trained more epochs than this
+    min_trials: int = 1  # nor when fewer finished trials than this reached the same epoch
+    percentile: float = 25.0  # "percentile": the share of trials kept at each epoch
+    min_epochs: int = 1  # ASHA: the first rung (its minimum resource)
+    reduction_factor: int = 3  # ASHA: rungs at min_epochs × r^k keep the best 1/r
+
+    @property
+    def enabled(self) -> bool:
+        return self.pruner != "none"
+
+    @classmethod
+    def from_study(cls, study) -> "PruningSettings":
+        return cls(**{name: getattr(study, model_field(name)) for name in SETTINGS})
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+SETTINGS = tuple(f.name for f in fields(PruningSettings))
+DEFAULTS = PruningSettings().as_dict()
+
+
+def model_field(name: str) -> str:
+    """The Study column of a setting: `pruner`, `pruning_<name>` for the rest."""
+    return name if name == "pruner" else f"pruning_{name}"
+
+
+MODEL_FIELDS = tuple(model_field(name) for name in SETTINGS)
+
+
+def pruning_errors(*, tuner: str | None = None, epochs=None, **values) -> dict[str, str]:
+    """{Study field: message} for every rule the settings break; empty when they all hold.
+    `values` are keyed by Study field (pruner, pruning_warmup_epochs, ...); absent ones are
+    the defaults."""
+    given = {name: values.get(model_field(name), DEFAULTS[name]) for name in SETTINGS}
+    errors = {}
+    pruner = given["pruner"]
+    if pruner not in PRUNERS:
+        errors["pruner"] = f"Choose one of: {', '.join(PRUNERS)}."
+    elif pruner != "none" and tuner == "hyperband":
+        errors["pruner"] = ("Hyperband already stops weak trials early (successive halving inside its brackets): "
+                            "choose no pruner, or another tuner.")
+    for name, (low, high) in LIMITS.items():
+        value = given[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            errors[model_field(name)] = f"Must be a whole number from {low:,} to {high:,}."
+    value = given["percentile"]
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not 0 < value < 100):
+        errors[model_field("percentile")] = ("Must be a number above 0 and below 100: the share of trials kept "
+                                             "at each epoch (25 keeps the best quarter).")
+    if pruner in APPLIES and pruner != "none" and "pruner" not in errors and _whole(epochs):
+        errors.update(_epoch_rules(given, epochs, errors))
+    return errors
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _epoch_rules(given: dict, epochs: int, errors: dict) -> dict[str, str]:
+    """A trial is judged at the end of an epoch, never after its last one (that saves nothing):
+    the settings must leave an epoch to judge at."""
+    found = {}
+    if epochs < 2:
+        return {"pruner": "Pruning stops a trial between epochs: it needs at least 2 epochs per trial."}
+    warmup, first_rung = model_field("warmup_epochs"), model_field("min_epochs")
+    if "warmup_epochs" in APPLIES[given["pruner"]] and warmup not in errors and given["warmup_epochs"] >= epochs - 1:
+        found[warmup] = (f"With {epochs} epochs per trial the warm-up must be below {epochs - 1}: a trial is judged "
+                         "after the epochs past the warm-up, never after its last.")
+    if "min_epochs" in APPLIES[given["pruner"]] and first_rung not in errors and given["min_epochs"] >= epochs:
+        found[first_rung] = (f"The first rung must come before the last epoch: with {epochs} epochs per trial, "
+                             f"min epochs must be below {epochs}.")
+    return found
+
+
+def describe(settings: PruningSettings) -> str:
+    """One line for the study page."""
+    if not settings.enabled:
+        return "none"
+    if settings.pruner == "successive_halving":
+        rule = (f"successive halving (ASHA): rungs at epochs {settings.min_epochs} × {settings.reduction_factor}^k "
+                f"keep the best 1/{settings.reduction_factor}")
+    elif settings.pruner == "percentile":
+        rule = (f"percentile: keeps the best {settings.percentile:g} % at each epoch, "
+                f"after a warm-up of {settings.warmup_epochs} epoch{'s' if settings.warmup_epochs != 1 else ''}")
+    else:
+        rule = (f"median, after a warm-up of {settings.warmup_epochs} "
+                f"epoch{'s' if settings.warmup_epochs != 1 else ''}")
+    return (f"{rule}; from {settings.startup_trials} completed trial{'s' if settings.startup_trials != 1 else ''} "
+            f"on, when at least {settings.min_trials} finished trial{'s' if settings.min_trials != 1 else ''} "
+            "reached the epoch")

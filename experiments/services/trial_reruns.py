@@ -1,0 +1,86 @@
+"""Re-runs: a finished trial's configuration trained again with the same seed, settings and data
+split, to see how close the result comes.
+
+A re-run is a job with a model run's lifecycle (services/model_runs.py, states in
+experiments/states.py): a request saves a QUEUED row and sends its task on the study's queue;
+a worker claims it as a new attempt and every later write names that attempt (the fence);
+the reaper queues a lost one again and re-sends one whose task never arrived. It never
+touches the study's oracle or trials, so the tuner does not hear of it and it costs the
+study's budget nothing."""
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from experiments.errors import TuneboardError
+from experiments.models import Trial, TrialRerun, TrialRerunEpoch
+from experiments.reproducibility import trial_seed
+from experiments.services.model_runs import job_claim, job_move, job_record_epoch, jobs_reap, model_heartbeat
+from experiments.services.queueing import rerun_task_enqueue
+from experiments.states import MODEL_ACTIVE, ModelStatus
+
+
+class RerunRequestError(TuneboardError):
+    """Why a re-run cannot be requested; str(exc) is shown to the user."""
+
+
+def rerun_send(*, rerun: TrialRerun) -> None:
+    """Send the re-run's task on its study's queue once the transaction commits, and note when."""
+    TrialRerun.objects.filter(pk=rerun.pk).update(last_sent=timezone.now())
+    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.queue)
+
+
+def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:
+    """Queue a re-run of a completed trial; one at a time per trial."""
+    if trial.status != Trial.Status.COMPLETED:
+        raise RerunRequestError(f"Only a completed trial can be re-run; this one is "
+                                f"{trial.get_status_display().lower()}.")
+    with transaction.atomic():
+        trial = Trial.objects.select_for_update().select_related("study").get(pk=trial.pk)  # numbers without gaps
+        reruns = TrialRerun.objects.filter(trial=trial)
+        if reruns.filter(status__in=MODEL_ACTIVE).exists():
+            raise RerunRequestError("A re-run of this trial is already queued or running; wait for it to finish.")
+        number = (reruns.aggregate(n=Max("number"))["n"] or 0) + 1
+        rerun = TrialRerun.objects.create(trial=trial, number=number, seed=trial_seed(trial), created_by=user)
+        rerun_send(rerun=rerun)
+    return rerun
+
+
+def rerun_claim(*, rerun_pk: int, worker_host: str) -> TrialRerun | None:
+    """QUEUED -> RUNNING for exactly one worker; the row's `attempts` is the fence."""
+    with transaction.atomic():
+        if not job_claim(table=TrialRerun, pk=rerun_pk, worker_host=worker_host):
+            return None
+        TrialRerunEpoch.objects.filter(rerun_id=rerun_pk).delete()  # an earlier attempt's curves
+    return TrialRerun.objects.select_related("trial__study__dataset__arrays", "trial__study__dataset__upload",
+                                             "trial__study__team").get(pk=rerun_pk)
+
+
+def rerun_heartbeat(*, rerun_pk: int, attempt: int) -> bool:
+    return model_heartbeat(model_pk=rerun_pk, attempt=attempt, table=TrialRerun)
+
+
+def rerun_record_epoch(*, rerun_pk: int, attempt: int, execution: int, epoch: int, metrics: dict) -> bool:
+    """Store one epoch's metrics; False when this attempt no longer owns the re-run (stop)."""
+    return job_record_epoch(
+        table=TrialRerun, pk=rerun_pk, attempt=attempt, unique_fields=["rerun", "execution", "epoch"],
+        row=TrialRerunEpoch(rerun_id=rerun_pk, execution=execution, epoch=epoch, metrics=metrics))
+
+
+def rerun_complete(*, rerun_pk: int, attempt: int, score: float, best_epoch: int | None, metrics: dict,
+                   compute: dict, environment: dict, duration_seconds: float) -> bool:
+    """The result, once; False (and nothing written) when this attempt no longer owns the re-run."""
+    return job_move(rerun_pk, ModelStatus.COMPLETED, attempt=attempt, table=TrialRerun, score=score,
+                    best_epoch=best_epoch, metrics=metrics, compute=compute, environment=environment,
+                    duration_seconds=duration_seconds, finished=timezone.now())
+
+
+def rerun_fail(*, rerun_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
+    return job_move(rerun_pk, ModelStatus.FAILED, attempt=attempt, table=TrialRerun, error=error,
+                    environment=environment or {}, finished=timezone.now())
+
+
+def reruns_reap(*, now=None) -> dict:
+    """Lost re-runs queued again (failed after the last attempt), unsent ones sent again."""
+    return jobs_reap(jobs=TrialRerun.objects.select_related("trial__study"),
+                     send=lambda rerun: rerun_send(rerun=rerun), now=now)

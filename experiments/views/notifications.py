@@ -1,0 +1,160 @@
+"""Notification pages: a user's e-mail choices (account menu), and the team's webhooks and
+recent deliveries (on the team page; owners and editors manage webhooks)."""
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
+from experiments.selectors import team_deliveries, team_webhooks
+from experiments.services.notifications import (
+    NotificationError,
+    notification_preferences,
+    notification_preferences_save,
+    notify_webhook_test,
+)
+from experiments.services.webhooks import (
+    WebhookError,
+    check_webhook_events,
+    check_webhook_name,
+    check_webhook_secret,
+    check_webhook_url,
+    webhook_create,
+    webhook_delete,
+    webhook_new_secret,
+    webhook_update,
+)
+from experiments.views.access import editor_required
+from experiments.webhook_signing import MIN_SECRET_LENGTH
+
+# A webhook's secret just made, shown once on the next team page and then forgotten.
+NEW_SECRET_KEY = "new_webhook_secret"
+
+
+class WebhookForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="Where it posts, e.g. “#ml-alerts on Slack”.")
+    url = forms.CharField(label="URL", max_length=500,
+                          help_text="http:// or https://: a Slack or Mattermost incoming webhook, or your own.")
+    events = forms.MultipleChoiceField(choices=SUBSCRIBABLE_EVENTS, widget=forms.CheckboxSelectMultiple,
+                                       required=False, label="Events")
+    active = forms.BooleanField(required=False, initial=True, label="Active (send events)")
+    secret = forms.CharField(required=False, max_length=128, widget=forms.PasswordInput(render_value=False),
+                             help_text=f"Empty: one is generated (or, when editing, kept). Your own: at least "
+                                       f"{MIN_SECRET_LENGTH} characters.")
+
+    def clean_name(self):
+        return self._check("name", check_webhook_name)
+
+    def clean_url(self):
+        return self._check("url", check_webhook_url)
+
+    def clean_events(self):
+        return self._check("events", check_webhook_events)
+
+    def clean_secret(self):
+        return self._check("secret", check_webhook_secret)
+
+    def _check(self, field: str, check):
+        try:
+            return check(self.cleaned_data[field])
+        except WebhookError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+def _get_webhook_for_user(request, webhook_id: int) -> Webhook:
+    return get_object_or_404(Webhook, pk=webhook_id, team=request.team)
+
+
+def _remember_secret(request, webhook: Webhook, secret: str) -> None:
+    request.session[NEW_SECRET_KEY] = {"team_id": webhook.team_id, "webhook_id": webhook.pk, "name": webhook.name,
+                                       "secret": secret}
+
+
+def notifications_context(request) -> dict:
+    """The team page's part: webhooks, recent deliveries, and a secret to show once."""
+    can_manage = request.membership.can_edit
+    new_secret = request.session.pop(NEW_SECRET_KEY, None)
+    if not can_manage or (new_secret or {}).get("team_id") != request.team.id:
+        new_secret = None
+    return {"webhooks": team_webhooks(team=request.team), "deliveries": team_deliveries(team=request.team),
+            "can_manage_webhooks": can_manage, "new_secret": new_secret,
+            "notify_max_attempts": settings.NOTIFY_MAX_ATTEMPTS}
+
+
+@editor_required
+def webhook_new(request):
+    form = WebhookForm(request.POST or None, initial={"active": True})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        webhook, secret = webhook_create(team=request.team, user=request.user, name=data["name"], url=data["url"],
+                                         events=data["events"], secret=data["secret"], active=data["active"])
+        _remember_secret(request, webhook, secret)
+        messages.success(request, f"Webhook {webhook.name} saved. Copy its secret now: it is shown only once.")
+        return redirect("team_settings")
+    return render(request, "teams/webhook_form.html", {"form": form, "webhook": None})
+
+
+@editor_required
+def webhook_edit(request, webhook_id: int):
+    webhook = _get_webhook_for_user(request, webhook_id)
+    initial = {"name": webhook.name, "url": webhook.url, "events": webhook.events, "active": webhook.active}
+    form = WebhookForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        webhook_update(webhook=webhook, name=data["name"], url=data["url"], events=data["events"],
+                       active=data["active"], secret=data["secret"])
+        messages.success(request, f"Webhook {webhook.name} saved.")
+        return redirect("team_settings")
+    return render(request, "teams/webhook_form.html", {"form": form, "webhook": webhook})
+
+
+@editor_required
+@require_POST
+def webhook_test(request, webhook_id: int):
+    webhook = _get_webhook_for_user(request, webhook_id)
+    try:
+        notify_webhook_test(webhook=webhook, user=request.user)
+    except NotificationError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"A test event is on its way to {webhook.name}; its delivery is listed below.")
+    return redirect("team_settings")
+
+
+@editor_required
+@require_POST
+def webhook_secret(request, webhook_id: int):
+    webhook = _get_webhook_for_user(request, webhook_id)
+    _remember_secret(request, webhook, webhook_new_secret(webhook=webhook))
+    messages.success(request, f"Webhook {webhook.name} has a new secret; calls are signed with it from now on.")
+    return redirect("team_settings")
+
+
+@editor_required
+@require_POST
+def webhook_remove(request, webhook_id: int):
+    webhook = _get_webhook_for_user(request, webhook_id)
+    webhook_delete(webhook=webhook)
+    messages.success(request, f"Webhook {webhook.name} was removed with its deliveries.")
+    return redirect("team_settings")
+
+
+@login_required
+def notification_settings(request):
+    """Which events of which of the user's teams reach them by e-mail (none until chosen)."""
+    rows = notification_preferences(user=request.user)
+    if request.method == "POST":
+        choices = {row["team"].id: {"events": request.POST.getlist(f"events-{row['team'].id}"),
+                                    "only_mine": request.POST.get(f"only_mine-{row['team'].id}") == "on"}
+                   for row in rows}
+        try:
+            notification_preferences_save(user=request.user, choices=choices)
+        except NotificationError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "Your e-mail notifications are saved.")
+            return redirect("notification_settings")
+    return render(request, "account/notifications.html", {"rows": rows, "events": SUBSCRIBABLE_EVENTS})
