@@ -272,7 +272,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["experiments.api.auth.TeamMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "experiments.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
