@@ -4,8 +4,8 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.bounds import parse_id
 from experiments import figures
+from experiments.bounds import parse_id
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.hypermodel_catalog import hypermodel_entries
@@ -189,7 +189,8 @@ MAX_COMPARED = 4
 def study_compare(request, study_id: int):
     """Two to four trials side by side: values, results and learning curves."""
     study = get_study_for_user(request, study_id)
-    compared = trials_compared(study=study, trial_pks=[pk for v in request.GET.getlist("trials") if (pk := parse_id(v))])
+    picked = [pk for value in request.GET.getlist("trials") if (pk := parse_id(value))]
+    compared = trials_compared(study=study, trial_pks=picked)
     if not 2 <= len(compared["trials"]) <= MAX_COMPARED:
         messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")
         return redirect("study_detail", study_id=study.id)

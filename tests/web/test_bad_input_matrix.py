@@ -283,10 +283,9 @@ class Fixtures:
 
 @pytest.fixture
 def f(acme, alice, acme_dataset, acme_study, acme_trial, acme_model):
+    from experiments.services.artifacts import artifact_create
     from experiments.services.datasets import dataset_create_bundled
     from tests.integration.helpers import saved_study
-
-    from experiments.services.artifacts import artifact_create
 
     # A checkpoint, so the trial can be an ensemble member and the ensemble cases reach their field.
     acme_trial.checkpoint = artifact_create(team=acme, kind=Artifact.Kind.CHECKPOINT, filename="t.npz",
