@@ -13,10 +13,12 @@ import kubernetes_validate
 import pytest
 import yaml
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
 from experiments.models import Study
 from experiments.services.model_runs import ENSEMBLE_QUEUE
+from webapp.env import env_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -24,6 +26,12 @@ OVERLAYS = ["cpu-only", "gpu", "tpu"]
 K8S_VERSION = "1.30"
 KEDA_SCHEMAS = json.loads((Path(__file__).parent / "keda" / "schemas.json").read_text())
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+
+def env_secret_key_from(value: str) -> str:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SECRET_KEY", value)
+        return env_secret_key("SECRET_KEY", debug=False)
 
 
 def render(overlay: str) -> list[dict]:
@@ -65,6 +73,9 @@ def test_the_example_secret_validates_and_holds_what_the_app_reads():
     secret = yaml.safe_load((KUBERNETES / "secret.example.yaml").read_text())
     kubernetes_validate.validate(secret, K8S_VERSION, strict=True)
     assert {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "TUNEBOARD_SCALING_TOKEN"} <= set(secret["stringData"])
+    # Applied unedited, the placeholder key stops the pods instead of signing with a public key.
+    with pytest.raises(ImproperlyConfigured, match="placeholder"):
+        env_secret_key_from(secret["stringData"]["SECRET_KEY"])
 
 
 def test_web_beat_migrate_and_config(rendered):
