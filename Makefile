@@ -11,8 +11,6 @@ $(VENV)/.installed: pyproject.toml client/pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	$(VENV)/bin/python manage.py migrate --noinput
-	$(VENV)/bin/python manage.py seed_demo --i-know-this-is-not-production
 	TF_CPP_MIN_LOG_LEVEL=2 bash scripts/run_embedded.sh
 
 test: $(VENV)/.installed

@@ -2,6 +2,7 @@
 Redis on another db number, and real worker processes."""
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -40,6 +41,8 @@ def setup_django() -> dict:
         "TF_CPP_MIN_LOG_LEVEL": "3",
         "PYTHONPATH": str(ROOT),
         "TUNEBOARD_VAR_DIR": str(ROOT / "var" / "bench"),
+        # Settings refuse to load without one while DEBUG is off; a fresh one per run is enough.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     os.environ.update(env)
