@@ -23,7 +23,8 @@ bench: $(VENV)/.installed
 	bash scripts/test_services.sh > var/test-services.env
 	set -a; . ./var/test-services.env; set +a; $(VENV)/bin/python -m benchmarks.orchestration && \
 	  $(VENV)/bin/python -m benchmarks.downloads && $(VENV)/bin/python -m benchmarks.ensembles && \
-	  $(VENV)/bin/python -m benchmarks.pages && $(VENV)/bin/python -m benchmarks.api && $(VENV)/bin/python -m benchmarks.training
+	  $(VENV)/bin/python -m benchmarks.pages && $(VENV)/bin/python -m benchmarks.api && $(VENV)/bin/python -m benchmarks.training && \
+	  $(VENV)/bin/python -m benchmarks.uploads
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

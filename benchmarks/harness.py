@@ -15,12 +15,16 @@ RESULTS = ROOT / "benchmarks" / "results"
 HYPERMODELS = "sleep=benchmarks.sleep_hypermodel:SleepHyperModel"
 
 
+# Another name keeps two checkouts' benchmarks from dropping each other's database.
+BENCH_DATABASE = os.environ.get("TUNEBOARD_BENCH_DATABASE", "tuneboard_bench")
+
+
 def bench_database_url() -> str:
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tuneboard")
     parts = urlparse(base)
     if parts.scheme not in ("postgres", "postgresql"):
         sys.exit("Benchmarks run against PostgreSQL: set DATABASE_URL=postgres://... (make bench does).")
-    return urlunparse(parts._replace(path="/tuneboard_bench"))
+    return urlunparse(parts._replace(path=f"/{BENCH_DATABASE}"))
 
 
 def setup_django() -> dict:
@@ -30,8 +34,8 @@ def setup_django() -> dict:
     url = bench_database_url()
     admin = urlunparse(urlparse(url)._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS tuneboard_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE tuneboard_bench")
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DATABASE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{BENCH_DATABASE}"')
     env = {
         **os.environ,
         "DATABASE_URL": url,

@@ -235,8 +235,14 @@ STORAGES = {
 }
 
 UPLOAD_MAX_MB = env_int("TUNEBOARD_UPLOAD_MAX_MB", 50, minimum=1)
-# Uploads above this go to a temp file instead of memory.
+# Uploads above this go to a temp file instead of memory; parsing reads that file in blocks.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# What an upload may become once parsed (experiments.dataset_parsing.DatasetLimits): its arrays
+# unpacked (they stay on disk, not in the web process), its rows (the web holds ~100 bytes a
+# row while splitting) and the classes of a classification target.
+MAX_DATASET_MB = env_int("TUNEBOARD_MAX_DATASET_MB", 2048, minimum=1)
+MAX_DATASET_ROWS = env_int("TUNEBOARD_MAX_DATASET_ROWS", 1_000_000, minimum=10)
+MAX_CLASSES = env_int("TUNEBOARD_MAX_CLASSES", 1_000, minimum=2)
 
 # Team-provided hypermodels installed on the workers: "name=pkg.module:build_model,...".
 HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
