@@ -171,6 +171,10 @@ CASES = [
     Case("upload-binary-as-csv", "post", lambda f: reverse("dataset_upload"),
          lambda f: upload_form(file=SimpleUploadedFile("b.csv", bytes(range(256)) * 20, content_type="text/csv")),
          None),
+    Case("upload-10000-classes", "post", lambda f: reverse("dataset_upload"),
+         lambda f: upload_form(file=SimpleUploadedFile(
+             "many.csv", ("a,label\n" + "\n".join(f"{i},c{i}" for i in range(10_000))).encode())),
+         "distinct values"),
     Case("upload-npz-object-array", "post", lambda f: reverse("dataset_upload"),
          lambda f: upload_form(file=_npz_with_objects(), target_column=""), None),
     Case("bundled-seed-huge", "post", lambda f: reverse("dataset_list"), lambda f: bundled_form(seed=HUGE),
