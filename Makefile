@@ -22,8 +22,6 @@ $(VENV)/.installed: pyproject.toml client/pyproject.toml $(if $(VENV_STALE),FORC
 	touch $@
 
 run: $(VENV)/.installed
-	$(VENV)/bin/python manage.py migrate --noinput
-	$(VENV)/bin/python manage.py seed_demo --i-know-this-is-not-production
 	TF_CPP_MIN_LOG_LEVEL=2 bash scripts/run_embedded.sh
 
 test: $(VENV)/.installed
@@ -37,7 +35,8 @@ bench: $(VENV)/.installed
 	set -a; . ./var/test-services.env; set +a; $(VENV)/bin/python -m benchmarks.orchestration && \
 	  $(VENV)/bin/python -m benchmarks.downloads && $(VENV)/bin/python -m benchmarks.ensembles && \
 	  $(VENV)/bin/python -m benchmarks.pages && $(VENV)/bin/python -m benchmarks.api && $(VENV)/bin/python -m benchmarks.training && \
-	  $(VENV)/bin/python -m benchmarks.metrics_overhead && $(VENV)/bin/python -m benchmarks.pruning
+	  $(VENV)/bin/python -m benchmarks.metrics_overhead && $(VENV)/bin/python -m benchmarks.pruning && \
+	  $(VENV)/bin/python -m benchmarks.uploads
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

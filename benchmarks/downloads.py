@@ -12,33 +12,18 @@ JSON object as its last line and writes benchmarks/results/downloads.json:
 """
 
 import hashlib
-import http.client
 import json
 import os
-import re
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode
-
-import psutil
 
 from benchmarks.harness import RESULTS, ROOT, setup_django
+from benchmarks.web_process import RssSampler, WebServer, login
 
 SIZE_MB = 200
 SPACE = [{"name": "units", "type": "fixed", "value": 8, "parent": None, "parent_values": []}]
 BLOCK = 1024 * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _seed_model(path: Path):
@@ -67,96 +52,37 @@ def _seed_model(path: Path):
     return model, artifact
 
 
-class _Server:
-    def __init__(self, env: dict, port: int):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "webapp.wsgi", "--workers", "1", "--bind", f"127.0.0.1:{port}",
-             "--timeout", "300"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(ROOT / "var" / "bench" / "web.log", "wb"),
-            start_new_session=True,
-        )
-        self.port = port
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the web server did not start; see var/bench/web.log") from None
-                time.sleep(0.2)
-
-    def worker(self) -> psutil.Process:
-        children = psutil.Process(self.process.pid).children()
-        assert len(children) == 1, children
-        return children[0]
-
-    def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(timeout=30)
-
-
-def _login(port: int) -> str:
-    conn = http.client.HTTPConnection("127.0.0.1", port)
-    conn.request("GET", "/login/")
-    response = conn.getresponse()
-    page = response.read().decode()
-    csrf = re.search(r"csrftoken=([^;]+)", response.getheader("Set-Cookie")).group(1)
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    body = urlencode({"username": "bench", "password": "bench-downloads", "csrfmiddlewaretoken": token})
-    conn.request("POST", "/login/", body, {"Content-Type": "application/x-www-form-urlencoded",
-                                           "Cookie": f"csrftoken={csrf}", "Referer": f"http://127.0.0.1:{port}/"})
-    response = conn.getresponse()
-    response.read()
-    assert response.status == 302, f"login failed: {response.status}"
-    session = re.search(r"sessionid=([^;]+)", response.getheader("Set-Cookie")).group(1)
-    return f"csrftoken={csrf}; sessionid={session}"
-
-
-def _sample_rss(process: psutil.Process, samples: list, stop: threading.Event) -> None:
-    while not stop.is_set():
-        samples.append(process.memory_info().rss)
-        time.sleep(0.01)
-
-
 def main() -> None:
     env = setup_django()
     (ROOT / "var" / "bench").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         model, artifact = _seed_model(Path(tmp) / "big.keras")
-    port = _free_port()
-    server = _Server(env, port)
+    server = WebServer(env, ROOT / "var" / "bench" / "web.log")
     try:
-        cookie = _login(port)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        cookie = login(server, "bench", "bench-downloads")
+        conn = server.connection()
         conn.request("GET", f"/models/{model.id}/", headers={"Cookie": cookie})  # warm the worker's code paths
         conn.getresponse().read()
-        worker = server.worker()
-        baseline = worker.memory_info().rss
-        samples, stop = [baseline], threading.Event()
-        sampler = threading.Thread(target=_sample_rss, args=(worker, samples, stop), daemon=True)
-        sampler.start()
-        started = time.monotonic()
-        conn.request("GET", f"/models/{model.id}/download/keras/", headers={"Cookie": cookie})
-        response = conn.getresponse()
-        assert response.status == 200, response.status
-        digest, received = hashlib.sha256(), 0
-        while block := response.read(BLOCK):
-            digest.update(block)
-            received += len(block)
-        seconds = time.monotonic() - started
-        stop.set()
-        sampler.join()
+        with RssSampler(server.worker()) as rss:
+            started = time.monotonic()
+            conn.request("GET", f"/models/{model.id}/download/keras/", headers={"Cookie": cookie})
+            response = conn.getresponse()
+            assert response.status == 200, response.status
+            digest, received = hashlib.sha256(), 0
+            while block := response.read(BLOCK):
+                digest.update(block)
+                received += len(block)
+            seconds = time.monotonic() - started
     finally:
         server.stop()
     assert received == artifact.size and digest.hexdigest() == artifact.sha256, "the download differs"
     result = {
         "file_mb": round(artifact.size / 1e6, 1),
-        "peak_rss_growth_mb": round((max(samples) - baseline) / 1e6, 1),
-        "baseline_rss_mb": round(baseline / 1e6, 1),
+        "peak_rss_growth_mb": round((rss.peak - rss.baseline) / 1e6, 1),
+        "baseline_rss_mb": round(rss.baseline / 1e6, 1),
         "throughput_mb_s": round(artifact.size / 1e6 / seconds, 1),
         "seconds": round(seconds, 2),
-        "rss_samples": len(samples),
+        "rss_samples": len(rss.samples),
         "targets": {"peak_rss_growth_mb": 50},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

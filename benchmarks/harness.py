@@ -2,6 +2,7 @@
 Redis on another db number, and real worker processes."""
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -14,23 +15,28 @@ RESULTS = ROOT / "benchmarks" / "results"
 HYPERMODELS = "sleep=benchmarks.sleep_hypermodel:SleepHyperModel"
 
 
-def bench_database_url(name: str = "tuneboard_bench") -> str:
+# Another name keeps two checkouts' benchmarks from dropping each other's database.
+BENCH_DATABASE = os.environ.get("TUNEBOARD_BENCH_DATABASE", "tuneboard_bench")
+
+
+def bench_database_url(name: str | None = None) -> str:
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tuneboard")
     parts = urlparse(base)
     if parts.scheme not in ("postgres", "postgresql"):
         sys.exit("Benchmarks run against PostgreSQL: set DATABASE_URL=postgres://... (make bench does).")
-    return urlunparse(parts._replace(path=f"/{name}"))
+    return urlunparse(parts._replace(path=f"/{name or BENCH_DATABASE}"))
 
 
-def setup_django(database: str = "tuneboard_bench") -> dict:
+def setup_django(database: str | None = None) -> dict:
     """Recreate the benchmark database, migrate it, and configure Django in this process."""
     import psycopg
 
+    database = database or BENCH_DATABASE
     url = bench_database_url(database)
     admin = urlunparse(urlparse(url)._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {database}")
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -40,6 +46,8 @@ def setup_django(database: str = "tuneboard_bench") -> dict:
         "TF_CPP_MIN_LOG_LEVEL": "3",
         "PYTHONPATH": str(ROOT),
         "TUNEBOARD_VAR_DIR": str(ROOT / "var" / "bench"),
+        # Settings refuse to load without one while DEBUG is off; a fresh one per run is enough.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     os.environ.update(env)

@@ -147,6 +147,7 @@ def _reviews() -> ParsedDataset:
     order = list(range(len(texts)))
     rng.shuffle(order)
     x = np.asarray([texts[i] for i in order], dtype=str)
+    words = [len(text.split()) for text in texts]
     return ParsedDataset(
         x=x,
         y=np.asarray([labels[i] for i in order], dtype=np.int64),
@@ -155,7 +156,7 @@ def _reviews() -> ParsedDataset:
         classes=list(_REVIEW_CLASSES),
         target_name="sentiment",
         kind="text",
-        details=text_details(x, "review"),
+        details=text_details("review", words=sum(words), most_words=max(words), n=len(words)),
     )
 
 

@@ -5,6 +5,8 @@ import csv
 
 from django.http import HttpResponse
 
+from experiments.bounds import header_filename
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -16,7 +18,8 @@ def safe_cell(value):
 
 def csv_response(filename: str, header: list, rows) -> HttpResponse:
     response = HttpResponse(content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    stem, _, suffix = filename.rpartition(".")
+    response["Content-Disposition"] = f'attachment; filename="{header_filename(stem, "." + suffix)}"'
     writer = csv.writer(response)
     writer.writerow(header)
     for row in rows:

@@ -6,16 +6,23 @@ Every problem with the data raises DatasetError, whose text is shown to the user
 
 Four kinds of data share one ParsedDataset: tabular (this module), images (image_parsing),
 text (text_parsing) and sequences (sequence_parsing); the bundled datasets live in bundled_data.
-Those modules build on the helpers here, so this module imports them only where it needs them.
+Those modules, and the readers of CSV (csv_reading) and .npz files (npz_reading), build on the
+helpers here, so this module imports them only where it needs them.
+
+An upload can be far larger in memory than on disk (a 400 KB .npz of zeros unpacks to 400 MB),
+so uploads are read a block of rows at a time and their inputs x are written to temporary
+files (array_files); only the labels and the split indices, a few bytes a row, are held in
+memory, and DatasetLimits bounds the rows, the bytes and the classes before anything large
+is unpacked.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -25,17 +32,35 @@ from experiments.errors import TuneboardError
 TASKS = ("auto", "classification", "regression")
 KINDS = ("tabular", "image", "text", "sequence")
 _MB = 1024 * 1024
+_GB = 1024 * _MB
 # Spellings people and spreadsheet exports use for "no value".
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none"})
 # "auto" reads integer targets as class labels only up to this many distinct values.
 _MAX_AUTO_CLASSES = 50
-_DELIMITERS = (",", ";", "\t")
-# A small compressed .npz can expand to many GB; refuse before numpy allocates it.
-_MAX_NPZ_EXPANDED_BYTES = 2 * 1024 * _MB
+_NO_LABEL = object()  # a target cell spelt as missing
 
 
 class DatasetError(TuneboardError, ValueError):
     """A problem with the user's data; str(exc) is the message shown to them."""
+
+
+@dataclass(frozen=True)
+class DatasetLimits:
+    """What one upload may become; the service reads them from the settings.
+
+    The arrays stay on disk, so max_bytes (their size unpacked, and the size of the stored
+    inputs) bounds disk space and the workers' memory, not the web's. What the web process
+    does hold is about 100 bytes a row (labels, split indices, and scikit-learn's stratified
+    split), so max_rows is what bounds its memory. More than max_classes classes is refused:
+    a target with that many distinct values is an identifier or a number, not a class.
+    """
+
+    max_bytes: int = 2 * _GB
+    max_rows: int = 1_000_000
+    max_classes: int = 1_000
+
+
+DEFAULT_LIMITS = DatasetLimits()
 
 
 @dataclass
@@ -133,291 +158,202 @@ def check_upload_size(size_bytes: int, limit_mb: int) -> None:
 # --- CSV ----------------------------------------------------------------------------------
 
 
-def parse_csv(data: bytes, *, target_column: str, task: str = "auto") -> ParsedDataset:
+def parse_csv(
+    data: bytes | BinaryIO, *, target_column: str, task: str = "auto", limits: DatasetLimits = DEFAULT_LIMITS
+) -> ParsedDataset:
+    from experiments.array_files import ArrayWriter  # they build on this module
+    from experiments.csv_reading import CsvTable, NumericColumns, missing_column_message
+
     _check_task(task)
-    header, body, lines = _read_csv(_decode_text(data))
+    table = CsvTable(data)
+    header = table.header
     target_column = target_column.strip()
     if target_column not in header:
-        raise DatasetError(_missing_column_message(target_column, header))
+        raise DatasetError(missing_column_message(target_column, header))
     if len(header) == 1:
         raise DatasetError(
             f"The file has only the target column {target_column!r}; "
             "there are no feature columns to learn from."
         )
 
-    columns = dict(zip(header, zip(*body, strict=True), strict=True))
-    target_cells = columns.pop(target_column)
-    x, missing = _features(columns, lines)
-    if missing:
-        raise DatasetError(
-            "Some feature values are missing: "
-            + "; ".join(
-                f"column {name!r} in {_rows(len(at))} (first row {at[0]})"
-                for name, at in missing.items()
-            )
-            + ". Fill them in or remove those rows."
-        )
+    features = [name for name in header if name != target_column]
+    feature_at = [header.index(name) for name in features]
+    target_at = header.index(target_column)
+    numbers, labels, too_large = NumericColumns(features), LabelColumn(limits.max_classes), NonFinite()
+    with ArrayWriter(np.float32, (len(features),)) as writer:
+        for rows, lines in table.batches():
+            check_rows(writer.n_rows + len(rows), limits)
+            check_bytes((writer.n_rows + len(rows)) * len(features) * 4, limits, "The inputs as 32-bit floats")
+            columns = list(zip(*rows, strict=True))
+            values = numbers.add([columns[j] for j in feature_at], lines)
+            labels.add(columns[target_at], lines)
+            x = values.astype(np.float32)
+            # Numbers fine as float64 may overflow float32; missing cells are refused below.
+            too_large.add(np.isfinite(values).all(axis=1) & ~np.isfinite(x).all(axis=1), writer.n_rows)
+            writer.write(x)
+        numbers.check(features, missing_advice="Fill them in or remove those rows.")
+        too_large.refuse_rows()
+        y, task, classes = csv_target(labels, target_column, task, limits)
+        return ParsedDataset(writer.finish(), y, features, task, classes, target_column)
 
-    y, task, classes = _csv_target(target_cells, lines, target_column, task)
-    return _finish(x, y, list(columns), task, classes, target_column)
 
-
-def _csv_target(
-    cells: tuple[str, ...] | list[str], lines: list[int], target_column: str, task: str
+def csv_target(
+    labels: LabelColumn, target_column: str, task: str, limits: DatasetLimits
 ) -> tuple[np.ndarray, str, list[str]]:
     """(y, task, classes) from a CSV target column; refuses rows without a label."""
-    unlabeled = [line for cell, line in zip(cells, lines, strict=True) if _is_missing(cell)]
-    if unlabeled:
+    if labels.missing.count:
+        count = labels.missing.count
         raise DatasetError(
-            f"{_rows(len(unlabeled)).capitalize()} {'has' if len(unlabeled) == 1 else 'have'} "
+            f"{_rows(count).capitalize()} {'has' if count == 1 else 'have'} "
             f"no value in the target column {target_column!r} "
-            f"(row{'s' if len(unlabeled) > 1 else ''} {_first_few(unlabeled)}). "
+            f"(row{'s' if count > 1 else ''} {_first_few(labels.missing.first)}). "
             "Fill them in or remove those rows."
         )
     return _encode_target(
-        _labels(cells),
-        task,
-        subject=f"The target column {target_column!r}",
-        locate=lambda i: f"row {lines[i]}",
+        labels, task, subject=f"The target column {target_column!r}", locate=lambda line: f"row {line}", limits=limits
     )
 
 
-def _decode_text(data: bytes) -> str:
-    if not data.strip():
-        raise DatasetError("The file is empty.")
-    if data.startswith(b"PK\x03\x04"):
-        raise DatasetError(
-            "This looks like a zip or Excel (.xlsx) file, not CSV text. "
-            "Save it as CSV and upload that."
-        )
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise DatasetError("The file is UTF-16 text. Save the CSV as UTF-8 and upload it again.")
-    if b"\x00" in data[:8192]:
-        raise DatasetError("This looks like a binary file, not CSV text.")
-    try:
-        return data.decode("utf-8-sig")  # -sig: Excel writes a byte-order mark
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"The file is not UTF-8 text (unreadable byte at position {exc.start}). "
-            "Save the CSV with UTF-8 encoding and upload it again."
-        ) from None
+class NonFinite:
+    """Cells that are not finite numbers, counted as blocks of rows go by: how many, in how
+    many rows, and the first such row."""
 
+    def __init__(self):
+        self.values = 0
+        self.rows = 0
+        self.first = -1
 
-def _read_csv(text: str) -> tuple[list[str], list[list[str]], list[int]]:
-    """Header, data rows (cells stripped) and each data row's line number in the file."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_sniff_delimiter(text))
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    try:
-        for row in reader:
-            cells = [cell.strip() for cell in row]
-            if any(cells):
-                rows.append(cells)
-                lines.append(reader.line_num)
-    except csv.Error as exc:
-        raise DatasetError(
-            f"The file could not be read as CSV near row {reader.line_num}: {exc}."
-        ) from None
-    if not rows:
-        raise DatasetError("The file is empty.")
-    header, body, lines = rows[0], rows[1:], lines[1:]
-    if not body:
-        raise DatasetError("The file has a header row but no data rows.")
+    def add(self, bad: np.ndarray, start: int) -> None:
+        """bad: which cells of the block whose first row is row `start` are not finite."""
+        if bad.any():
+            rows = bad.reshape(len(bad), -1).any(axis=1)
+            if self.first < 0:
+                self.first = start + int(np.argmax(rows))
+            self.values += int(bad.sum())
+            self.rows += int(rows.sum())
 
-    # Spreadsheets often leave trailing empty columns ("a,b,"); those aren't real columns.
-    while header and not header[-1]:
-        header.pop()
-    width = len(header)
-    for i, row in enumerate(body):
-        if len(row) > width and not any(row[width:]):
-            body[i] = row = row[:width]
-        if len(row) != width:
+    def refuse_rows(self) -> None:
+        if self.rows:
+            # CSV values are checked per column before this; here it's NaN/inf in an npz or
+            # numbers too large for 32-bit floats.
             raise DatasetError(
-                f"Row {lines[i]} has {len(row)} values, but the header has {width} columns."
+                "The inputs have missing (NaN) or infinite values, or numbers too large for 32-bit "
+                f"floats, in {_rows(self.rows)} (the first is data row {self.first + 1}). "
+                "Fill them in or remove those rows."
             )
-    seen: dict[str, int] = {}
-    for number, name in enumerate(header, start=1):
-        if not name:
-            raise DatasetError(f"Column {number} has no name in the header row.")
-        if name in seen:
-            raise DatasetError(
-                f"The header has two columns named {name!r} (columns {seen[name]} and {number}); "
-                "column names must be unique."
-            )
-        seen[name] = number
-    return header, body, lines
-
-
-def _sniff_delimiter(text: str) -> str:
-    """Pick the delimiter that splits the first lines into the same number (>1) of columns.
-
-    csv.Sniffer is not used: it fails outright on some valid files and guesses letters.
-    """
-    sample = text[:65536]
-    if len(text) > len(sample):
-        sample = sample[: sample.rfind("\n") + 1] or sample
-
-    def score(delimiter: str) -> tuple[bool, int]:
-        reader = csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter)
-        try:
-            widths = [len(row) for row in reader if any(cell.strip() for cell in row)]
-        except csv.Error:
-            return (False, 0)
-        consistent = bool(widths) and widths[0] > 1 and len(set(widths)) == 1
-        return (consistent, widths[0] if widths else 0)
-
-    return max(_DELIMITERS, key=score)  # ties keep the earlier one, so comma wins
-
-
-def _missing_column_message(target_column: str, header: list[str]) -> str:
-    shown = ", ".join(header[:30]) + (f", … ({len(header) - 30} more)" if len(header) > 30 else "")
-    message = f"There is no column named {target_column!r}. Available columns: {shown}."
-    if all(_as_number(name) is not None for name in header):
-        message += " The first row looks like data: the file needs a header row of column names."
-    return message
-
-
-def _features(
-    columns: dict[str, tuple[str, ...]], lines: list[int]
-) -> tuple[np.ndarray, dict[str, list[int]]]:
-    """Feature matrix plus, per column, the rows with missing values."""
-    values: list[np.ndarray] = []
-    missing: dict[str, list[int]] = {}
-    for name, cells in columns.items():
-        try:  # fast path for clean columns; the loop below only runs to explain a problem
-            column = np.asarray(cells, dtype=np.float64)
-            if np.isfinite(column).all():
-                values.append(column)
-                continue
-        except ValueError:
-            pass
-        column = np.full(len(cells), np.nan)
-        bad: list[int] = []
-        for i, cell in enumerate(cells):
-            if _is_missing(cell):
-                missing.setdefault(name, []).append(lines[i])
-            elif (number := _as_number(cell)) is None:
-                bad.append(i)
-            else:
-                column[i] = number
-        if bad:
-            raise DatasetError(_non_numeric_message(name, cells, bad, lines))
-        values.append(column)
-    return np.column_stack(values), missing
-
-
-def _non_numeric_message(
-    name: str, cells: tuple[str, ...], bad: list[int], lines: list[int]
-) -> str:
-    example = cells[bad[0]]
-    message = f"Column {name!r} must contain numbers, but row {lines[bad[0]]} has {example!r}"
-    if len(bad) > 1:
-        message += f" ({len(bad) - 1} more {'row has' if len(bad) == 2 else 'rows have'} "
-        message += "non-numeric values)"
-    if _as_number(example.replace(",", ".")) is not None:
-        message += ". Use a point, not a comma, as the decimal separator"
-    return message + ". Feature columns must be numeric: encode categories as numbers or drop them."
 
 
 # --- NPZ ----------------------------------------------------------------------------------
 
 
 def parse_npz(
-    data: bytes,
+    data: bytes | BinaryIO,
     *,
     task: str = "auto",
     kind: str = "auto",
     image_size: tuple[int, int] | None = None,
+    limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
     """Arrays x and y from numpy.savez. kind "auto" reads x by its shape: (n, h, w, channels)
     is images, (n, h, w) too when its type is uint8, other (n, steps, features) arrays are
     sequences and (n,) or (n, features) is tabular. image_size (height, width) resizes images
-    and is ignored for other kinds."""
+    and is ignored for other kinds.
+
+    Everything that can be known from the arrays' headers (types, shapes, sizes) is checked
+    before any array is unpacked; then y is read, then x, a block at a time."""
+    from experiments.npz_reading import NpzArchive  # it builds on this module
+
     _check_task(task)
     if kind not in ("auto", "tabular", "image", "sequence"):
         raise DatasetError(f"Unknown kind {kind!r} for an .npz file; use auto, tabular, image or sequence.")
-    if not data:
+    file = binary_file(data)
+    if _is_empty(file):
         raise DatasetError("The file is empty.")
-    try:
-        archive = np.load(io.BytesIO(data), allow_pickle=False)
-    except Exception:  # numpy raises ValueError, OSError, EOFError, BadZipFile... for junk
-        raise DatasetError(
-            "The file is not a valid .npz archive. Save the arrays with "
-            "numpy.savez(path, x=..., y=...) and upload that file."
-        ) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DatasetError(
-            "This is a single NumPy array (.npy), not an .npz archive. Save both arrays with "
-            "numpy.savez(path, x=..., y=...) and upload that file."
-        )
-    with archive:
-        absent = [key for key in ("x", "y") if key not in archive.files]
+    with NpzArchive(file) as archive:
+        absent = [key for key in ("x", "y") if key not in archive.keys]
         if absent:
-            found = ", ".join(archive.files) if archive.files else "no arrays at all"
+            found = ", ".join(archive.keys) if archive.keys else "no arrays at all"
             raise DatasetError(
                 f"The .npz file has no array named {absent[0]!r}; it contains {found}. "
                 "Name the inputs x and the labels y."
             )
-        expanded = sum(info.file_size for info in archive.zip.infolist())
-        if expanded > _MAX_NPZ_EXPANDED_BYTES:
-            raise DatasetError(
-                f"The arrays take {expanded / _MB / 1024:.1f} GB once unpacked; "
-                f"the limit is {_MAX_NPZ_EXPANDED_BYTES // _MB // 1024} GB."
-            )
-        x, y = _read_array(archive, "x"), _read_array(archive, "y")
+        x_header, y_header = archive.header("x"), archive.header("y")
+        check_bytes(x_header.nbytes + y_header.nbytes, limits, "The arrays, once unpacked,")
+        kind = _check_npz_shapes(x_header, y_header, kind, limits)
+        y_encoded, task, classes = _npz_labels(archive.unpack(y_header), task, limits)
+        x = archive.unpack(x_header)
 
+    if kind == "image":
+        from experiments.image_parsing import image_array  # it builds on this module
+
+        images, details = image_array(x, image_size=image_size, limits=limits)
+        return ParsedDataset(images, y_encoded, [], task, classes, "y", kind="image", details=details)
+    if kind == "sequence":
+        from experiments.sequence_parsing import sequence_array  # it builds on this module
+
+        sequences, details = sequence_array(x, limits=limits)
+        names = [f"f{i}" for i in range(sequences.shape[2])]
+        return ParsedDataset(sequences, y_encoded, names, task, classes, "y", kind="sequence", details=details)
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)  # one feature per row
+    feature_names = [f"f{i}" for i in range(math.prod(x.shape[1:]))]
+    return ParsedDataset(_float32_rows(x, limits), y_encoded, feature_names, task, classes, "y")
+
+
+def _is_empty(file: BinaryIO) -> bool:
+    file.seek(0)
+    empty = not file.read(1)
+    file.seek(0)
+    return empty
+
+
+def _check_npz_shapes(x, y, kind: str, limits: DatasetLimits) -> str:
+    """The kind x is read as, after checking x's and y's declared types and shapes."""
     if x.ndim == 0:
         raise DatasetError("x must have one row per sample, but it is a single number.")
     if x.dtype.kind not in "biuf":
         raise DatasetError(f"x must contain numbers, but its type is {x.dtype}.")
     kind = _npz_kind(x, kind)
-    if x.ndim == 1:
-        x = x.reshape(-1, 1)  # one feature per row
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
+    if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
         raise DatasetError(
             f"y must have one label per row, shape (n,) or (n, 1), but its shape is {y.shape}. "
             "If y is one-hot encoded, save the class index instead (y.argmax(axis=1))."
         )
-    if len(x) != len(y):
-        raise DatasetError(f"x has {len(x)} rows but y has {len(y)}; they must match.")
-    if len(x) == 0:
+    if x.shape[0] != y.shape[0]:
+        raise DatasetError(f"x has {x.shape[0]} rows but y has {y.shape[0]}; they must match.")
+    if x.shape[0] == 0:
         raise DatasetError("The arrays are empty: x and y have no rows.")
-
-    if y.dtype.kind in "biuf":
-        labels = y.astype(np.float64)
-        unlabeled = int((~np.isfinite(labels)).sum())
-    elif y.dtype.kind in "US":
-        cells = [
-            (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)).strip() for v in y
-        ]
-        unlabeled = sum(_is_missing(cell) for cell in cells)
-        labels = _labels(cells)
-    else:
+    check_rows(x.shape[0], limits, "x")
+    if y.dtype.kind not in "biufUS":
         raise DatasetError(f"y must contain numbers or strings, but its type is {y.dtype}.")
+    return kind
+
+
+def _npz_labels(y: np.ndarray, task: str, limits: DatasetLimits) -> tuple[np.ndarray, str, list[str]]:
+    from experiments.array_files import blocks  # it builds on this module
+
+    y = y.reshape(len(y))
+    if y.dtype.kind in "US":
+        labels = LabelColumn(limits.max_classes)
+        start = 0
+        for block in blocks(y):
+            cells = [(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)).strip() for v in block.tolist()]
+            labels.add(cells, range(start, start + len(cells)))
+            start += len(cells)
+        unlabeled = labels.missing.count
+    else:
+        numbers = np.concatenate([block.astype(np.float64) for block in blocks(y)])
+        unlabeled = int((~np.isfinite(numbers)).sum())
+        labels = LabelColumn.of_numbers(numbers)
     if unlabeled:
         raise DatasetError(
             f"{_rows(unlabeled).capitalize()} {'has' if unlabeled == 1 else 'have'} "
             "a missing (NaN or empty) label in y. Remove those rows or fill them in."
         )
-    y_encoded, task, classes = _encode_target(labels, task, subject="y", locate=lambda i: f"y[{i}]")
-    if kind == "image":
-        from experiments.image_parsing import image_array  # it builds on this module
-
-        images, details = image_array(x, image_size=image_size)
-        return ParsedDataset(images, y_encoded, [], task, classes, "y", kind="image", details=details)
-    if kind == "sequence":
-        from experiments.sequence_parsing import sequence_array  # it builds on this module
-
-        sequences, details = sequence_array(x)
-        names = [f"f{i}" for i in range(sequences.shape[2])]
-        return ParsedDataset(sequences, y_encoded, names, task, classes, "y", kind="sequence", details=details)
-    feature_names = [f"f{i}" for i in range(math.prod(x.shape[1:]))]
-    return _finish(x, y_encoded, feature_names, task, classes, "y")
+    return _encode_target(labels, task, subject="y", locate=lambda i: f"y[{i}]", limits=limits)
 
 
-def _npz_kind(x: np.ndarray, kind: str) -> str:
+def _npz_kind(x, kind: str) -> str:
     """The kind x is read as; a forced kind must fit x's shape (tabular takes any shape)."""
     shape = "×".join(str(d) for d in x.shape)
     if kind == "auto":
@@ -437,17 +373,49 @@ def _npz_kind(x: np.ndarray, kind: str) -> str:
     return kind
 
 
-def _read_array(archive: np.lib.npyio.NpzFile, key: str) -> np.ndarray:
-    try:
-        return archive[key]
-    except Exception:  # object arrays need pickle; damaged members fail in zipfile
-        raise DatasetError(
-            f"The array {key!r} in the .npz file could not be read: it is damaged or holds "
-            "Python objects. Save plain numeric (or string) arrays."
-        ) from None
+def _float32_rows(x: np.ndarray, limits: DatasetLimits = DEFAULT_LIMITS) -> np.ndarray:
+    """x as float32 on disk; refuses rows that are not all finite numbers (NaN, infinity, or
+    too large for 32-bit floats)."""
+    from experiments.array_files import converted  # it builds on this module
+
+    check_bytes(x.size * 4, limits, "The inputs as 32-bit floats")
+    bad = NonFinite()
+    rows = converted(x, np.float32, check=lambda block, start: bad.add(~np.isfinite(block), start))
+    bad.refuse_rows()
+    return rows
 
 
 # --- shared -------------------------------------------------------------------------------
+
+
+def binary_file(data: bytes | BinaryIO) -> BinaryIO:
+    """A seekable binary file for bytes, or the file itself (a Django upload is unwrapped to
+    the file it spooled to, so nothing reads it whole into memory)."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        return io.BytesIO(data)
+    while not isinstance(data, io.IOBase) and hasattr(data, "file"):
+        data = data.file
+    return data
+
+
+def check_rows(n_rows: int, limits: DatasetLimits, what: str = "The file") -> None:
+    if n_rows > limits.max_rows:
+        raise DatasetError(
+            f"{what} has more than {limits.max_rows:,} rows, the most a dataset may have here. "
+            "Upload a sample of the rows, or ask your administrator to raise TUNEBOARD_MAX_DATASET_ROWS."
+        )
+
+
+def check_bytes(nbytes: int, limits: DatasetLimits, what: str) -> None:
+    if nbytes > limits.max_bytes:
+        raise DatasetError(
+            f"{what} take {_size(nbytes)}; the limit is {_size(limits.max_bytes)}. Upload fewer rows or "
+            "smaller arrays, or ask your administrator to raise TUNEBOARD_MAX_DATASET_MB."
+        )
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / _GB:.1f} GB" if nbytes >= _GB else f"{nbytes / _MB:,.1f} MB"
 
 
 def _check_task(task: str) -> None:
@@ -467,36 +435,148 @@ def _as_number(cell: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _labels(cells: list[str] | tuple[str, ...]) -> np.ndarray:
-    """float64 when every label is a number (so "1" and "1.0" are one class), else strings."""
-    numbers = [_as_number(cell) for cell in cells]
-    if all(number is not None for number in numbers):
-        return np.asarray(numbers, dtype=np.float64)
-    return np.asarray(cells, dtype=str)
+@dataclass
+class Occurrences:
+    """Where something was found: how often, the first few places and the first value."""
+
+    count: int = 0
+    first: list[int] = field(default_factory=list)
+    value: str = ""
+    _kept = 6  # _first_few shows five and an ellipsis when there are more
+
+    def add(self, where: int, value: str = "") -> None:
+        if not self.count:
+            self.value = value
+        if len(self.first) < self._kept:
+            self.first.append(where)
+        self.count += 1
+
+
+class LabelColumn:
+    """A target read a batch at a time. Each cell is kept as a number (NaN when it is not one)
+    and as the index of its text among the distinct texts seen, so a column of words costs
+    12 bytes a row instead of a Python string. Only max_classes + 1 distinct texts are
+    remembered: enough to refuse more classes, and a column of distinct numbers (a regression
+    target) does not fill memory with them."""
+
+    def __init__(self, max_classes: int):
+        self._numbers: list[np.ndarray] = []
+        self._codes: list[np.ndarray] = []
+        self._texts: dict[str, int] = {}
+        self._values: list[float | None | object] = []  # per text: its number, None (a word) or _NO_LABEL
+        self._keep = max_classes + 1
+        self.missing = Occurrences()
+        self.first_word: tuple[str, int] | None = None  # a label that is not a number, and where
+
+    @classmethod
+    def of_numbers(cls, numbers: np.ndarray) -> LabelColumn:
+        labels = cls(0)
+        labels._numbers = [numbers]
+        return labels
+
+    def add(self, cells: Sequence[str], where: Sequence[int]) -> None:
+        """cells stripped; where[i] is the line (or index) of cells[i] for messages."""
+        codes = np.full(len(cells), -1, dtype=np.int32)
+        numbers = np.full(len(cells), np.nan)
+        texts, values = self._texts, self._values
+        for i, cell in enumerate(cells):
+            code = texts.get(cell)
+            if code is None:
+                value = _NO_LABEL if _is_missing(cell) else _as_number(cell)
+                if len(texts) <= self._keep:
+                    code = texts[cell] = len(texts)
+                    values.append(value)
+            else:
+                value = values[code]
+            if value is _NO_LABEL:
+                self.missing.add(where[i])
+                continue
+            if value is None:
+                if self.first_word is None:
+                    self.first_word = (cell, where[i])
+            else:
+                numbers[i] = value
+            if code is not None:
+                codes[i] = code
+        self._numbers.append(numbers)
+        self._codes.append(codes)
+
+    @property
+    def numbers(self) -> np.ndarray:
+        return np.concatenate(self._numbers) if self._numbers else np.empty(0)
+
+    def words(self) -> tuple[np.ndarray, list[str]] | None:
+        """(y, classes) with the texts as classes in sorted order; None if there were too many
+        to remember them all (more than max_classes + 1)."""
+        if len(self._texts) > self._keep:
+            return None
+        classes = sorted(self._texts)
+        rank = np.empty(len(classes), dtype=np.int64)
+        rank[[self._texts[name] for name in classes]] = np.arange(len(classes))
+        return rank[np.concatenate(self._codes)], classes
 
 
 def _encode_target(
-    labels: np.ndarray, task: str, *, subject: str, locate: Callable[[int], str]
+    labels: LabelColumn, task: str, *, subject: str, locate: Callable[[int], str], limits: DatasetLimits
 ) -> tuple[np.ndarray, str, list[str]]:
-    numeric = labels.dtype.kind == "f"
+    """(y, task, classes). Labels that are all numbers are numbers (so "1" and "1.0" are one
+    class); otherwise every label is a word."""
+    numeric = labels.first_word is None
+    numbers = labels.numbers
     if task == "auto":
-        task = "classification" if not numeric or _looks_like_classes(labels) else "regression"
+        task = "classification" if not numeric or _looks_like_classes(numbers) else "regression"
     if task == "regression":
         if not numeric:
-            i = next(i for i, v in enumerate(labels) if _as_number(str(v)) is None)
+            word, where = labels.first_word
             raise DatasetError(
-                f"{subject} has non-numeric values such as {str(labels[i])!r} ({locate(i)}), "
+                f"{subject} has non-numeric values such as {word!r} ({locate(where)}), "
                 "so it can't be used for regression. Choose classification instead."
             )
-        return labels.astype(np.float32), task, []
+        y = numbers.astype(np.float32)
+        if not np.isfinite(y).all():
+            raise DatasetError("Some target values are too large for 32-bit floats.")
+        return y, task, []
 
-    distinct, y = np.unique(labels, return_inverse=True)  # sorted numerically or alphabetically
-    classes = [_class_name(v) for v in distinct]
+    if numeric:
+        distinct, y = np.unique(numbers, return_inverse=True)  # sorted numerically
+        classes = [_class_name(v) for v in distinct]
+    elif (words := labels.words()) is not None:
+        y, classes = words  # sorted alphabetically
+    else:
+        raise _too_many_classes(subject, f"more than {limits.max_classes:,}", limits)
     if len(classes) < 2:
         raise DatasetError(
             f"{subject} has only one class ({classes[0]!r}); classification needs at least two."
         )
+    if len(classes) > limits.max_classes:
+        raise _too_many_classes(subject, f"{len(classes):,}", limits)
     return y.ravel().astype(np.int64), task, classes
+
+
+def _too_many_classes(subject: str, count: str, limits: DatasetLimits) -> DatasetError:
+    return DatasetError(
+        f"{subject} has {count} distinct values; a classifier here may have at most "
+        f"{limits.max_classes:,} classes. If it is a number to predict, choose regression; if it "
+        "identifies each row (an id, a name), choose another target; otherwise merge rare classes."
+    )
+
+
+def class_warnings(parsed: ParsedDataset) -> list[str]:
+    """What the dataset page should point out about the classes: classes too small to be
+    both learnt from and evaluated on."""
+    if parsed.task != "classification":
+        return []
+    single = [name for name, count in parsed.class_counts.items() if count < 2]
+    if not single:
+        return []
+    shown = ", ".join(repr(name) for name in single[:5]) + (", …" if len(single) > 5 else "")
+    many = len(single) > 1
+    return [
+        f"{len(single):,} of the {len(parsed.classes):,} classes {'have' if many else 'has'} a single row "
+        f"({shown}): {'they' if many else 'it'} cannot appear in both training and evaluation, so the split "
+        "is not stratified and models are scored on classes they never saw. Add rows of "
+        f"{'those classes' if many else 'that class'} or merge rare classes."
+    ]
 
 
 def _looks_like_classes(labels: np.ndarray) -> bool:
@@ -510,30 +590,6 @@ def _class_name(value: object) -> str:
     if isinstance(value, np.floating):
         return str(int(value)) if value.is_integer() else repr(float(value))
     return str(value)
-
-
-def _finish(
-    x: np.ndarray,
-    y: np.ndarray,
-    feature_names: list[str],
-    task: str,
-    classes: list[str],
-    target_name: str,
-) -> ParsedDataset:
-    x = x.astype(np.float32)
-    bad = ~np.isfinite(x.reshape(len(x), -1)).all(axis=1)
-    if bad.any():
-        first = int(np.argmax(bad)) + 1
-        # CSV values are checked per column before this; here it's NaN/inf in an npz or
-        # numbers too large for 32-bit floats.
-        raise DatasetError(
-            "The inputs have missing (NaN) or infinite values, or numbers too large for 32-bit "
-            f"floats, in {_rows(int(bad.sum()))} (the first is data row {first}). "
-            "Fill them in or remove those rows."
-        )
-    if task == "regression" and not np.isfinite(y).all():
-        raise DatasetError("Some target values are too large for 32-bit floats.")
-    return ParsedDataset(x, y, feature_names, task, classes, target_name)
 
 
 def _rows(count: int) -> str:

@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 from django.core import validators
 
+from experiments.bounds import MAX_FILENAME_CHARS, InputError, load_json, no_control_characters, seed_field
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.models import Dataset, Study, TrainedModel
@@ -14,7 +15,12 @@ from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.pruning_options import model_field as pruning_field
 from experiments.ranking import metric_direction
-from experiments.search_space import SearchSpaceError, default_initial_random_trials, validate_search_space
+from experiments.search_space import (
+    SearchSpaceError,
+    default_initial_random_trials,
+    fixed_type_errors,
+    validate_search_space,
+)
 from experiments.services.datasets import UploadOptions
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
 from experiments.services.trained_models import MAX_EPOCH_CAP
@@ -55,14 +61,15 @@ def _fraction_field(initial: float) -> forms.FloatField:
 
 class BundledDatasetForm(forms.Form):
     bundled_name = forms.ChoiceField(label="Bundled dataset", choices=[(k, f"{k} — {v}") for k, v in BUNDLED.items()])
-    name = forms.CharField(max_length=100, required=False, help_text="Defaults to the dataset's name.")
+    name = forms.CharField(max_length=100, required=False, help_text="Defaults to the dataset's name.",
+                           validators=[no_control_characters])
     val_fraction = _fraction_field(0.15)
     test_fraction = _fraction_field(0.15)
-    seed = forms.IntegerField(initial=0, label="Split seed")
+    seed = seed_field("Split seed")
 
 
 class DatasetUploadForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[no_control_characters])
     file = forms.FileField(help_text="CSV with a header row, NPZ with arrays x and y, or a ZIP of images in one "
                            "folder per class.")
     kind = forms.ChoiceField(label="Kind of data", initial="auto", required=False, choices=[
@@ -85,11 +92,18 @@ class DatasetUploadForm(forms.Form):
                                       ("regression", "Regression")], initial="auto")
     val_fraction = _fraction_field(0.15)
     test_fraction = _fraction_field(0.15)
-    seed = forms.IntegerField(initial=0, label="Split seed")
+    seed = seed_field("Split seed")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["file"].help_text += f" At most {settings.UPLOAD_MAX_MB} MB."
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if len(upload.name) > MAX_FILENAME_CHARS:
+            raise forms.ValidationError(f"The file name is too long ({len(upload.name)} characters; at most "
+                                        f"{MAX_FILENAME_CHARS}): rename the file and upload it again.")
+        return upload
 
     def clean_image_size(self):
         text = self.cleaned_data["image_size"].strip().lower().replace("×", "x")
@@ -229,8 +243,8 @@ class StudyForm(forms.ModelForm):
         """What an empty 'initial random trials' means for the space on the page."""
         text = self.data.get("search_space") if self.is_bound else self.initial.get("search_space")
         try:
-            rows = json.loads(text) if isinstance(text, str) else (text or [])
-        except json.JSONDecodeError:
+            rows = load_json(text, what="The search space") if isinstance(text, str) else (text or [])
+        except InputError:
             rows = []
         return default_initial_random_trials(rows if isinstance(rows, list) else [])
 
@@ -238,13 +252,14 @@ class StudyForm(forms.ModelForm):
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the study a name.")
+        no_control_characters(name)
         return name
 
     def clean_search_space(self):
         try:
-            rows = json.loads(self.cleaned_data["search_space"])
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"The search space is not valid JSON: {exc}.") from None
+            rows = load_json(self.cleaned_data["search_space"], what="The search space")
+        except InputError as exc:
+            raise forms.ValidationError(str(exc)) from None
         try:
             return validate_search_space(rows)
         except SearchSpaceError as exc:
@@ -262,6 +277,12 @@ class StudyForm(forms.ModelForm):
                                f"reports {', '.join(allowed)}; choose one of them.")
         if metric.startswith("test"):
             self.add_error("objective_metric", "The test split is never used for selection.")
+        space = data.get("search_space")
+        if space and hypermodel in BUILTIN:
+            wrong = fixed_type_errors(space, BUILTIN[hypermodel].default_space, hypermodel)
+            if wrong:
+                self.search_space_errors = {str(i): messages for i, messages in wrong.items()}
+                self.add_error("search_space", " ".join(m for messages in wrong.values() for m in messages))
         if data.get("objective_direction") == "auto" and metric:
             data["objective_direction"] = infer_direction(metric)
         for name, default in COMPUTE_DEFAULTS.items():

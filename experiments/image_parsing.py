@@ -8,8 +8,8 @@ as Keras numbers them.
 
 An upload is untrusted: everything the zip's directory declares (names, sizes, compression
 ratios, number of images) is checked before a single byte is decompressed, nothing is ever
-written to disk, and images are decoded one at a time into one preallocated array, so memory
-stays bounded by that array.
+extracted to disk, and images are decoded one at a time and appended to the array in a
+temporary file, so memory stays bounded by one image.
 """
 
 from __future__ import annotations
@@ -21,11 +21,22 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 from PIL import Image
 
-from experiments.dataset_parsing import _MB, DatasetError, ParsedDataset, _check_task
+from experiments.array_files import ArrayWriter, blocks, converted
+from experiments.dataset_parsing import (
+    _MB,
+    DEFAULT_LIMITS,
+    DatasetError,
+    DatasetLimits,
+    ParsedDataset,
+    _check_task,
+    binary_file,
+    check_bytes,
+)
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 COLOR_MODES = ("auto", "grayscale", "rgb", "rgba")
@@ -61,11 +72,12 @@ class _Member:
 
 
 def parse_image_zip(
-    data: bytes,
+    data: bytes | BinaryIO,
     *,
     image_size: tuple[int, int] | None = None,
     color_mode: str = "auto",
     task: str = "auto",
+    limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
     """Images in one folder per class, zipped; the class of an image is its folder.
 
@@ -86,10 +98,11 @@ def parse_image_zip(
     if color_mode not in COLOR_MODES:
         raise DatasetError(f"Unknown colour mode {color_mode!r}; use one of: {', '.join(COLOR_MODES)}.")
     size = _checked_size(image_size)
-    if not data:
+    file = binary_file(data)
+    if not file.read(1):
         raise DatasetError("The file is empty.")
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(file)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
         raise DatasetError(
             "The file is not a valid .zip archive. Put the images in one folder per class "
@@ -110,15 +123,17 @@ def parse_image_zip(
             color_mode = "grayscale" if colourless else "rgb"
         channels = _CHANNELS[color_mode]
         _check_array_bytes(len(members), height, width, channels)
+        check_bytes(len(members) * height * width * channels, limits, "The images as bytes")
 
-        x = np.empty((len(members), height, width, channels), dtype=np.uint8)
         resized = 0
-        for i, member in enumerate(members):
-            with _reading(member.info.filename):
-                image = Image.open(io.BytesIO(archive.read(member.info)))
-                image.load()
-                resized += image.size != (width, height)
-                x[i] = _pixels(image, color_mode, height, width)
+        with ArrayWriter(np.uint8, (height, width, channels)) as writer:
+            for member in members:
+                with _reading(member.info.filename):
+                    image = Image.open(io.BytesIO(archive.read(member.info)))
+                    image.load()
+                    resized += image.size != (width, height)
+                    writer.write(_pixels(image, color_mode, height, width)[np.newaxis])
+            x = writer.finish()
 
     index = {name: i for i, name in enumerate(classes)}
     y = np.array([index[member.class_name] for member in members], dtype=np.int64)
@@ -336,13 +351,16 @@ def _pixels(image: Image.Image, color_mode: str, height: int, width: int) -> np.
 # --- image arrays from an .npz ------------------------------------------------------------
 
 
-def image_array(x: np.ndarray, *, image_size: tuple[int, int] | None = None) -> tuple[np.ndarray, dict]:
+def image_array(
+    x: np.ndarray, *, image_size: tuple[int, int] | None = None, limits: DatasetLimits = DEFAULT_LIMITS
+) -> tuple[np.ndarray, dict]:
     """Numeric x of shape (n, h, w) or (n, h, w, channels) as uint8 (n, h, w, channels), and
     the details for the dataset page.
 
     uint8 is kept as is. Float images whose values all lie in 0..1 are scaled by 255; any other
     numbers are clipped to 0..255; both are then rounded, and details["converted_from"] names
-    the original type. image_size (height, width) resizes every image (bilinear).
+    the original type. image_size (height, width) resizes every image (bilinear). The result is
+    written a block of images at a time to a temporary file.
     """
     size = _checked_size(image_size)
     if x.ndim == 3:
@@ -364,37 +382,49 @@ def image_array(x: np.ndarray, *, image_size: tuple[int, int] | None = None) -> 
         "image_size": [height, width],
         "color_mode": _COLOR_MODE_OF_CHANNELS[channels],
     }
+    resize = size is not None and size != (height, width)
+    out_height, out_width = size if resize else (height, width)
+    _check_array_bytes(n, out_height, out_width, channels)
+    check_bytes(n * out_height * out_width * channels, limits, "The images as bytes")
+    scaled = None
     if x.dtype != np.uint8:
-        x, details["converted_from"], details["conversion"] = _to_uint8(x)
-    if size is not None and size != (height, width):
-        _check_array_bytes(n, *size, channels)
-        resized = np.empty((n, *size, channels), dtype=np.uint8)
-        for i in range(n):
-            image = Image.fromarray(x[i] if channels > 1 else x[i, ..., 0])  # L, RGB or RGBA
-            resized[i] = np.asarray(image.resize((size[1], size[0]), Image.Resampling.BILINEAR)).reshape(
-                *size, channels
-            )
-        x = resized
+        scaled = _scaled_from_unit_range(x)
+        details["converted_from"] = str(x.dtype)
+        details["conversion"] = "scaled from 0..1 to 0..255 and rounded" if scaled else "clipped to 0..255 and rounded"
+
+    def to_bytes(block: np.ndarray) -> np.ndarray:
+        if scaled is not None:
+            pixels = block.astype(np.float64)
+            block = np.clip(np.round(pixels * 255 if scaled else pixels), 0, 255)
+        block = block.astype(np.uint8)
+        return np.stack([_resized(image, out_height, out_width) for image in block]) if resize else block
+
+    images = converted(x, np.uint8, transform=to_bytes if scaled is not None or resize else None)
+    if resize:
         details["resized_from"] = [height, width]
-        details["image_size"] = list(size)
-    return x, details
+        details["image_size"] = [out_height, out_width]
+    return images, details
 
 
-def _to_uint8(x: np.ndarray) -> tuple[np.ndarray, str, str]:
-    source = str(x.dtype)
-    # Chunks keep the float64 working copy small for a large image array.
-    chunk = max(1, (64 * _MB) // max(1, x[0].size * 8))
-    non_finite = sum(int((~np.isfinite(x[i : i + chunk].astype(np.float64))).sum()) for i in range(0, len(x), chunk))
+def _scaled_from_unit_range(x: np.ndarray) -> bool:
+    """Whether non-uint8 pixels are 0..1 intensities (floats up to 1.0, or booleans) rather than
+    0..255 levels; refuses NaN and infinity. One pass over x, a block at a time."""
+    non_finite, largest = 0, -np.inf
+    for block in blocks(x):
+        if block.dtype.kind == "f":
+            finite = np.isfinite(block)
+            non_finite += int(block.size - np.count_nonzero(finite))
+            if finite.any():
+                largest = max(largest, float(block[finite].max()))
     if non_finite:
         raise DatasetError(
             f"x has {non_finite:,} missing (NaN) or infinite pixel value{'s' if non_finite > 1 else ''}. "
             "Fill them in or remove those images."
         )
-    # Floats up to 1.0 are read as 0..1 intensities; any other numbers as 0..255 levels.
-    scaled = x.dtype.kind == "b" or (x.dtype.kind == "f" and float(x.max()) <= 1.0)
-    out = np.empty(x.shape, dtype=np.uint8)
-    for i in range(0, len(x), chunk):
-        part = x[i : i + chunk].astype(np.float64)
-        out[i : i + chunk] = np.clip(np.round(part * 255 if scaled else part), 0, 255)
-    conversion = "scaled from 0..1 to 0..255 and rounded" if scaled else "clipped to 0..255 and rounded"
-    return out, source, conversion
+    return x.dtype.kind == "b" or (x.dtype.kind == "f" and largest <= 1.0)
+
+
+def _resized(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    channels = image.shape[-1]
+    picture = Image.fromarray(image if channels > 1 else image[..., 0])  # L, RGB or RGBA
+    return np.asarray(picture.resize((width, height), Image.Resampling.BILINEAR)).reshape(height, width, channels)

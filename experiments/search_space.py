@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from experiments.bounds import MAX_CHOICES, MAX_GRID_STEPS, MAX_HP_INT, MAX_HP_MAGNITUDE
 from experiments.errors import TuneboardError
 
 MAX_ROWS = 100
@@ -126,6 +127,10 @@ def _to_number(value: object, label: str, whole: bool) -> int | float:
         raise _Invalid(f"{label} must be a number, not {_fmt(value)}.")
     if not math.isfinite(value):
         raise _Invalid(f"{label} must be a finite number.")
+    if whole and abs(value) > MAX_HP_INT:
+        raise _Invalid(f"{label} must be at most {MAX_HP_INT:,} in size, not {value:.4g}.")
+    if abs(value) > MAX_HP_MAGNITUDE:
+        raise _Invalid(f"{label} must be at most {MAX_HP_MAGNITUDE:.0e} in size, not {value:.4g}.")
     if not whole:
         return float(value)
     if value != int(value):
@@ -212,6 +217,9 @@ def _check_range(spec: dict, errors: list[str]) -> None:
     if sampling == "linear":
         if step <= 0:
             errors.append(f"Step must be greater than 0 (it is {step}).")
+        elif (high - low) / step > MAX_GRID_STEPS:
+            errors.append(f"Step {step} makes more than {MAX_GRID_STEPS:,} steps from {low} to {high}; "
+                          "use a larger step, or none to sample freely.")
         elif step > high - low:
             errors.append(
                 f"Step {step} is larger than the range {low} to {high}, "
@@ -223,6 +231,9 @@ def _check_range(spec: dict, errors: list[str]) -> None:
             f"With {sampling} sampling the step multiplies each value, so it must be greater "
             f"than 1 (it is {step}); leave it empty to sample freely."
         )
+    elif math.log(high / low) / math.log(step) > MAX_GRID_STEPS:
+        errors.append(f"Step {step} makes more than {MAX_GRID_STEPS:,} steps from {low} to {high}; "
+                      "use a larger step, or none to sample freely.")
     elif step > high / low:
         errors.append(
             f"Step {step} multiplies {low} past the max {high}, "
@@ -244,6 +255,8 @@ def _choice(raw: dict, errors: list[str]) -> dict:
         values, kinds = [float(v) for v in values], {"float"}
     if not values:
         errors.append("Give at least one value to choose from.")
+    elif len(values) > MAX_CHOICES:
+        errors.append(f"A Choice can have at most {MAX_CHOICES:,} values, not {len(values):,}.")
     elif None in kinds:
         errors.append("Values must be numbers, text or true/false.")
     elif len(kinds) > 1:
@@ -440,6 +453,30 @@ def validate_search_space(rows: object) -> list[dict]:
     if errors:
         raise SearchSpaceError(errors, [])
     return normalised
+
+
+def fixed_type_errors(rows: list[dict], reference: list[dict], hypermodel: str) -> dict[int, list[str]]:
+    """Fixed values whose type the hypermodel cannot take for that name (its default space says
+    what it expects): caught here, not as every trial failing one by one."""
+    expected = {row["name"]: row for row in reference}
+    errors: dict[int, list[str]] = {}
+    for index, row in enumerate(rows):
+        want = expected.get(row["name"])
+        if row["type"] != "fixed" or want is None:
+            continue
+        value, kind = row["value"], _scalar_kind(row["value"])
+        if want["type"] == "int" and kind != "int":
+            message = "a whole number"
+        elif want["type"] == "float" and kind not in ("int", "float"):
+            message = "a number"
+        elif want["type"] == "boolean" and kind != "bool":
+            message = "true or false"
+        elif want["type"] == "choice" and value not in want["values"]:
+            message = "one of " + ", ".join(_fmt(v) for v in want["values"])
+        else:
+            continue
+        errors[index] = [f"The {hypermodel} hypermodel takes {row['name']} as {message}, not {_fmt(value)}."]
+    return errors
 
 
 def parents_first(rows: list[dict]) -> list[dict]:

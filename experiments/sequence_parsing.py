@@ -11,21 +11,24 @@ blocks in time order with a gap between them instead of shuffling.
 from __future__ import annotations
 
 import numbers
+from typing import BinaryIO
 
 import numpy as np
 
+from experiments.array_files import ArrayWriter, converted, release, rows_per_block
+from experiments.csv_reading import CsvTable, NumericColumns, missing_column_message
 from experiments.dataset_parsing import (
+    DEFAULT_LIMITS,
     DatasetError,
+    DatasetLimits,
+    LabelColumn,
+    NonFinite,
     ParsedDataset,
-    _as_number,
     _check_task,
-    _csv_target,
-    _decode_text,
-    _features,
-    _is_missing,
-    _missing_column_message,
-    _read_csv,
     _rows,
+    check_bytes,
+    check_rows,
+    csv_target,
 )
 
 _MIN_WINDOWS = 10  # fewer cannot fill training, validation and test blocks with a gap between
@@ -33,21 +36,50 @@ _MAX_ARRAY_BYTES = 2 * 1024 * 1024 * 1024
 
 
 def parse_time_series_csv(
-    data: bytes, *, target_column: str, window: int, horizon: int = 1, task: str = "regression"
+    data: bytes | BinaryIO,
+    *,
+    target_column: str,
+    window: int,
+    horizon: int = 1,
+    task: str = "regression",
+    limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
     """Windows of window rows × every numeric column, each labelled with the target horizon rows
     after it (horizon 1: the next row). Columns without any number (dates, notes) are ignored
-    and listed in details["ignored_columns"]."""
+    and listed in details["ignored_columns"].
+
+    The file is read once, a batch of rows at a time: every column's values go to a temporary
+    file as float32 (NaN where a cell is not a number), then the windows are cut from it a
+    block at a time into another."""
     _check_task(task)
     for name, value in (("window", window), ("horizon", horizon)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise DatasetError(f"The {name} must be a whole number of time steps, at least 1; got {value!r}.")
     window, horizon = int(window), int(horizon)
-    header, body, lines = _read_csv(_decode_text(data))
+    table = CsvTable(data)
+    header = table.header
     target_column = target_column.strip()
     if target_column not in header:
-        raise DatasetError(_missing_column_message(target_column, header))
-    n_rows = len(body)
+        raise DatasetError(missing_column_message(target_column, header))
+
+    first_label = window + horizon - 1
+    columns, labels = NumericColumns(header), LabelColumn(limits.max_classes)
+    target_at = header.index(target_column)
+    too_large: dict[str, int] = {}  # column -> first line with a number too large for float32
+    with ArrayWriter(np.float32, (len(header),)) as writer:
+        for rows, lines in table.batches():
+            check_rows(writer.n_rows + len(rows), limits)
+            cells = list(zip(*rows, strict=True))
+            values = columns.add(cells, lines)
+            as_float32 = values.astype(np.float32)
+            for j, line in _first_overflows(values, as_float32, lines):
+                too_large.setdefault(header[j], line)
+            skip = max(0, first_label - writer.n_rows)  # rows before the first label only feed windows
+            labels.add(cells[target_at][skip:], lines[skip:])
+            writer.write(as_float32)
+        n_rows = writer.n_rows
+        series = writer.finish()
+
     if window + horizon > n_rows:
         raise DatasetError(
             f"The window ({window}) plus the horizon ({horizon}) is longer than the series "
@@ -60,48 +92,36 @@ def parse_time_series_csv(
             f"of {window} rows with a horizon of {horizon}; at least {_MIN_WINDOWS} are needed to "
             "train, validate and test. Use a smaller window or horizon, or a longer series."
         )
-
-    columns = dict(zip(header, zip(*body, strict=True), strict=True))
-    numeric = {name: _has_numbers(cells) for name, cells in columns.items()}
     # A target of words (classification) is a label only; other columns of words are ignored.
-    ignored = [name for name in header if not numeric[name] and name != target_column]
-    features = {name: cells for name, cells in columns.items() if numeric[name]}
-    if not features:
+    numeric = [name for j, name in enumerate(header) if columns.has_number[j]]
+    ignored = [name for name in header if name not in numeric and name != target_column]
+    if not numeric:
         raise DatasetError(
             "No column holds numbers, so there is nothing to learn from. A time series needs "
             "numeric columns, one row per time step."
         )
-    values, missing = _features(features, lines)  # refuses a column mixing numbers and words
-    if missing:
+    columns.check(  # refuses a column mixing numbers and words
+        numeric, subject="values",
+        missing_advice="Fill them in, for example with the previous value: removing rows would join "
+        "moments that are not next to each other.",
+    )
+    overflowing = [(line, numeric.index(name), name) for name, line in too_large.items() if name in numeric]
+    if overflowing:
+        line, _, name = min(overflowing)
         raise DatasetError(
-            "Some values are missing: "
-            + "; ".join(
-                f"column {name!r} in {_rows(len(at))} (first row {at[0]})" for name, at in missing.items()
-            )
-            + ". Fill them in, for example with the previous value: removing rows would join "
-            "moments that are not next to each other."
+            f"Column {name!r} has a number too large for 32-bit floats in row {line}. Rescale that column."
         )
-    values = values.astype(np.float32)
-    if not np.isfinite(values).all():
-        row, column = np.argwhere(~np.isfinite(values))[0]
-        raise DatasetError(
-            f"Column {list(features)[column]!r} has a number too large for 32-bit floats in row "
-            f"{lines[row]}. Rescale that column."
-        )
+    y, task, classes = csv_target(labels, target_column, task, limits)
 
-    first_label = window + horizon - 1
-    y, task, classes = _csv_target(columns[target_column][first_label:], lines[first_label:], target_column, task)
-
-    n_features = values.shape[1]
+    n_features = len(numeric)
     nbytes = n_windows * window * n_features * 4
     if nbytes > _MAX_ARRAY_BYTES:
         raise DatasetError(
             f"The {n_windows:,} windows of {window} × {n_features} values would take "
             f"{nbytes / 1024**3:.1f} GB; the limit is 2 GB. Use a smaller window or fewer columns."
         )
-    # sliding_window_view gives (windows, features, steps) views; one copy makes them real rows.
-    x = np.lib.stride_tricks.sliding_window_view(values, window, axis=0)[:n_windows]
-    x = np.ascontiguousarray(x.transpose(0, 2, 1))
+    check_bytes(nbytes, limits, "The windows")
+    x = _windows(series, [header.index(name) for name in numeric], window, n_windows)
     details = {
         "timesteps": window,
         "features": n_features,
@@ -112,19 +132,32 @@ def parse_time_series_csv(
         "ignored_columns": ignored,
     }
     return ParsedDataset(
-        x, y, list(features), task, classes, target_column, kind="sequence", details=details, time_ordered=True
+        x, y, numeric, task, classes, target_column, kind="sequence", details=details, time_ordered=True
     )
 
 
-def _has_numbers(cells: tuple[str, ...]) -> bool:
-    try:  # fast path for a clean numeric column
-        np.asarray(cells, dtype=np.float64)
-        return True
-    except ValueError:
-        return any(_as_number(cell) is not None for cell in cells if not _is_missing(cell))
+def _first_overflows(values: np.ndarray, as_float32: np.ndarray, lines: list[int]):
+    """(column, line) of the first cell per column that is a number but too large for float32."""
+    overflow = np.isfinite(values) & ~np.isfinite(as_float32)
+    for j in np.flatnonzero(overflow.any(axis=0)):
+        yield int(j), lines[int(np.argmax(overflow[:, j]))]
 
 
-def sequence_array(x: np.ndarray) -> tuple[np.ndarray, dict]:
+def _windows(series: np.ndarray, columns: list[int], window: int, n_windows: int) -> np.ndarray:
+    """Sample i is rows [i, i + window) of the chosen columns: (n_windows, window, features)."""
+    per_block = max(1, rows_per_block(series) * 4 // window)  # about 16 MB of windows a block
+    with ArrayWriter(np.float32, (window, len(columns))) as writer:
+        for start in range(0, n_windows, per_block):
+            stop = min(n_windows, start + per_block)
+            rows = np.array(series[start : stop + window - 1][:, columns])
+            release(series)
+            # sliding_window_view gives (windows, features, steps) views; one copy makes them real rows.
+            views = np.lib.stride_tricks.sliding_window_view(rows, window, axis=0)
+            writer.write(views.transpose(0, 2, 1))
+        return writer.finish()
+
+
+def sequence_array(x: np.ndarray, *, limits: DatasetLimits = DEFAULT_LIMITS) -> tuple[np.ndarray, dict]:
     """Numeric x of shape (n, steps) or (n, steps, features) as float32 (n, steps, features),
     and the details for the dataset page; refuses missing or infinite values."""
     if x.ndim == 2:
@@ -132,15 +165,13 @@ def sequence_array(x: np.ndarray) -> tuple[np.ndarray, dict]:
     n, steps, n_features = (int(d) for d in x.shape)
     if steps == 0 or n_features == 0:
         raise DatasetError(f"The sequences are empty: x has shape {x.shape}.")
-    sequences = x.astype(np.float32)
-    bad = ~np.isfinite(sequences)
-    if bad.any():
-        count = int(bad.sum())
-        in_samples = bad.reshape(n, -1).any(axis=1)
+    check_bytes(x.size * 4, limits, "The sequences as 32-bit floats")
+    bad = NonFinite()
+    sequences = converted(x, np.float32, check=lambda block, start: bad.add(~np.isfinite(block), start))
+    if bad.values:
         raise DatasetError(
-            f"x has {count:,} missing (NaN) or infinite value{'s' if count > 1 else ''}, or numbers too "
-            f"large for 32-bit floats, in {int(in_samples.sum()):,} sequence"
-            f"{'s' if in_samples.sum() > 1 else ''} (the first is x[{int(np.argmax(in_samples))}]). "
-            "Fill them in or remove those sequences."
+            f"x has {bad.values:,} missing (NaN) or infinite value{'s' if bad.values > 1 else ''}, or numbers "
+            f"too large for 32-bit floats, in {bad.rows:,} sequence{'s' if bad.rows > 1 else ''} "
+            f"(the first is x[{bad.first}]). Fill them in or remove those sequences."
         )
     return sequences, {"timesteps": steps, "features": n_features, "source_format": "npz"}

@@ -7,38 +7,48 @@ unicode array, which numpy.savez writes without pickle, so workers load them saf
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import BinaryIO
+
 import numpy as np
 
+from experiments.array_files import ArrayWriter
+from experiments.csv_reading import Batch, CsvTable, missing_column_message
 from experiments.dataset_parsing import (
+    DEFAULT_LIMITS,
     DatasetError,
+    DatasetLimits,
+    LabelColumn,
+    Occurrences,
     ParsedDataset,
     _check_task,
-    _csv_target,
-    _decode_text,
     _first_few,
-    _missing_column_message,
-    _read_csv,
     _rows,
+    check_bytes,
+    check_rows,
+    csv_target,
 )
 
 # A unicode array stores every text at the length of the longest, 4 bytes a character.
 _MAX_ARRAY_BYTES = 1024 * 1024 * 1024
 
 
-def parse_text_csv(data: bytes, *, text_column: str, target_column: str, task: str = "auto") -> ParsedDataset:
+def parse_text_csv(
+    data: bytes | BinaryIO,
+    *,
+    text_column: str,
+    target_column: str,
+    task: str = "auto",
+    limits: DatasetLimits = DEFAULT_LIMITS,
+) -> ParsedDataset:
     """x holds the text column (stripped of surrounding spaces), y the target as in parse_csv;
-    other columns are ignored and listed in details["ignored_columns"]."""
+    other columns are ignored and listed in details["ignored_columns"].
+
+    The file is read twice, a batch of rows at a time: once to check it and find the longest
+    text, once to write the texts at that width to a temporary file."""
     _check_task(task)
-    try:
-        header, body, lines = _read_csv(_decode_text(data))
-    except DatasetError as exc:
-        if "values, but the header has" not in str(exc):
-            raise
-        # The usual cause in a text file: an unquoted comma inside a text.
-        raise DatasetError(
-            f"{exc} A text that contains the delimiter (a comma, say) must be in double quotes, "
-            'as in "Good, but pricey",positive.'
-        ) from None
+    table = CsvTable(data)
+    header = table.header
     text_column, target_column = text_column.strip(), target_column.strip()
     if text_column == target_column:
         raise DatasetError(
@@ -47,43 +57,72 @@ def parse_text_csv(data: bytes, *, text_column: str, target_column: str, task: s
         )
     for column in (text_column, target_column):
         if column not in header:
-            raise DatasetError(_missing_column_message(column, header))
+            raise DatasetError(missing_column_message(column, header))
+    text_at, target_at = header.index(text_column), header.index(target_column)
 
-    texts = [row[header.index(text_column)] for row in body]
-    # Only truly empty cells count as missing: "None" or "NA" can be what someone wrote.
-    empty = [line for text, line in zip(texts, lines, strict=True) if not text]
-    if len(empty) == len(texts):
+    labels, empty = LabelColumn(limits.max_classes), Occurrences()
+    n, longest, longest_line, words, most_words = 0, 0, 0, 0, 0
+    for rows, lines in _quoting_hint(table.batches()):
+        n += len(rows)
+        check_rows(n, limits)
+        for row, line in zip(rows, lines, strict=True):
+            text = row[text_at]
+            # Only truly empty cells count as missing: "None" or "NA" can be what someone wrote.
+            if not text:
+                empty.add(line)
+            if len(text) > longest:
+                longest, longest_line = len(text), line
+            count = len(text.split())
+            words, most_words = words + count, max(most_words, count)
+        labels.add([row[target_at] for row in rows], lines)
+    if empty.count == n:
         raise DatasetError(
             f"The text column {text_column!r} is empty in every row. Choose the column that holds the text."
         )
-    if empty:
+    if empty.count:
         raise DatasetError(
-            f"{_rows(len(empty)).capitalize()} {'has' if len(empty) == 1 else 'have'} no text in the "
-            f"column {text_column!r} (row{'s' if len(empty) > 1 else ''} {_first_few(empty)}). "
+            f"{_rows(empty.count).capitalize()} {'has' if empty.count == 1 else 'have'} no text in the "
+            f"column {text_column!r} (row{'s' if empty.count > 1 else ''} {_first_few(empty.first)}). "
             "Fill them in or remove those rows."
         )
-    y, task, classes = _csv_target([row[header.index(target_column)] for row in body], lines, target_column, task)
+    y, task, classes = csv_target(labels, target_column, task, limits)
 
-    longest = max(range(len(texts)), key=lambda i: len(texts[i]))
-    nbytes = len(texts) * len(texts[longest]) * 4
+    nbytes = n * longest * 4
     if nbytes > _MAX_ARRAY_BYTES:
         raise DatasetError(
             f"The texts are too long to store together: every text is kept at the length of the "
-            f"longest (row {lines[longest]}, {len(texts[longest]):,} characters), which for "
-            f"{len(texts):,} texts takes {nbytes / _MAX_ARRAY_BYTES:.1f} GB; the limit is 1 GB. "
+            f"longest (row {longest_line}, {longest:,} characters), which for "
+            f"{n:,} texts takes {nbytes / _MAX_ARRAY_BYTES:.1f} GB; the limit is 1 GB. "
             "Shorten the longest texts or upload fewer rows."
         )
-    x = np.asarray(texts, dtype=str)
-    details = text_details(x, text_column)
+    check_bytes(nbytes, limits, "The texts")
+    with ArrayWriter(f"<U{max(1, longest)}", ()) as writer:
+        for rows, _ in table.batches():
+            writer.write(np.asarray([row[text_at] for row in rows], dtype=writer.dtype))
+        x = writer.finish()
+    details = text_details(text_column, words=words, most_words=most_words, n=n)
     details["ignored_columns"] = [name for name in header if name not in (text_column, target_column)]
     return ParsedDataset(x, y, [text_column], task, classes, target_column, kind="text", details=details)
 
 
-def text_details(texts: np.ndarray, text_column: str) -> dict:
+def _quoting_hint(batches: Iterator[Batch]) -> Iterator[Batch]:
+    """The batches, with a hint about quoting when a row has too many values: the usual cause
+    in a text file is an unquoted comma inside a text."""
+    try:
+        yield from batches
+    except DatasetError as exc:
+        if "values, but the header has" not in str(exc):
+            raise
+        raise DatasetError(
+            f"{exc} A text that contains the delimiter (a comma, say) must be in double quotes, "
+            'as in "Good, but pricey",positive.'
+        ) from None
+
+
+def text_details(text_column: str, *, words: int, most_words: int, n: int) -> dict:
     """What the dataset page says about a text dataset: its column and text lengths in words."""
-    words = [len(str(text).split()) for text in texts]
     return {
         "text_column": text_column,
-        "mean_words": round(sum(words) / len(words), 2) if words else 0.0,
-        "max_words": max(words, default=0),
+        "mean_words": round(words / n, 2) if n else 0.0,
+        "max_words": most_words,
     }

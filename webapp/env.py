@@ -5,6 +5,7 @@ typo in a deployment fails at start-up with a sentence instead of deep inside a 
 """
 
 import os
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -54,6 +55,50 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}.")
     return value
+
+
+# Only ever used with DEBUG on; Django's check --deploy recognises the prefix as insecure.
+DEBUG_SECRET_KEY = "django-insecure-tuneboard-debug-only-key-never-use-it-with-DEBUG-off"
+SECRET_KEY_HELP = (
+    "Set it to a long random string, the same for the web, the workers and beat, e.g. "
+    "export {name}=\"$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')\" "
+    "(docker compose: a line {name}=... in .env; Kubernetes: the tuneboard-secrets Secret; "
+    "`make run` makes one in var/secret_key). Only for development, DEBUG=true runs without one."
+)
+
+
+def env_secret_key(name: str, *, debug: bool) -> str:
+    """The signing key. Required unless debugging: a default key would be public, and anyone
+    holding it can forge sessions and password-reset links."""
+    value = os.environ.get(name, "").strip()
+    help_text = SECRET_KEY_HELP.format(name=name)
+    if value.startswith("CHANGE-ME"):
+        raise ImproperlyConfigured(f"{name} is still the placeholder of the example. {help_text}")
+    if value:
+        return value
+    if debug:
+        return DEBUG_SECRET_KEY
+    raise ImproperlyConfigured(f"{name} is not set and DEBUG is off. {help_text}")
+
+
+_META_HEADER = re.compile(r"HTTP_[A-Z0-9_]+")
+
+
+def env_header_value(name: str, default: tuple[str, str] | None) -> tuple[str, str] | None:
+    """A request header and the value that marks a request, e.g. "HTTP_X_FORWARDED_PROTO,https"
+    (the header as Django names it in request.META). Empty turns it off."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if not raw.strip():
+        return None
+    header, _, value = (part.strip() for part in raw.partition(","))
+    if not _META_HEADER.fullmatch(header) or not value or "," in value:
+        raise ImproperlyConfigured(
+            f"{name} must be HEADER,VALUE with the header as Django names it in request.META, "
+            f"e.g. HTTP_X_FORWARDED_PROTO,https; got {raw!r}."
+        )
+    return header, value
 
 
 def redact_url(url: str) -> str:

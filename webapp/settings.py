@@ -6,25 +6,49 @@ CELERY_BROKER_URL (Redis); artifacts then live in PostgreSQL too.
 """
 
 import importlib.util
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.env import env_bool, env_choice, env_int, env_list, env_str, redact_url
+from webapp.env import (
+    env_bool,
+    env_choice,
+    env_header_value,
+    env_int,
+    env_list,
+    env_secret_key,
+    env_str,
+    redact_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and env_bool("TUNEBOARD_REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY must be set (a long random string).")
-    # Only for the embedded mode on one machine; docker-compose and production set one.
-    SECRET_KEY = "insecure-embedded-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# HTTPS. gunicorn serves plain HTTP, so TLS always ends at a proxy (an Ingress, a load balancer)
+# that must set X-Forwarded-Proto and overwrite any a client sent. TUNEBOARD_HTTPS=true turns
+# everything on at once; each variable below overrides its own part.
+HTTPS = env_bool("TUNEBOARD_HTTPS", False)
+SECURE_PROXY_SSL_HEADER = env_header_value(
+    "SECURE_PROXY_SSL_HEADER", ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+# Opt-in even with TUNEBOARD_HTTPS: once a domain is on the browsers' preload list, taking it off
+# takes months, and every subdomain of it must then serve HTTPS.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Kubelet probes, Prometheus and KEDA call the pods over plain HTTP inside the cluster: a
+# redirect to https:// would fail them all. Patterns match the path without its leading slash.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$", r"^scaling/"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -38,6 +62,7 @@ INSTALLED_APPS = [
     "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "experiments",
 ]
 
@@ -58,6 +83,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "experiments.middleware.CurrentTeamMiddleware",
+    # Last, as django-axes requires: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -116,6 +143,28 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# Login rate limiting (django-axes, counted in the database so every web process and pod sees
+# the same failures): after LOGIN_FAILURE_LIMIT failed logins for one username from one client
+# address, that pair is refused, even with the right password, until LOGIN_LOCKOUT_MINUTES
+# have passed since its last failed attempt.
+AUTHENTICATION_BACKENDS = [
+    "experiments.login_limits.LoginLimitBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env_int("TUNEBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_LOCKOUT_MINUTES = env_int("TUNEBOARD_LOGIN_LOCKOUT_MINUTES", 15, minimum=1)
+# How many proxies in front of the web append to X-Forwarded-For. 0: the header is ignored
+# (anyone can send one) and the client is REMOTE_ADDR.
+TRUSTED_PROXY_COUNT = env_int("TUNEBOARD_TRUSTED_PROXIES", 0, minimum=0)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "experiments.login_limits.client_ip"
+AXES_LOCKOUT_CALLABLE = "experiments.login_limits.locked_out"
+AXES_RESET_ON_SUCCESS = True
+# Only the failure counters are needed; a row per successful login would grow forever.
+AXES_DISABLE_ACCESS_LOG = True
 
 # E-mail: team invitations and password resets. Without EMAIL_HOST the mail is printed by the
 # web process (the console backend), so the embedded mode needs no mail server.
@@ -204,8 +253,14 @@ STORAGES = {
 }
 
 UPLOAD_MAX_MB = env_int("TUNEBOARD_UPLOAD_MAX_MB", 50, minimum=1)
-# Uploads above this go to a temp file instead of memory.
+# Uploads above this go to a temp file instead of memory; parsing reads that file in blocks.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# What an upload may become once parsed (experiments.dataset_parsing.DatasetLimits): its arrays
+# unpacked (they stay on disk, not in the web process), its rows (the web holds ~100 bytes a
+# row while splitting) and the classes of a classification target.
+MAX_DATASET_MB = env_int("TUNEBOARD_MAX_DATASET_MB", 2048, minimum=1)
+MAX_DATASET_ROWS = env_int("TUNEBOARD_MAX_DATASET_ROWS", 1_000_000, minimum=10)
+MAX_CLASSES = env_int("TUNEBOARD_MAX_CLASSES", 1_000, minimum=2)
 
 # Team-provided hypermodels installed on the workers: "name=pkg.module:build_model,...".
 HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
@@ -290,7 +345,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["experiments.api.auth.TeamMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "experiments.api.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

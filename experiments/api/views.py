@@ -205,9 +205,8 @@ class DatasetList(generics.GenericAPIView):
             if not form.is_valid():
                 raise FormError(form.errors)
             upload = form.cleaned_data["file"]
-            too_big = upload.size > settings.UPLOAD_MAX_MB * 1024 * 1024
             dataset = dataset_create_upload(
-                team=request.team, user=request.user, filename=upload.name, data=b"" if too_big else upload.read(),
+                team=request.team, user=request.user, filename=upload.name, data=upload,
                 size=upload.size, limit_mb=settings.UPLOAD_MAX_MB, options=form.upload_options(),
                 **{k: form.cleaned_data[k] for k in ("name", "val_fraction", "test_fraction", "seed")})
         return Response(self.get_serializer(dataset).data, status=status.HTTP_201_CREATED)

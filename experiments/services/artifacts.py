@@ -1,9 +1,11 @@
 """Artifacts: files of the domain in the configured storage, each with a recorded sha256."""
 
 import hashlib
+import logging
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,6 +17,7 @@ from experiments.errors import TuneboardError
 from experiments.models import Artifact, Team
 
 READ_BLOCK = 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 class ArtifactCorrupted(TuneboardError):
@@ -44,10 +47,45 @@ def artifact_create(*, team: Team, kind: str, filename: str, fileobj: BinaryIO) 
     sha256, size = _sha256_of(fileobj)
     safe = get_valid_filename(filename) or "file"
     storage_name = f"team-{team.id}/{kind}/{uuid.uuid4().hex}-{safe}"
-    stored_name = _storage().save(storage_name, File(fileobj, name=safe))
-    return Artifact.objects.create(
-        team=team, kind=kind, filename=safe, storage_name=stored_name, size=size, sha256=sha256
-    )
+    try:
+        stored_name = _storage().save(storage_name, File(fileobj, name=safe))
+    except BaseException:
+        _delete_stored(storage_name)  # a file storage leaves what it wrote before failing
+        raise
+    try:
+        return Artifact.objects.create(
+            team=team, kind=kind, filename=safe, storage_name=stored_name, size=size, sha256=sha256
+        )
+    except BaseException:
+        _delete_stored(stored_name)
+        raise
+
+
+@contextmanager
+def artifact_files_removed_on_error() -> Iterator[Callable[[Artifact], Artifact]]:
+    """For a block that creates artifacts in a transaction: if the block raises, the stored
+    files of the artifacts passed to the yielded function are deleted too. The rows roll back
+    with the transaction, and so do files kept in the database, but a folder of files has no
+    transaction: without this, a failed save would leave files nothing refers to."""
+    created: list[str] = []
+
+    def remember(artifact: Artifact) -> Artifact:
+        created.append(artifact.storage_name)
+        return artifact
+
+    try:
+        yield remember
+    except BaseException:
+        for name in created:
+            _delete_stored(name)
+        raise
+
+
+def _delete_stored(name: str) -> None:
+    try:
+        _storage().delete(name)
+    except Exception:  # already gone, or the storage is what failed: nothing more to do here
+        log.warning("could not delete the stored file %s", name, exc_info=True)
 
 
 def artifact_create_from_path(*, team: Team, kind: str, path: Path, filename: str | None = None) -> Artifact:

@@ -1,15 +1,25 @@
-"""Datasets: parse and validate, split once with a seed, store the splits as one artifact."""
+"""Datasets: parse and validate, split once with a seed, store the splits as one artifact.
 
-import io
+An upload never sits whole in the web process's memory: Django spools it to a temporary
+file, the parsers read that file a block at a time and keep the inputs in temporary files,
+and the splits are compressed from those a block at a time into another temporary file,
+which the artifact storage copies in chunks."""
+
+import tempfile
 from dataclasses import dataclass
+from typing import BinaryIO
 
-import numpy as np
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from experiments.array_files import write_npz
 from experiments.dataset_parsing import (
     DatasetError,
+    DatasetLimits,
     ParsedDataset,
+    binary_file,
     check_upload_size,
+    class_warnings,
     load_bundled,
     parse_csv,
     parse_npz,
@@ -18,48 +28,55 @@ from experiments.dataset_parsing import (
 from experiments.image_parsing import parse_image_zip
 from experiments.models import Artifact, Dataset, Team
 from experiments.sequence_parsing import parse_time_series_csv
-from experiments.services.artifacts import artifact_create
+from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error
 from experiments.text_parsing import parse_text_csv
 
 __all__ = ["DatasetError", "UploadOptions", "dataset_create_bundled", "dataset_create_upload"]
 
 
-def _arrays_npz(parsed: ParsedDataset, splits) -> io.BytesIO:
+def dataset_limits() -> DatasetLimits:
+    return DatasetLimits(max_bytes=settings.MAX_DATASET_MB * 1024 * 1024, max_rows=settings.MAX_DATASET_ROWS,
+                         max_classes=settings.MAX_CLASSES)
+
+
+def _splits_file(parsed: ParsedDataset, splits) -> BinaryIO:
     train, val, test = splits
-    buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        x_train=parsed.x[train], y_train=parsed.y[train],
-        x_val=parsed.x[val], y_val=parsed.y[val],
-        x_test=parsed.x[test], y_test=parsed.y[test],
-        train_index=train, val_index=val, test_index=test,
-    )
-    buffer.seek(0)
-    return buffer
+    spool = tempfile.TemporaryFile(prefix="tuneboard-splits-")
+    write_npz(spool, {
+        "x_train": (parsed.x, train), "y_train": (parsed.y, train),
+        "x_val": (parsed.x, val), "y_val": (parsed.y, val),
+        "x_test": (parsed.x, test), "y_test": (parsed.y, test),
+        "train_index": (train, None), "val_index": (val, None), "test_index": (test, None),
+    })
+    spool.seek(0)
+    return spool
 
 
 def _save(*, team: Team, user, name: str, parsed: ParsedDataset, val_fraction: float,
-          test_fraction: float, seed: int, upload: tuple[str, bytes] | None, **fields) -> Dataset:
+          test_fraction: float, seed: int, upload: tuple[str, BinaryIO] | None, **fields) -> Dataset:
     name = name.strip()
     if not name:
         raise DatasetError("Give the dataset a name.")
     if Dataset.objects.filter(team=team, name=name).exists():
         raise DatasetError(f"Your team already has a dataset named {name!r}; choose another name.")
     splits = split_indices(parsed, val_fraction=val_fraction, test_fraction=test_fraction, seed=seed)
+    details = dict(parsed.details)
+    if warnings := class_warnings(parsed):
+        details["warnings"] = warnings
     try:
-        with transaction.atomic():
+        with _splits_file(parsed, splits) as arrays_file, artifact_files_removed_on_error() as created, \
+                transaction.atomic():
             upload_artifact = None
             if upload is not None:
                 filename, data = upload
-                upload_artifact = artifact_create(
-                    team=team, kind=Artifact.Kind.DATASET_UPLOAD, filename=filename, fileobj=io.BytesIO(data)
-                )
-            arrays = artifact_create(
-                team=team, kind=Artifact.Kind.DATASET_ARRAYS, filename=f"{name}-splits.npz",
-                fileobj=_arrays_npz(parsed, splits),
-            )
+                upload_artifact = created(artifact_create(
+                    team=team, kind=Artifact.Kind.DATASET_UPLOAD, filename=filename, fileobj=data
+                ))
+            arrays = created(artifact_create(
+                team=team, kind=Artifact.Kind.DATASET_ARRAYS, filename=f"{name}-splits.npz", fileobj=arrays_file,
+            ))
             return Dataset.objects.create(
-                team=team, name=name, created_by=user, task=parsed.task, kind=parsed.kind, details=parsed.details,
+                team=team, name=name, created_by=user, task=parsed.task, kind=parsed.kind, details=details,
                 n_rows=parsed.n_rows, n_features=parsed.n_features, input_shape=parsed.input_shape,
                 feature_names=parsed.feature_names, classes=parsed.classes,
                 class_counts=parsed.class_counts, preview=parsed.preview(10),
@@ -93,16 +110,17 @@ class UploadOptions:
     task: str = "auto"
 
 
-def _parse_upload(filename: str, data: bytes, options: UploadOptions) -> tuple[ParsedDataset, str]:
+def _parse_upload(filename: str, data: BinaryIO, options: UploadOptions,
+                  limits: DatasetLimits) -> tuple[ParsedDataset, str]:
     lower, kind = filename.lower(), options.kind
     target = options.target_column.strip()
     if lower.endswith(".zip"):
         if kind not in ("auto", "image"):
             raise DatasetError(f"A .zip upload holds images (one folder per class), not {kind} data.")
         return parse_image_zip(data, image_size=options.image_size, color_mode=options.color_mode,
-                               task=options.task), "zip"
+                               task=options.task, limits=limits), "zip"
     if lower.endswith(".npz"):
-        return parse_npz(data, task=options.task, kind=kind, image_size=options.image_size), "npz"
+        return parse_npz(data, task=options.task, kind=kind, image_size=options.image_size, limits=limits), "npz"
     if not lower.endswith(".csv"):
         raise DatasetError("Upload a .csv file (with a header row), a .npz file with arrays x and y, "
                            "or a .zip of images in one folder per class.")
@@ -114,24 +132,28 @@ def _parse_upload(filename: str, data: bytes, options: UploadOptions) -> tuple[P
     if kind == "text" or text_column:
         if not text_column:
             raise DatasetError("Name the text column of the CSV (the column holding the texts).")
-        return parse_text_csv(data, text_column=text_column, target_column=target, task=options.task), "csv"
+        return parse_text_csv(data, text_column=text_column, target_column=target, task=options.task,
+                              limits=limits), "csv"
     if kind == "sequence" or options.window is not None:
         if options.window is None:
             raise DatasetError("A CSV time series needs a window length: how many time steps each sample sees.")
         task = "regression" if options.task == "auto" else options.task
         return parse_time_series_csv(data, target_column=target, window=options.window, horizon=options.horizon,
-                                     task=task), "csv"
-    return parse_csv(data, target_column=target, task=options.task), "csv"
+                                     task=task, limits=limits), "csv"
+    return parse_csv(data, target_column=target, task=options.task, limits=limits), "csv"
 
 
-def dataset_create_upload(*, team: Team, user, name: str, filename: str, data: bytes, size: int,
+def dataset_create_upload(*, team: Team, user, name: str, filename: str, data: bytes | BinaryIO, size: int,
                           limit_mb: int, options: UploadOptions | None = None, target_column: str = "",
                           task: str = "auto", val_fraction: float = 0.15, test_fraction: float = 0.15,
                           seed: int = 0) -> Dataset:
+    """data: the uploaded bytes or a binary file (Django's upload, spooled to disk when large);
+    it is never read whole into memory, and not read at all when size is over the limit."""
     check_upload_size(size, limit_mb)
     options = options or UploadOptions(target_column=target_column, task=task)
-    parsed, file_format = _parse_upload(filename, data, options)
+    file = binary_file(data)
+    parsed, file_format = _parse_upload(filename, file, options, dataset_limits())
     return _save(team=team, user=user, name=name, parsed=parsed, val_fraction=val_fraction,
-                 test_fraction=test_fraction, seed=seed, upload=(filename, data),
+                 test_fraction=test_fraction, seed=seed, upload=(filename, file),
                  source=Dataset.Source.UPLOAD, file_format=file_format,
                  target_column=options.target_column.strip() if file_format == "csv" else "")

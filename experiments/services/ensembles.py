@@ -3,6 +3,7 @@ TrainedModel of kind ENSEMBLE with the same downloads and card as single models.
 
 from django.db import transaction
 
+from experiments.bounds import parse_id
 from experiments.models import EnsembleMember, Team, TrainedModel, Trial
 from experiments.services.model_runs import model_send
 from experiments.services.trained_models import ModelRequestError, check_model_name, last_version_locked
@@ -39,11 +40,11 @@ def ensemble_members_resolve(*, team: Team, keys: list[str]) -> list:
     another team's included, is not found."""
     members = []
     for key in keys:
-        kind, _, pk = key.partition(":")
-        found = None
-        if pk.isdigit() and kind == "model":
+        kind, _, raw = key.partition(":")
+        pk, found = parse_id(raw), None
+        if pk and kind == "model":
             found = TrainedModel.objects.filter(pk=pk, team=team).first()
-        elif pk.isdigit() and kind == "trial":
+        elif pk and kind == "trial":
             found = Trial.objects.filter(pk=pk, study__team=team).select_related("study").first()
         if found is None:
             raise EnsembleError(f"Member {key} was not found in this team.")

@@ -4,6 +4,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
+from experiments.bounds import MAX_SEED
 from experiments.compute_options import compute_errors
 from experiments.hypermodel_catalog import hypermodels_for_kind
 from experiments.models import Dataset, Study, Team, Trial
@@ -17,7 +18,7 @@ from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
           "batch_size": (1, 65536), "patience": (1, 1000), "parallelism": (1, 64),
           "initial_random_trials": (1, 10000), "max_retries_per_trial": (0, 10),
-          "max_consecutive_failed_trials": (1, 1000)}
+          "max_consecutive_failed_trials": (1, 1000), "seed": (0, MAX_SEED)}
 HYPERBAND_MIN_EPOCHS = 3
 COMPUTE_DEFAULTS = {"queue": "cpu", "precision": "float32", "jit_compile": "auto", "steps_per_execution": 1,
                     "devices_per_trial": 1}
@@ -89,6 +90,9 @@ def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> S
     more workers at once, less lets running trials finish without successors."""
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
+        if study.status == Study.Status.COMPLETED:
+            raise StudyError("This study has completed and cannot run again, so its budget no longer changes "
+                             "anything; clone it to search further.")
         _refuse(study_settings_errors(search_space=None, max_trials=max_trials, parallelism=parallelism))
         started = Trial.objects.filter(study=study).order_by().values("trial_id").distinct().count()
         if max_trials < started:

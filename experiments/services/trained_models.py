@@ -27,7 +27,12 @@ def last_version_locked(*, team_id: int, name: str) -> int:
     return TrainedModel.objects.filter(team_id=team_id, name=name).aggregate(v=Max("version"))["v"] or 0
 
 
+MAX_MODEL_NAME = 80
+
+
 def check_model_name(name: str) -> str:
+    if len(name) > MAX_MODEL_NAME:
+        raise ModelRequestError(f"A model name can have at most {MAX_MODEL_NAME} characters, not {len(name)}.")
     if slugify(name) != name:
         raise ModelRequestError(f"The model name {name!r} may hold only lower-case letters, digits, '-' and '_'.")
     return name

@@ -141,7 +141,15 @@ def study_cancel(*, study: Study) -> Study:
 def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
     if not oracle_done or running or study.status != StudyStatus.RUNNING:
         return False
-    _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+    if not Trial.objects.filter(study=study, status__in=[TrialStatus.COMPLETED, TrialStatus.PRUNED]).exists():
+        # The budget is spent and nothing succeeded: that is a failed study, whatever the count of
+        # failures in a row (a wrong Fixed value in a small budget ended "completed" before).
+        last = Trial.objects.filter(study=study, status=TrialStatus.FAILED).order_by("-number").first()
+        reason = f" The last error — trial {last.trial_id}: {last.error}" if last else ""
+        _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
+                    message=f"The budget is spent and no trial completed.{reason}")
+    else:
+        _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
     notify_study_ended(study=study)
     return True
 

@@ -35,12 +35,8 @@ def dataset_upload(request):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            if upload.size > settings.UPLOAD_MAX_MB * 1024 * 1024:
-                data = b""  # never read a file we are going to refuse
-            else:
-                data = upload.read()
             dataset = dataset_create_upload(
-                team=request.team, user=request.user, filename=upload.name, data=data, size=upload.size,
+                team=request.team, user=request.user, filename=upload.name, data=upload, size=upload.size,
                 limit_mb=settings.UPLOAD_MAX_MB, options=form.upload_options(),
                 **{k: form.cleaned_data[k] for k in ("name", "val_fraction", "test_fraction", "seed")},
             )
@@ -48,6 +44,8 @@ def dataset_upload(request):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Uploaded {dataset.name}: {dataset.n_rows} {_samples(dataset)}.")
+            for warning in dataset.details.get("warnings", []):
+                messages.warning(request, warning)
             return redirect("dataset_detail", dataset_id=dataset.id)
     return render(request, "datasets/upload.html", {"form": form, "max_mb": settings.UPLOAD_MAX_MB})
 

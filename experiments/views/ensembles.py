@@ -1,22 +1,23 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from experiments.bounds import MAX_SEED, InputError, bounded_int
 from experiments.selectors import ensemble_candidates
-from experiments.services.ensembles import METHODS, EnsembleError, ensemble_create, ensemble_members_resolve
+from experiments.services.ensembles import MAX_ROUNDS, METHODS, EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required
 
 METHOD_CHOICES = [(m.value, m.label.removeprefix("Ensemble: ")) for m in METHODS]
 
 
-def _int(request, name: str, default: int) -> int:
+def _int(request, name: str, default: int, high: int) -> int:
     raw = request.POST.get(name, "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
-    except ValueError:
-        raise EnsembleError(f"{name.capitalize()} must be a whole number, not {raw!r}.") from None
+        return bounded_int(raw, label=name.capitalize(), low=0, high=high)
+    except InputError as exc:
+        raise EnsembleError(str(exc)) from None
 
 
 @editor_required
@@ -27,8 +28,8 @@ def ensemble_new(request):
             ensemble = ensemble_create(
                 team=request.team, user=request.user,
                 members=ensemble_members_resolve(team=request.team, keys=request.POST.getlist("members")),
-                method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50),
-                seed=_int(request, "seed", 0), name=request.POST.get("name", ""),
+                method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50, MAX_ROUNDS),
+                seed=_int(request, "seed", 0, MAX_SEED), name=request.POST.get("name", ""),
             )
         except ModelRequestError as exc:  # EnsembleError, or a bad name
             error = str(exc)

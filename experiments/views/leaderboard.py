@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
+from experiments.bounds import parse_id
 from experiments.csv_export import csv_response
 from experiments.forms import RankingForm
 from experiments.models import Dataset
@@ -22,7 +23,7 @@ PAGE_SIZE = 50
 
 
 def _int_or_none(value: str) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    return parse_id(value)
 
 
 def _date_or_none(value: str) -> date | None:

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments import figures, pruners
+from experiments.bounds import parse_id
 from experiments.cloning import clone_values
 from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
@@ -236,8 +237,7 @@ MAX_COMPARED = 4
 def study_compare(request, study_id: int):
     """Two to four trials side by side: values, results and learning curves."""
     study = get_study_for_user(request, study_id)
-    # ASCII digits only: str.isdigit() also accepts '²', which int() refuses; 18 digits fit a bigint.
-    picked = [int(v) for v in request.GET.getlist("trials") if v.isascii() and v.isdigit() and len(v) <= 18]
+    picked = [pk for value in request.GET.getlist("trials") if (pk := parse_id(value))]
     compared = trials_compared(study=study, trial_pks=picked)
     if not 2 <= len(compared["trials"]) <= MAX_COMPARED:
         messages.error(request, f"Pick between 2 and {MAX_COMPARED} trials of this study to compare.")

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from experiments.bounds import no_control_characters, parse_id
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership, Study
 from experiments.selectors import dashboard_data
@@ -46,7 +47,7 @@ class RoleForm(forms.Form):
 
 
 class TeamForm(forms.Form):
-    name = forms.CharField(label="Team name", max_length=100)
+    name = forms.CharField(label="Team name", max_length=100, validators=[no_control_characters])
 
 
 class InvitationSignUpForm(UserCreationForm):
@@ -86,11 +87,8 @@ def _first_error(form: forms.Form) -> str:
 @login_required
 @require_POST
 def switch_team(request):
-    try:
-        team_id = int(request.POST.get("team", ""))
-    except ValueError:  # a tampered or empty value: no such team, not a server error
-        raise Http404("No such team.") from None
-    membership = Membership.objects.filter(user=request.user, team_id=team_id).first()
+    team_id = parse_id(request.POST.get("team"))  # a tampered or empty value: no such team, not a 500
+    membership = Membership.objects.filter(user=request.user, team_id=team_id).first() if team_id else None
     if membership is None:
         raise Http404("No such team.")
     request.session[SESSION_KEY] = membership.team_id

@@ -4,18 +4,22 @@ and the workers, their queues and their ScaledObjects agree with the app's Celer
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
 import yaml
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
 from experiments.models import Study
 from experiments.services.model_runs import ENSEMBLE_QUEUE
+from webapp.env import env_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
@@ -23,6 +27,12 @@ OVERLAYS = ["cpu-only", "gpu", "tpu"]
 K8S_VERSION = "1.30"
 KEDA_SCHEMAS = json.loads((Path(__file__).parent / "keda" / "schemas.json").read_text())
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+
+def env_secret_key_from(value: str) -> str:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SECRET_KEY", value)
+        return env_secret_key("SECRET_KEY", debug=False)
 
 
 def render(overlay: str) -> list[dict]:
@@ -64,6 +74,9 @@ def test_the_example_secret_validates_and_holds_what_the_app_reads():
     secret = yaml.safe_load((KUBERNETES / "secret.example.yaml").read_text())
     kubernetes_validate.validate(secret, K8S_VERSION, strict=True)
     assert {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "TUNEBOARD_SCALING_TOKEN"} <= set(secret["stringData"])
+    # Applied unedited, the placeholder key stops the pods instead of signing with a public key.
+    with pytest.raises(ImproperlyConfigured, match="placeholder"):
+        env_secret_key_from(secret["stringData"]["SECRET_KEY"])
 
 
 def test_web_beat_migrate_and_config(rendered):
@@ -82,7 +95,7 @@ def test_web_beat_migrate_and_config(rendered):
     assert container(job)["command"] == ["python", "manage.py", "migrate", "--noinput"]
     config = by_kind(objects, "ConfigMap")["tuneboard-config"]["data"]
     assert config["TUNEBOARD_ARTIFACT_STORAGE"] == "database"
-    assert config["TUNEBOARD_REQUIRE_SECRET_KEY"] == "true"
+    assert config["DEBUG"] == "false"  # so the pods refuse to start without the Secret's SECRET_KEY
     assert "tuneboard-web" in config["ALLOWED_HOSTS"].split(",")  # KEDA calls the web by its Service name
     for obj in list(deployments.values()) + [job]:
         env_from = container(obj)["envFrom"]
@@ -210,3 +223,28 @@ def test_the_restated_optional_fields_accept_what_keda_accepts():
     auth["spec"]["env"] = [{"parameter": "token", "name": "TOKEN", "containerName": "worker"}]
     auth["spec"]["podIdentity"] = {"provider": "gcp"}
     assert keda_errors(auth) == []
+def test_every_configmap_variable_is_read_by_the_settings():
+    config = yaml.safe_load((KUBERNETES / "base" / "configmap.yaml").read_text())["data"]
+    settings_text = (ROOT / "webapp" / "settings.py").read_text()
+    assert [name for name in config if f'"{name}"' not in settings_text] == []
+
+
+def redirect_exempt(path: str) -> bool:
+    return any(re.search(pattern, path.lstrip("/")) for pattern in settings.SECURE_REDIRECT_EXEMPT)
+
+
+def test_probes_and_keda_calls_stay_on_plain_http_and_send_an_allowed_host(rendered):
+    """With TUNEBOARD_HTTPS on, anything calling a pod directly over HTTP must not be redirected."""
+    _, objects = rendered
+    web = container(by_kind(objects, "Deployment")["tuneboard-web"])
+    allowed = by_kind(objects, "ConfigMap")["tuneboard-config"]["data"]["ALLOWED_HOSTS"].split(",")
+    for probe in ("readinessProbe", "livenessProbe"):
+        get = web[probe]["httpGet"]
+        assert redirect_exempt(get["path"]), get["path"]
+        assert get.get("scheme", "HTTP") == "HTTP"
+        assert {"name": "Host", "value": "localhost"} in get["httpHeaders"] and "localhost" in allowed
+    for so in by_kind(objects, "ScaledObject").values():
+        url = urlsplit(so["spec"]["triggers"][0]["metadata"]["url"])
+        assert url.scheme == "http" and redirect_exempt(url.path) and url.hostname in allowed
+    assert redirect_exempt("/metrics")
+    assert not redirect_exempt("/login/") and not redirect_exempt("/api/v1/studies/")

@@ -64,6 +64,19 @@ def test_the_last_trial_completes_the_study(make_study):
     assert study.status == Study.Status.COMPLETED and study.wakeups_pending == 0
 
 
+def test_a_spent_budget_with_no_completed_trial_fails_the_study_with_the_last_error(make_study):
+    # Two failures are below the consecutive-failure limit: the budget ends the study, and a
+    # study where nothing succeeded is FAILED, not COMPLETED (a wrong Fixed value did that).
+    study = trial_runs.study_start(study=make_study(parallelism=1, max_trials=2, max_retries_per_trial=0,
+                                                    max_consecutive_failed_trials=5))
+    trial = claim(study).trial
+    trial = finish(trial, status="failed", next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim.trial
+    finish(trial, status="failed")
+    study = fresh(study)
+    assert study.status == Study.Status.FAILED
+    assert "no trial completed" in study.message and "boom" in study.message
+
+
 def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(make_study):
     study = trial_runs.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial

@@ -99,8 +99,24 @@ def test_the_broker_url_points_at_the_redis_service(app_env):
 
 
 def test_the_secret_key_must_be_set_in_the_environment(app_env):
-    assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]+\}", app_env["SECRET_KEY"])
-    assert str(app_env["TUNEBOARD_REQUIRE_SECRET_KEY"]).lower() == "true"
+    # ${VAR:?message}: Compose refuses to start without it, saying the message.
+    match = re.fullmatch(r"\$\{SECRET_KEY:\?([^}]+)\}", app_env["SECRET_KEY"])
+    assert match and ".env" in match.group(1)
+    assert str(app_env["DEBUG"]).lower() == "false"  # so the settings require it too
+
+
+def test_https_and_trusted_proxies_are_off_unless_set_in_dot_env(app_env):
+    # ${VAR:-default}: taken from .env (or the shell) when set there.
+    assert app_env["TUNEBOARD_HTTPS"] == "${TUNEBOARD_HTTPS:-false}"
+    assert app_env["TUNEBOARD_TRUSTED_PROXIES"] == "${TUNEBOARD_TRUSTED_PROXIES:-0}"
+    assert app_env["ALLOWED_HOSTS"].startswith("${ALLOWED_HOSTS:-")
+    assert app_env["CSRF_TRUSTED_ORIGINS"].startswith("${CSRF_TRUSTED_ORIGINS:-")
+
+
+def test_the_healthcheck_stays_on_plain_http_when_https_is_on(services):
+    test = " ".join(services["web"]["healthcheck"]["test"])
+    path = re.search(r"http://localhost:8000(/\w+)", test).group(1)
+    assert any(re.search(p, path.lstrip("/")) for p in settings_module.SECURE_REDIRECT_EXEMPT)
 
 
 def test_debug_is_off_and_artifacts_are_stored_in_the_database(app_env):
@@ -171,7 +187,7 @@ def test_the_dockerfile_installs_the_package_and_exposes_port_8000():
 
 def test_the_dockerfile_collects_static_files_and_runs_as_a_non_root_user():
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "manage.py collectstatic --noinput" in dockerfile
+    assert re.search(r"^RUN SECRET_KEY=\S+ python manage.py collectstatic --noinput$", dockerfile, re.MULTILINE)
     assert "TUNEBOARD_VAR_DIR=/app/var" in dockerfile
     users = re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)
     assert users and users[-1] not in ("root", "0")
@@ -195,3 +211,11 @@ def test_workers_get_time_to_stop_their_trial_at_an_epoch_end(services):
     for name in ("worker-cpu", "worker-gpu"):
         grace = services[name].get("stop_grace_period", "10s")
         assert grace.endswith("m") and int(grace[:-1]) >= 5, f"{name}: stop_grace_period {grace}"
+
+
+def test_the_image_carries_no_secret_key():
+    # The build-time key belongs to the collectstatic command only: an ENV or ARG would be
+    # baked into the image, and every container would then start with a public key.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert not re.search(r"^(ENV|ARG)\b[^\n]*SECRET_KEY", dockerfile, re.MULTILINE)
+    assert dockerfile.count("SECRET_KEY=") == 1

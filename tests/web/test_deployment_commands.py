@@ -143,7 +143,13 @@ def test_seed_demo_runs_when_debug_is_on(settings, monkeypatch):
     assert get_user_model().objects.filter(username="demo").exists()
 
 
-def test_make_run_passes_the_flag_the_embedded_demo_needs():
+def test_make_run_passes_the_flag_the_embedded_demo_needs_after_making_its_key():
     makefile = (ROOT / "Makefile").read_text()
     run_target = re.search(r"^run:.*?(?=^\S)", makefile, re.MULTILINE | re.DOTALL).group(0)
-    assert "manage.py seed_demo --i-know-this-is-not-production" in run_target
+    assert "bash scripts/run_embedded.sh" in run_target
+    script = (ROOT / "scripts" / "run_embedded.sh").read_text()
+    key = script.index('SECRET_KEY="${SECRET_KEY:-$(bash scripts/embedded_secret_key.sh)}"')
+    export = script.index("export SECRET_KEY")
+    migrate = script.index("manage.py migrate --noinput")
+    seed = script.index("manage.py seed_demo --i-know-this-is-not-production")
+    assert key < export < migrate < seed < script.index("celery -A webapp worker") < script.index("runserver")

@@ -1,0 +1,101 @@
+"""The bounds of everything a person types that becomes a number, an id, a name or JSON:
+one place, so every form, query parameter and API field refuses the same things with the
+same words, before anything reaches PostgreSQL (integer columns), NumPy (32-bit seeds),
+KerasTuner (grids) or an HTTP header (names in file names)."""
+
+import json
+import math
+import re
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+MAX_ID = 2**63 - 1  # bigint primary keys
+MAX_SEED = 2**31 - 1  # NumPy takes seeds below 2**32; a study adds the trial number to its seed
+MAX_HP_INT = 10**9  # no layer size, count or length beyond this is trainable here
+MAX_HP_MAGNITUDE = 1e12
+MAX_GRID_STEPS = 1_000_000  # values one Int/Float with a step can take
+MAX_CHOICES = 1_000
+MAX_JSON_CHARS = 200_000
+MAX_JSON_NUMBER_DIGITS = 100  # longer numbers are refused by the fields, which name themselves
+MAX_NOTES_CHARS = 20_000
+MAX_FILENAME_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class InputError(ValueError):
+    """A value outside its bounds; the text is for the person who typed it."""
+
+
+def parse_id(raw) -> int | None:
+    """A database id from a query or form value, or None: ASCII digits only ('²'.isdigit() is
+    True, but int('²') raises), at most MAX_ID."""
+    text = str(raw).strip() if raw is not None else ""
+    if not text or len(text) > 19 or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if 0 < value <= MAX_ID else None
+
+
+def bounded_int(raw, *, label: str, low: int, high: int) -> int:
+    text = str(raw).strip()
+    if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 20:
+        raise InputError(f"{label} must be a whole number from {low:,} to {high:,}, not {text[:30]!r}.")
+    value = int(text)
+    if not low <= value <= high:
+        raise InputError(f"{label} must be a whole number from {low:,} to {high:,}.")
+    return value
+
+
+def seed_field(label: str = "Seed", **kwargs) -> forms.IntegerField:
+    return forms.IntegerField(label=label, initial=0, min_value=0, max_value=MAX_SEED, **kwargs)
+
+
+def no_control_characters(value: str) -> None:
+    """For names: a line break in a name breaks CSV file names in headers and table rows."""
+    if isinstance(value, str) and _CONTROL.search(value):
+        raise ValidationError("A name cannot contain control characters (line breaks, tabs).")
+
+
+def header_filename(name: str, suffix: str) -> str:
+    """A name made safe for Content-Disposition: printable ASCII without quotes or slashes."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "download"
+    return f"{safe[:100]}{suffix}"
+
+
+def _bounded_number(text: str):
+    if len(text.lstrip("-").split(".")[0].split("e")[0].split("E")[0]) > MAX_JSON_NUMBER_DIGITS:
+        raise InputError(f"A number in it is too large ({len(text)} digits).")
+    return text
+
+
+def _parse_int(text: str) -> int:
+    return int(_bounded_number(text))
+
+
+def _parse_float(text: str) -> float:
+    value = float(_bounded_number(text))
+    if not math.isfinite(value):
+        raise InputError(f"The number {text[:30]} is too large.")
+    return value
+
+
+def _refuse_constant(name: str):
+    raise InputError(f"{name} is not a number JSON allows.")
+
+
+def load_json(text: str, *, what: str):
+    """json.loads with bounds: size, nesting (RecursionError), digits (Python refuses ints over
+    4,300 digits with a ValueError), and no NaN or Infinity."""
+    if len(text) > MAX_JSON_CHARS:
+        raise InputError(f"{what} is too long ({len(text):,} characters; at most {MAX_JSON_CHARS:,}).")
+    try:
+        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise InputError(f"{what} is nested too deeply.") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} is not valid JSON: {exc}.") from None
+    except InputError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    except ValueError as exc:
+        raise InputError(f"{what}: a number in it is too large ({exc}).") from None

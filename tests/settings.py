@@ -1,0 +1,10 @@
+"""The test suite's settings: webapp.settings with a signing key of its own.
+
+webapp.settings refuses to load without SECRET_KEY while DEBUG is off; the key goes into the
+environment (not only into the settings) so the worker processes the tests start inherit it."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "tests-only-signing-key-" + "x7Qp2Lr9Vb4Nz8Kd3Hs6Wf1Yc5Tg0Ju" * 2)
+
+from webapp.settings import *  # noqa: E402,F401,F403
