@@ -64,7 +64,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     new_row.locator('[data-field="type"]').select_option("fixed")
     new_row.locator('[data-field="value"]').fill("0")
     page.get_by_label("Max trials").fill("2")
-    page.get_by_label("Epochs").fill("3")
+    page.get_by_label("Epochs", exact=True).fill("3")
     page.get_by_label("Objective metric").select_option("val_accuracy")
     page.get_by_label("Batch size").fill("16")
     screenshot("editor")

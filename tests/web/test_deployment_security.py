@@ -135,7 +135,10 @@ PRODUCTION = {
 
 
 def manage(tmp_path, *args, **variables) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(DEPLOYMENT_PREFIXES + SECURITY_PREFIXES)}
+    # A deployment's environment, not the suite's: the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE
+    # (Playwright drives the live server from the test thread) is not something a server runs with.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(DEPLOYMENT_PREFIXES + SECURITY_PREFIXES) and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env.update(TUNEBOARD_VAR_DIR=str(tmp_path / "var"), PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="webapp.settings")
     env.update(variables)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
