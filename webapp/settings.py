@@ -165,6 +165,8 @@ AXES_LOCKOUT_CALLABLE = "experiments.login_limits.locked_out"
 AXES_RESET_ON_SUCCESS = True
 # Only the failure counters are needed; a row per successful login would grow forever.
 AXES_DISABLE_ACCESS_LOG = True
+# Its start-up banner would open every process's log (each worker child, each manage.py command).
+AXES_VERBOSE = False
 
 # E-mail: team invitations and password resets. Without EMAIL_HOST the mail is printed by the
 # web process (the console backend), so the embedded mode needs no mail server.
