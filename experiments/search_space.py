@@ -122,6 +122,8 @@ def _to_number(value: object, label: str, whole: bool) -> int | float:
         kind = _text_kind(text)
         if kind not in ("int", "float"):
             raise _Invalid(f"{label} must be a number, not {value!r}.")
+        if len(text) > 100:  # int() refuses over 4,300 digits; no bound here needs more than a few
+            raise _Invalid(f"{label} is too large ({len(text):,} characters).")
         value = int(text) if kind == "int" else float(text)
     if _scalar_kind(value) not in ("int", "float"):
         raise _Invalid(f"{label} must be a number, not {_fmt(value)}.")

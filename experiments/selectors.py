@@ -46,9 +46,12 @@ def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -
         return list(trials.order_by(*order)[:limit]), trials.count()
     running = list(trials.filter(status=Trial.Status.RUNNING).order_by("number")[:limit])
     best = list(trials.filter(status=Trial.Status.COMPLETED).order_by(score_order, "number")[:limit - len(running)])
-    rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED])
-                .order_by("-number")[:max(0, limit - len(running) - len(best))])
-    return best + running + rest, trials.count()
+    # Pruned trials have scores too (their best before they were stopped): best first among them.
+    pruned = list(trials.filter(status=Trial.Status.PRUNED).order_by(score_order, "number")
+                  [:max(0, limit - len(running) - len(best))])
+    rest = list(trials.exclude(status__in=[Trial.Status.RUNNING, Trial.Status.COMPLETED, Trial.Status.PRUNED])
+                .order_by("-number")[:max(0, limit - len(running) - len(best) - len(pruned))])
+    return best + running + pruned + rest, trials.count()
 
 
 def study_best_trial(*, study: Study) -> Trial | None:
@@ -194,7 +197,7 @@ def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
     epochs = pruned * study.epochs * study.executions_per_trial - trained
     devices = study.devices_per_trial if study.queue in (Study.Queue.GPU, Study.Queue.TPU) else 1
     return {"pruned": pruned, "epochs": epochs, "device_epochs": epochs * devices, "devices": devices,
-            "unit": f"{study.queue.upper()}-epochs"}
+            "unit": f"{study.queue.upper()}-epoch{'' if epochs * devices == 1 else 's'}"}
 
 
 def bayesian_exploration(*, study: Study, completed: int) -> dict | None:

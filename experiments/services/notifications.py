@@ -116,8 +116,9 @@ def _study_ended(study: Study) -> Message:
     best = study_best_trial(study=study)
     completed = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).count()
     fields.update(objective=study.objective_metric, direction=study.objective_direction, trials_completed=completed,
-                  best_score=best.score if best else None, best_trial=best.trial_id if best else None)
-    result = f"best {study.objective_metric} {best.score:.4g} (trial {best.trial_id})" if best else "no trial completed"
+                  best_score=best.score if best else None, best_trial=best.number if best else None)
+    # "Trial N" as every page numbers trials (1-based start order), not KerasTuner's id.
+    result = f"best {study.objective_metric} {best.score:.4g} (Trial {best.number})" if best else "no trial completed"
     return Message(f"Study “{study.name}” finished: {completed} trials completed, {result}.",
                    reverse("study_detail", args=[study.pk]), {"study": fields})
 

@@ -74,10 +74,18 @@
     return values.length > 0 && values.every((v) => typeof v === "number" || v instanceof FloatValue);
   }
 
+  // More digits than a double holds (or beyond its range): sent as typed, so the server refuses
+  // it with its reason instead of the page rounding 0.999…9 to 1 or 10**400 to Infinity.
+  function tooPrecise(text) {
+    const digits = text.replace(/[eE].*$/, "").replace(/[^0-9]/g, "").replace(/^0+/, "");
+    return digits.length > 15 || !Number.isFinite(Number(text));
+  }
+
   function parseScalar(text) {
     const trimmed = text.trim();
     const kind = trimmed ? textKind(trimmed) : "str";
     if (kind === "bool") return trimmed.toLowerCase() === "true";
+    if ((kind === "int" || kind === "float") && tooPrecise(trimmed)) return trimmed;
     if (kind === "int") return Number(trimmed);
     if (kind === "float") return new FloatValue(Number(trimmed));
     return trimmed;
@@ -87,7 +95,8 @@
   function parseNumber(text) {
     const trimmed = text.trim();
     if (!trimmed) return null;
-    return INT_TEXT.test(trimmed) || FLOAT_TEXT.test(trimmed) ? Number(trimmed) : trimmed;
+    const numeric = INT_TEXT.test(trimmed) || FLOAT_TEXT.test(trimmed);
+    return numeric && !tooPrecise(trimmed) ? Number(trimmed) : trimmed;
   }
 
   function valueText(value) {

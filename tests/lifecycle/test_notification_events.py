@@ -82,10 +82,12 @@ def test_a_completed_study_notifies_the_members_who_opted_in_and_the_webhooks_th
     assert [(d.channel, d.target, d.status, d.attempts) for d in sent] == [
         ("email", "alice@example.com", "pending", 0), ("webhook", "alerts (http://127.0.0.1:9/…)", "pending", 0)]
     event = sent[0].event
-    assert event.team == acme and "finished: 2 trials completed, best val_accuracy 0.75" in event.text
+    # The best is the second trial: "Trial 2" as the pages number it (KerasTuner's id is "1").
+    assert event.team == acme and "finished: 2 trials completed, best val_accuracy 0.75 (Trial 2)" in event.text
     payload = event.payload
     assert payload["event"] == "study.completed" and payload["team"] == {"id": acme.id, "name": "Acme"}
     assert payload["study"]["id"] == study.id and payload["study"]["best_score"] == 0.75
+    assert payload["study"]["best_trial"] == 2
     assert payload["url"] == f"http://127.0.0.1:8000/studies/{study.id}/"
     assert payload["text"].startswith("[Acme] Study") and f"<{payload['url']}|Open in Tuneboard>" in payload["text"]
     # The delivery tasks go to the broker once the finish commits.

@@ -114,6 +114,8 @@ CASES = [
     Case("space-5000-digit-int", "post", lambda f: reverse("study_new"),
          lambda f: study_form(f, search_space='[{"name": "units", "type": "int", "min": 1, "max": ' + "9" * 5000
                               + "}]"), "too large"),
+    Case("space-5000-digit-text", "post", lambda f: reverse("study_new"),  # what the editor sends for it
+         lambda f: study_form(f, search_space=space(_row("units", "int", min=1, max="9" * 5000))), "too large"),
     Case("space-10e400", "post", lambda f: reverse("study_new"),
          lambda f: study_form(f, search_space=space(_row("units", "int", min=1, max=10**400))), "too large"),
     Case("space-float-1e400", "post", lambda f: reverse("study_new"),

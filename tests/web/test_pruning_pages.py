@@ -156,3 +156,10 @@ def test_the_ensemble_picker_lists_pruned_trials_only_when_asked(alice_client, a
     assert f'value="trial:{pruned.id}"' not in default and "Include pruned trials" in default
     included = page_text(alice_client.get(reverse("ensemble_new") + "?include_pruned=1"))
     assert f'value="trial:{pruned.id}"' in included and "status-pruned" in included
+
+
+def test_pruned_trials_are_listed_best_first_after_the_completed_ones(alice_client, acme_study):
+    study = seed_pruning_study(acme_study)  # maximises; pruned trials 3 (0.5) and 4 (0.6)
+    page = page_text(alice_client.get(reverse("study_detail", args=[study.id])))
+    order = [page.index(f'data-trial="{number}"') for number in (1, 2, 4, 3)]
+    assert order == sorted(order)
