@@ -2,6 +2,7 @@
 
 import json
 import re
+from collections.abc import Callable
 from datetime import date
 
 from django.conf import settings
@@ -37,7 +38,7 @@ from experiments.services.ensembles import EnsembleError, ensemble_create, ensem
 from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trained_models import trained_models_request
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
-from experiments.services.trial_runs import StudyError, study_cancel, study_start
+from experiments.services.trial_runs import StudyError, study_cancel, study_resume, study_start
 from experiments.study_comparison import ComparisonError, parse_study_ids
 from experiments.views.access import (
     get_dataset_for_user,
@@ -283,16 +284,15 @@ class StudyDetail(generics.GenericAPIView):
 
 
 class StudyAction(generics.GenericAPIView):
+    """POST runs one lifecycle service on the study; a state it refuses is a 409."""
     serializer_class = s.StudySerializer
-
-    def act(self, study: Study) -> None:
-        raise NotImplementedError
+    service: Callable[..., Study]  # set by each subclass ("action" is DRF's own attribute)
 
     @extend_schema(request=None, responses={202: s.StudySerializer, 409: s.ErrorSerializer, **ERRORS})
     def post(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
         try:
-            self.act(study)
+            self.service(study=study)
         except StudyError as exc:
             raise Conflict(str(exc)) from None
         study.refresh_from_db()
@@ -300,20 +300,15 @@ class StudyAction(generics.GenericAPIView):
 
 
 class StudyStart(StudyAction):
-    def act(self, study):
-        study_start(study=study)
+    service = staticmethod(study_start)
 
 
 class StudyResume(StudyAction):
-    def act(self, study):
-        if study.started is None:
-            raise StudyError("The study has never started; start it instead.")
-        study_start(study=study)
+    service = staticmethod(study_resume)
 
 
 class StudyCancel(StudyAction):
-    def act(self, study):
-        study_cancel(study=study)
+    service = staticmethod(study_cancel)
 
 
 class StudyBudget(generics.GenericAPIView):

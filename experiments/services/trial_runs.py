@@ -127,6 +127,13 @@ def study_start(*, study: Study) -> Study:
     return study
 
 
+def study_resume(*, study: Study) -> Study:
+    """study_start for a study that ran before (the API's resume refuses a first start)."""
+    if study.started is None:
+        raise StudyError("The study has never started; start it instead.")
+    return study_start(study=study)
+
+
 def study_cancel(*, study: Study) -> Study:
     """Stop the study; each running trial notices at its next epoch end and stops (a trial
     that completes meanwhile keeps its result)."""
