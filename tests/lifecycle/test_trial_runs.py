@@ -118,6 +118,13 @@ def test_a_trial_completing_as_the_study_is_cancelled_keeps_its_result(make_stud
     assert (again.trial_id, again.attempt) == (stopped.trial_id, 2)
 
 
+def test_resume_refuses_a_study_that_never_started_and_changes_nothing(make_study):
+    study = make_study()
+    with pytest.raises(trial_runs.StudyError, match="never started; start it instead"):
+        trial_runs.study_resume(study=study)
+    assert fresh(study).status == Study.Status.CREATED and fresh(study).wakeups_pending == 0
+
+
 def test_a_failed_study_resumes_for_real(make_study):
     study = trial_runs.study_start(study=make_study(parallelism=1, max_consecutive_failed_trials=2))
     trial = claim(study).trial
