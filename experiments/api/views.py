@@ -143,8 +143,7 @@ def seed_studies(request, data: dict) -> list[int]:
         return []
     raw = request.data.getlist("seed_from") if isinstance(request.data, QueryDict) else data["seed_from"]
     ids = _ids(raw, "seed_from", "[12, 34]")
-    if len(set(ids)) != Study.objects.filter(team=request.team, pk__in=ids).count():
-        raise Http404
+    get_studies_for_user(request, ids)
     return ids
 
 

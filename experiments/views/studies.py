@@ -1,7 +1,7 @@
 import json
 
 from django.contrib import messages
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -38,6 +38,7 @@ from experiments.services.trial_runs import study_cancel, study_start
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.views.access import (
     editor_required,
+    get_studies_for_user,
     get_study_for_user,
     get_trial_for_user,
     team_required,
@@ -71,9 +72,9 @@ def study_clone(request, study_id: int):
 
 def _seed_studies_for_user(request) -> None:
     """Studies to seed from are another team's objects like any other: 404, not a form error."""
-    wanted = {int(v) for v in request.POST.getlist("seed_from") if v.isascii() and v.isdigit()}
-    if wanted and Study.objects.filter(team=request.team, pk__in=wanted).count() != len(wanted):
-        raise Http404
+    wanted = [pk for value in request.POST.getlist("seed_from") if (pk := parse_id(value))]
+    if wanted:
+        get_studies_for_user(request, wanted)
 
 
 def _study_form_page(request, initial: dict, original: Study | None = None):
