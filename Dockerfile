@@ -46,7 +46,7 @@ USER tuneboard
 # Static files are served by WhiteNoise from $TUNEBOARD_VAR_DIR/staticfiles. Settings refuse to
 # load without SECRET_KEY; collectstatic signs nothing, so this command alone gets a throwaway
 # key (a RUN variable, not an ENV: it is not in the image and the containers must bring theirs).
-RUN SECRET_KEY=collectstatic-at-build-time-only python manage.py collectstatic --noinput
+RUN SECRET_KEY=collectstatic-at-build-time-only-never-used-to-sign-anything-9f3Kq7 python manage.py collectstatic --noinput
 
 EXPOSE 8000
 CMD ["gunicorn", "webapp.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]

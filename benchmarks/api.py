@@ -60,7 +60,7 @@ def seed(label: str, n_trials: int, n_models: int):
                      created_by=user, finished=timezone.now())
         for i in range(n_models)
     ], batch_size=500)
-    _, token = api_token_create(user=user, name="benchmark")
+    _, token = api_token_create(user=user, name="benchmark", team_id=team.id, role="owner")
     return token, study, dataset, trials
 
 

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class ExperimentsConfig(AppConfig):
     name = "experiments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from experiments.services.audit import register_audited_models
+
+        register_audited_models()

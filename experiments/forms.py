@@ -4,13 +4,21 @@ from django import forms
 from django.conf import settings
 from django.core import validators
 
-from experiments.bounds import MAX_FILENAME_CHARS, InputError, load_json, no_control_characters, seed_field
+from experiments.bounds import (
+    MAX_FILENAME_CHARS,
+    InputError,
+    load_json,
+    no_control_characters,
+    seed_field,
+    whole_number_field,
+)
 from experiments.dataset_parsing import BUNDLED
 from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.pruning_options import APPLIES as PRUNING_APPLIES
 from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
+from experiments.pruning_options import LIMITS as PRUNING_LIMITS
 from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.pruning_options import model_field as pruning_field
@@ -22,8 +30,10 @@ from experiments.search_space import (
     validate_search_space,
 )
 from experiments.services.datasets import UploadOptions
+from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
+from experiments.services.ensembles import METHODS as ENSEMBLE_METHODS
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
-from experiments.services.trained_models import MAX_EPOCH_CAP
+from experiments.services.trained_models import MAX_EPOCH_CAP, MAX_MODEL_NAME, ModelRequestError, check_model_name
 from experiments.services.warm_starts import (
     DEFAULT_TOP_K,
     MAX_TOP_K,
@@ -43,6 +53,12 @@ def _int_or_none(value) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _percentile(value) -> None:
+    if value is not None and not 0 < value < 100:
+        raise forms.ValidationError("Must be a number above 0 and below 100: the share of trials kept at each epoch "
+                                    "(25 keeps the best quarter).")
 
 
 def infer_direction(metric: str) -> str:
@@ -181,8 +197,11 @@ class StudyForm(forms.ModelForm):
                       "pruning_min_epochs": "Successive halving judges at epochs m, m·r, m·r², …; this is m.",
                       "pruning_reduction_factor": "r: at each rung only the best 1/r of the trials go on."}
 
-    def __init__(self, *args, team, **kwargs):
+    def __init__(self, *args, team, refuse_unused: bool = False, **kwargs):
+        """`refuse_unused`: a bad value of a setting the chosen pruner does not read is refused
+        (the API) instead of ignored (the page, whose hidden fields may keep stale values)."""
         super().__init__(*args, **kwargs)
+        self.refuse_unused = refuse_unused
         self.search_space_errors: dict[str, list[str]] = {}
         self.team = team
         self.warm_start_notes: list[str] = []
@@ -206,6 +225,13 @@ class StudyForm(forms.ModelForm):
             self.fields[name].validators += [validators.MinValueValidator(low),
                                              validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
+        # The pruning settings' ranges at the field too, so a bad value is the field's error (the
+        # service checks them again, with pruning_errors' words).
+        for name, (low, high) in PRUNING_LIMITS.items():
+            message = f"Must be a whole number from {low:,} to {high:,}."
+            self.fields[pruning_field(name)].validators += [validators.MinValueValidator(low, message),
+                                                            validators.MaxValueValidator(high, message)]
+        self.fields[pruning_field("percentile")].validators.append(_percentile)
         if not self.is_bound and "search_space" not in self.initial:
             entry = BUILTIN.get(self.initial.get("hypermodel"), BUILTIN["dense"])
             self.initial["search_space"] = json.dumps(entry.default_space, indent=1)
@@ -291,9 +317,12 @@ class StudyForm(forms.ModelForm):
         # The settings the chosen pruner does not read are hidden on the page: they keep their defaults.
         applies = PRUNING_APPLIES.get(data.get("pruner") or "none", ())
         for name in PRUNING_SETTINGS:
-            if name != "pruner" and (name not in applies or data.get(pruning_field(name)) is None):
-                data[pruning_field(name)] = PRUNING_DEFAULTS[name]
-                self.errors.pop(pruning_field(name), None)
+            key = pruning_field(name)
+            if name == "pruner" or (key in self.errors and (name in applies or self.refuse_unused)):
+                continue  # a bad value someone can see (or sent through the API) is refused, not replaced
+            if name not in applies or data.get(key) is None:
+                data[key] = PRUNING_DEFAULTS[name]
+                self.errors.pop(key, None)
         if not data.get("pruner"):
             data["pruner"] = "none"
         # The rules live in the service; the form only shows them beside their fields.
@@ -381,3 +410,55 @@ class RankingForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["ranking_metric"].choices = [("", f"Default ({defaults})")] + [
             (m, f"test {m} ({'higher' if metric_direction(m) == 'max' else 'lower'} is better)") for m in recorded]
+
+
+class MemberKeysField(forms.Field):
+    """A list of "model:<id>" / "trial:<id>" keys (checkboxes on the page, a JSON list in the API)."""
+
+    widget = forms.SelectMultiple
+    takes_list = True  # for experiments.api.bodies
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return []
+        values = value if isinstance(value, list | tuple) else [value]
+        if not all(isinstance(v, str) for v in values):
+            raise forms.ValidationError('Give the members as a list like ["model:12", "trial:34"].')
+        return list(values)
+
+
+class EnsembleForm(forms.Form):
+    """The ensemble page's fields and POST /api/v1/ensembles/'s: one set of checks and messages."""
+
+    members = MemberKeysField(required=False)
+    method = forms.ChoiceField(choices=[(m.value, m.label.removeprefix("Ensemble: ")) for m in ENSEMBLE_METHODS],
+                               initial=TrainedModel.Method.NELDER_MEAD)
+    greedy_rounds = whole_number_field("Greedy rounds", low=1, high=MAX_ROUNDS, required=False, initial=50,
+                                       help_text="Greedy selection only: how many picks (with replacement).")
+    seed = seed_field(required=False, help_text="Breaks ties in greedy selection.")
+    name = forms.CharField(required=False, max_length=MAX_MODEL_NAME, validators=[no_control_characters],
+                           help_text="Lower-case letters, digits, '-' and '_'; defaults to ensemble-<method>.")
+
+    def __init__(self, *args, team, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.team = team
+
+    def clean_members(self):
+        try:
+            return ensemble_members_resolve(team=self.team, keys=self.cleaned_data["members"])
+        except ModelRequestError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_name(self):
+        try:
+            return check_model_name(self.cleaned_data["name"].strip()) if self.cleaned_data["name"].strip() else ""
+        except ModelRequestError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if data.get("greedy_rounds") is None:
+            data["greedy_rounds"] = self.fields["greedy_rounds"].initial
+        if data.get("seed") is None:
+            data["seed"] = 0
+        return data

@@ -1,15 +1,21 @@
 """Login rate limiting on top of django-axes: who the client is (behind trusted proxies only),
-the lockout page, and the backend that refuses a locked-out username + address pair.
+the lockout page, the backend that refuses a locked-out username + address pair, and the
+password-change form that shares the same count.
 
 Axes counts failed logins per username and client address in the database
-(settings.AXES_LOCKOUT_PARAMETERS), so every web process and pod shares the count."""
+(settings.AXES_LOCKOUT_PARAMETERS), so every web process and pod shares the count. A wrong
+current password on /password/change/ is a failed login of that user from that address: a
+stolen session cannot guess its way to a new password, even while /login/ is locked."""
 
 import ipaddress
 import math
 
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.proxy import AxesProxyHandler
 from django.conf import settings
-from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
+from django.contrib.auth.signals import user_login_failed
+from django.core.exceptions import ValidationError
 from django.shortcuts import render
 
 LOCKED_TEMPLATE = "registration/login.html"
@@ -52,9 +58,38 @@ def lockout_minutes() -> int:
     return max(1, math.ceil(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
 
 
+def locked_message() -> str:
+    minutes = lockout_minutes()
+    return f"Too many failed attempts; try again in {minutes} minute{'s' if minutes != 1 else ''}."
+
+
+class LimitedPasswordChangeForm(PasswordChangeForm):
+    """Django's form, with the current password checked under the login attempt limit."""
+
+    def __init__(self, user, *args, request, **kwargs):
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self):
+        credentials = {"username": self.user.get_username()}
+        if AxesProxyHandler.is_locked(self.request, credentials):
+            raise ValidationError(locked_message(), code="locked")
+        try:
+            return super().clean_old_password()
+        except ValidationError:
+            user_login_failed.send(sender=__name__, credentials=credentials, request=self.request)
+            raise
+
+
 def locked_out(request, original_response=None, credentials=None):
-    """The login page again, saying how long to wait, with 429 Too Many Requests. Every
-    attempt while locked out restarts the wait (axes' default), so the whole cool-off is left."""
+    """The login page again (or the password-change page, where that was the attempt), saying how
+    long to wait, with 429 Too Many Requests. Every attempt while locked out restarts the wait
+    (axes' default), so the whole cool-off is left."""
+    match = getattr(request, "resolver_match", None)
+    if match is not None and match.url_name == "password_change" and request.user.is_authenticated:
+        form = LimitedPasswordChangeForm(request.user, request=request)
+        return render(request, "registration/password_change_form.html",
+                      {"form": form, "locked_out": locked_message()}, status=429)
     username = (credentials or {}).get("username") or request.POST.get("username", "")
     form = AuthenticationForm(request, initial={"username": username})
     return render(request, LOCKED_TEMPLATE, {

@@ -1,5 +1,6 @@
 """The domain's tables. Rules about one row live here as methods; writes live in services."""
 
+from auditlog.models import AbstractLogEntry
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -31,6 +32,9 @@ class Membership(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.EDITOR)
+    # When the user last chose this team (the switcher, accepting an invitation): with no team in
+    # the session, a new login opens the one chosen last, else the oldest membership.
+    last_chosen = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_team")]
@@ -41,6 +45,21 @@ class Membership(models.Model):
     @property
     def can_edit(self) -> bool:
         return self.role in (self.Role.OWNER, self.Role.EDITOR)
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == self.Role.OWNER
+
+    def get_additional_data(self) -> dict:
+        return {"team": self.team_id}  # the audit log's team (django-auditlog calls this)
+
+
+# Lowest first: a token acts with the lower of its own role and its user's.
+ROLE_RANK = {Membership.Role.VIEWER: 0, Membership.Role.EDITOR: 1, Membership.Role.OWNER: 2}
+
+
+def lower_role(a: str, b: str) -> str:
+    return a if ROLE_RANK[a] <= ROLE_RANK[b] else b
 
 
 class StoredBlob(models.Model):
@@ -518,13 +537,17 @@ class ModelFile(models.Model):
 
 
 class Invitation(models.Model):
-    """A link that adds whoever opens it (signing up or logging in) to a team with a role.
+    """An offer of a seat in a team, with a role, that only its invitee's own click turns into a
+    membership. It names an e-mail address (its link, e-mailed, lets whoever holds it sign up or
+    log in and accept) or a username (only that account accepts). Either way the invitee also
+    finds it on their dashboard when an account of theirs matches, and accepts or declines there.
 
     Only the sha256 of the link's token is kept: the link is shown once to the owner who made
     it (and e-mailed), so a leaked database does not hand out team seats."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
-    email = models.EmailField()
+    email = models.EmailField(blank=True)
+    username = models.CharField(max_length=150, blank=True)
     role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.EDITOR)
     token_hash = models.CharField(max_length=64, unique=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -533,37 +556,67 @@ class Invitation(models.Model):
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
+    declined_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
+        constraints = [models.CheckConstraint(condition=~models.Q(email="") | ~models.Q(username=""),
+                                              name="invitation_names_someone")]
 
     def __str__(self) -> str:
-        return f"{self.email} to {self.team} ({self.role})"
+        return f"{self.invitee} to {self.team} ({self.role})"
+
+    @property
+    def invitee(self) -> str:
+        return self.email or self.username
 
     @property
     def is_accepted(self) -> bool:
         return self.accepted_at is not None
 
     @property
+    def is_declined(self) -> bool:
+        return self.declined_at is not None
+
+    @property
+    def is_open(self) -> bool:
+        return not (self.is_accepted or self.is_declined or self.is_expired)
+
+    @property
     def is_expired(self) -> bool:
         return not self.is_accepted and timezone.now() >= self.expires
+
+    def is_for(self, user) -> bool:
+        """Whether `user`'s account is the one invited (its username, or its e-mail address)."""
+        if self.username:
+            return user.get_username().casefold() == self.username.casefold()
+        return bool(user.email) and user.email.casefold() == self.email.casefold()
+
+    def get_additional_data(self) -> dict:
+        return {"team": self.team_id}
 
 
 class ApiToken(AbstractAuthToken):
     """A personal API token (django-rest-knox): only its digest is stored; the token itself is
-    shown once, when it is made. It acts for its user in the user's teams."""
+    shown once, when it is made. It acts for its user in one team, with at most `role` (and never
+    more than the user's own role there, which is read on every request)."""
 
     name = models.CharField(max_length=100)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_tokens")
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.EDITOR)
 
     class Meta:
         ordering = ["-created"]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.token_key}…)"
+        return f"{self.name} ({self.token_key[:8]}…)"
 
     @property
     def is_expired(self) -> bool:
         return self.expiry is not None and timezone.now() >= self.expiry
+
+    def get_additional_data(self) -> dict:
+        return {"team": self.team_id}
 
 
 # --- notifications (experiments/services/notifications.py) ----------------------------------
@@ -616,6 +669,9 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def get_additional_data(self) -> dict:
+        return {"team": self.team_id}
 
     @property
     def display_url(self) -> str:
@@ -725,3 +781,43 @@ class TrialRerunEpoch(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["rerun", "execution", "epoch"], name="one_row_per_rerun_epoch")
         ]
+
+
+# --- audit log (experiments/services/audit.py) -----------------------------------------------
+
+
+class AuditEvent(AbstractLogEntry):
+    """Who changed what in which team, from which address: django-auditlog's log entry (its
+    changes, actor, address, correlation id) with the team and a verb to filter on. Written in the
+    transaction of the change it records, so a change that rolls back leaves no row."""
+
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    # "<object>.<what>": membership.create, invitation.accept, study.cancel, model.download, ...
+    verb = models.CharField(max_length=40, db_index=True)
+
+    class Meta(AbstractLogEntry.Meta):
+        verbose_name = "audit event"
+        verbose_name_plural = "audit events"
+        indexes = [models.Index(fields=["team", "-timestamp"], name="audit_team_time")]
+
+    @property
+    def change_summary(self) -> str:
+        """"role: viewer → editor; …" for a change, "format: keras" for an action's details."""
+        parts = []
+        for name, value in (self.changes if isinstance(self.changes, dict) else {}).items():
+            if isinstance(value, list) and len(value) == 2:
+                old, new = ("—" if v in (None, "", "None") else v for v in value)
+                parts.append(f"{name}: {new}" if self.action == self.Action.CREATE else
+                             f"{name}: {old}" if self.action == self.Action.DELETE else f"{name}: {old} → {new}")
+            else:
+                parts.append(f"{name}: {value}")
+        return "; ".join(parts)
+
+
+class PasswordResetRequest(models.Model):
+    """One request of /password/reset/ in the last hour (experiments/services/password_resets.py)."""
+
+    email_digest = models.CharField(max_length=64, db_index=True)
+    client = models.GenericIPAddressField(null=True, blank=True, db_index=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+    allowed = models.BooleanField()

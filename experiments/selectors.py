@@ -3,9 +3,22 @@
 from collections.abc import Iterator
 
 from django.db.models import Count, F, Q, QuerySet, Sum
+from django.utils import timezone
 
 from experiments import figures
-from experiments.models import Dataset, ModelFile, NotificationDelivery, Study, Team, TrainedModel, Trial, Webhook
+from experiments.models import (
+    AuditEvent,
+    Dataset,
+    Invitation,
+    Membership,
+    ModelFile,
+    NotificationDelivery,
+    Study,
+    Team,
+    TrainedModel,
+    Trial,
+    Webhook,
+)
 from experiments.ranking import (
     effective_ranking_metric,
     metric_direction,
@@ -295,8 +308,6 @@ def trial_reruns(*, trial: Trial) -> list:
 def fleet_rows(*, team: Team, now=None) -> list[dict]:
     """Every registered worker (the fleet is shared), whether it is alive, the trials of this
     team it is running, and how many trials of other teams (never which)."""
-    from django.utils import timezone
-
     from experiments.models import Worker
 
     now = now or timezone.now()
@@ -537,3 +548,59 @@ def team_deliveries(*, team: Team, limit: int | None = 25):
     rows = (NotificationDelivery.objects.filter(event__team=team).select_related("event", "webhook", "user")
             .defer("event__payload").order_by("-created", "-id"))
     return rows if limit is None else rows[:limit]
+
+
+# Teams and invitations
+
+
+def membership_current(*, user, team_id: int | None = None) -> Membership | None:
+    """The membership a request acts in: `team_id`'s when the user is a member of it (the team in
+    the session), else the team the user chose last, else their oldest membership. Never picked by
+    name: a team someone else names 'AAA' must not become a new login's team."""
+    memberships = Membership.objects.filter(user=user).select_related("team")
+    if team_id is not None:
+        chosen = memberships.filter(team_id=team_id).first()
+        if chosen is not None:
+            return chosen
+    return memberships.order_by(F("last_chosen").desc(nulls_last=True), "pk").first()
+
+
+def invitations_for_user(*, user) -> list[Invitation]:
+    """Open invitations addressed to this account (by username, or by its e-mail address), for
+    teams it is not in yet, oldest first."""
+    match = Q(username__iexact=user.get_username())
+    if user.email:
+        match |= Q(email__iexact=user.email, username="")
+    rows = (Invitation.objects.filter(match, accepted_at__isnull=True, declined_at__isnull=True,
+                                      expires__gt=timezone.now())
+            .exclude(team__memberships__user=user).select_related("team", "created_by").order_by("created"))
+    return list(rows)
+
+
+def team_audit_events(*, team: Team, actor_id: int | None = None, verb: str = "", since=None, until=None):
+    """The team's audit log, newest first, filtered by who, what and when (dates inclusive, UTC)."""
+    rows = AuditEvent.objects.filter(team=team).select_related("actor", "content_type").order_by("-timestamp", "-id")
+    if actor_id is not None:
+        rows = rows.filter(actor_id=actor_id)
+    if verb:
+        rows = rows.filter(verb=verb)
+    if since is not None:
+        rows = rows.filter(timestamp__date__gte=since)
+    if until is not None:
+        rows = rows.filter(timestamp__date__lte=until)
+    return rows
+
+
+def team_audit_actors(*, team: Team) -> list[tuple[int, str]]:
+    """Everyone who appears in the team's audit log (members past and present), by name."""
+    rows = (AuditEvent.objects.filter(team=team, actor__isnull=False).order_by()
+            .values_list("actor_id", "actor__username").distinct())
+    return sorted(rows, key=lambda row: row[1].casefold())
+
+
+def studies_tagged(*, team: Team, tag: str) -> list[int]:
+    """Ids of the team's studies with a trial tagged `tag` (tags are stored lower-case). Read in
+    Python: SQLite has no JSON containment, and only the few tagged trials are read."""
+    wanted = tag.strip().lower()
+    rows = Trial.objects.filter(study__team=team).exclude(tags=[]).values_list("study_id", "tags")
+    return sorted({study_id for study_id, tags in rows if wanted in tags})

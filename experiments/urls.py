@@ -24,6 +24,10 @@ urlpatterns = [
          name="team_invitation_withdraw"),
     path("team/leave/", teams.team_leave, name="team_leave"),
     path("teams/new/", teams.team_new, name="team_new"),
+    path("invitations/mine/<int:invitation_id>/accept/", teams.invitation_answer, {"answer": "accept"},
+         name="invitation_accept_mine"),
+    path("invitations/mine/<int:invitation_id>/decline/", teams.invitation_answer, {"answer": "decline"},
+         name="invitation_decline"),
     # Test and secret before remove: the route crawler posts them in this order.
     path("team/webhooks/new/", notifications.webhook_new, name="webhook_new"),
     path("team/webhooks/<int:webhook_id>/", notifications.webhook_edit, name="webhook_edit"),

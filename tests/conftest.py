@@ -1,8 +1,10 @@
 """Shared fixtures: personas (alice and bob on one team, charlie on another), the real
 PostgreSQL test database, and real Celery worker processes against the test Redis."""
 
+import ipaddress
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,6 +28,34 @@ TEST_HYPERMODELS = ",".join([
 
 def _user(django_user_model, username):
     return django_user_model.objects.create_user(username=username, password=PASSWORD)
+
+
+# Webhook receivers in the tests listen on 127.0.0.1: allowed the way a deployment allows an
+# internal receiver (TUNEBOARD_WEBHOOK_ALLOWED_NETWORKS), only where a test asks for it.
+LOOPBACK_RECEIVERS = "127.0.0.1/32"
+# This machine has no DNS: names under example.com (and Slack's webhook host) answer with a public
+# address, as they would on a deployment's network.
+EXAMPLE_COM = "93.184.215.14"
+PUBLIC_NAMES = ("example.com", "hooks.slack.com")
+
+
+@pytest.fixture
+def loopback_receivers(settings):
+    settings.WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network(LOOPBACK_RECEIVERS)]
+
+
+@pytest.fixture(autouse=True)
+def example_com_resolves(monkeypatch):
+    from experiments.security import egress
+
+    real = egress.getaddrinfo
+
+    def resolve(host, port, *args, **kwargs):
+        if isinstance(host, str) and any(host == name or host.endswith("." + name) for name in PUBLIC_NAMES):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (EXAMPLE_COM, port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(egress, "getaddrinfo", resolve)
 
 
 @pytest.fixture

@@ -4,10 +4,18 @@ Each raises ImproperlyConfigured with the variable's name and what was expected,
 typo in a deployment fails at start-up with a sentence instead of deep inside a request.
 """
 
+import ipaddress
 import os
 import re
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX,
+    SECRET_KEY_MIN_LENGTH,
+    SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+    _check_secret_key,
+)
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -57,6 +65,18 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def env_networks(name: str) -> list:
+    """Comma-separated networks in CIDR notation ("10.20.0.0/16,fd00:1::/64"); empty: none."""
+    networks = []
+    for value in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(value, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {value!r} is not a network in CIDR notation, e.g. 10.20.0.0/16 "
+                                       "or 192.168.5.7/32 for one address.") from None
+    return networks
+
+
 # Only ever used with DEBUG on; Django's check --deploy recognises the prefix as insecure.
 DEBUG_SECRET_KEY = "django-insecure-tuneboard-debug-only-key-never-use-it-with-DEBUG-off"
 SECRET_KEY_HELP = (
@@ -74,6 +94,12 @@ def env_secret_key(name: str, *, debug: bool) -> str:
     help_text = SECRET_KEY_HELP.format(name=name)
     if value.startswith("CHANGE-ME"):
         raise ImproperlyConfigured(f"{name} is still the placeholder of the example. {help_text}")
+    if value and not debug and not _check_secret_key(value):
+        # The rule of `manage.py check --deploy` (security.W009), applied where it cannot be skipped.
+        raise ImproperlyConfigured(
+            f"{name} is too weak to sign sessions and password-reset links: it needs at least "
+            f"{SECRET_KEY_MIN_LENGTH} characters, {SECRET_KEY_MIN_UNIQUE_CHARACTERS} of them different, and must "
+            f"not start with {SECRET_KEY_INSECURE_PREFIX!r}. {help_text}")
     if value:
         return value
     if debug:
@@ -113,3 +139,26 @@ def redact_url(url: str) -> str:
     userinfo, _, host = parts.netloc.rpartition("@")
     user = userinfo.split(":", 1)[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def private_dir(path: Path, *, tighten: bool = True) -> Path:
+    """`path` as a folder only its owner can read: made so if missing; an existing one is
+    tightened only when `tighten` (Tuneboard's own subfolders, never a folder a person named)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if tighten:
+        _tighten(path, 0o700)
+    return path
+
+
+def _tighten(path: Path, mode: int) -> None:
+    info = path.stat()
+    if info.st_mode & 0o077 and info.st_uid == os.getuid():  # someone else's folder is theirs to set
+        path.chmod(mode)
+
+
+def private_file(path: Path) -> Path:
+    """`path` as a file only its owner can read and write (made empty if missing)."""
+    private_dir(path.parent, tighten=False)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    _tighten(path, 0o600)
+    return path

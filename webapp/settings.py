@@ -18,13 +18,18 @@ from webapp.env import (
     env_header_value,
     env_int,
     env_list,
+    env_networks,
     env_secret_key,
     env_str,
+    private_dir,
+    private_file,
     redact_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var")))
+# The embedded mode keeps its database (password hashes, webhook secrets), artifacts and broker
+# messages here: readable by the owner only.
+VAR_DIR = private_dir(Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var"))), tighten=False)
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG)
@@ -63,6 +68,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "auditlog",
     "experiments",
 ]
 
@@ -76,13 +82,14 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "experiments.middleware.RefuseNulBytesMiddleware",
+    "experiments.middleware.RequestChecksMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "experiments.middleware.CurrentTeamMiddleware",
+    "experiments.middleware.AuditContextMiddleware",
     # Last, as django-axes requires: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -117,6 +124,9 @@ def _database(url: str) -> dict:
         ) from exc
     engine = config.get("ENGINE", "")
     if engine.endswith("sqlite3"):
+        # Created owner-only before SQLite opens it (its -wal and -shm files copy the mode).
+        if config.get("NAME") and config["NAME"] != ":memory:":
+            private_file(Path(config["NAME"]))
         # The embedded worker writes while the web reads: wait for locks instead of failing,
         # and take the write lock at BEGIN so claims serialise like a row lock would.
         config["CONN_MAX_AGE"] = 0
@@ -163,6 +173,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "experiments.login_limits.client_ip"
 AXES_LOCKOUT_CALLABLE = "experiments.login_limits.locked_out"
 AXES_RESET_ON_SUCCESS = True
+# A wrong current password on /password/change/ counts too; what was typed is never stored.
+AXES_SENSITIVE_PARAMETERS = ["old_password", "new_password1", "new_password2"]
+# Password-reset mails per address asked for, and per client address, in any hour.
+PASSWORD_RESETS_PER_ADDRESS = env_int("TUNEBOARD_PASSWORD_RESETS_PER_ADDRESS", 3, minimum=1)
+PASSWORD_RESETS_PER_CLIENT = env_int("TUNEBOARD_PASSWORD_RESETS_PER_CLIENT", 10, minimum=1)
 # Only the failure counters are needed; a row per successful login would grow forever.
 AXES_DISABLE_ACCESS_LOG = True
 # Its start-up banner would open every process's log (each worker child, each manage.py command).
@@ -214,8 +229,17 @@ NOTIFY_RETRY_SECONDS = env_int("TUNEBOARD_NOTIFY_RETRY_SECONDS", 30, minimum=1)
 NOTIFY_MAX_ATTEMPTS = env_int("TUNEBOARD_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
 # A receiver that does not answer must not hold a worker for long.
 WEBHOOK_TIMEOUT_SECONDS = env_int("TUNEBOARD_WEBHOOK_TIMEOUT_SECONDS", 5, minimum=1)
+# Webhooks call public addresses only (experiments/security/egress.py); these networks (CIDRs,
+# comma-separated, e.g. "10.20.0.0/16,192.168.5.7/32") are allowed as well, for internal receivers.
+WEBHOOK_ALLOWED_NETWORKS = env_networks("TUNEBOARD_WEBHOOK_ALLOWED_NETWORKS")
 # How long an invitation link to a team stays valid.
 INVITATION_DAYS = env_int("TUNEBOARD_INVITATION_DAYS", 7, minimum=1)
+
+# The audit log (experiments/services/audit.py; django-auditlog with a team column): kept this many days.
+AUDIT_DAYS = env_int("TUNEBOARD_AUDIT_DAYS", 365, minimum=1)
+AUDITLOG_LOGENTRY_MODEL = "experiments.AuditEvent"
+AUDITLOG_USE_FK_STRING_REPRESENTATION = True  # "alice", not a user id, in the recorded changes
+AUDITLOG_STORE_JSON_CHANGES = True
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -240,6 +264,10 @@ ARTIFACT_STORAGE = env_choice(
     ("database", "filesystem"),
 )
 ARTIFACT_DIR = Path(env_str("TUNEBOARD_ARTIFACT_DIR", str(VAR_DIR / "artifacts")))
+if ARTIFACT_STORAGE == "filesystem":
+    private_dir(ARTIFACT_DIR)
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 ARTIFACT_CHUNK_BYTES = env_int("TUNEBOARD_ARTIFACT_CHUNK_BYTES", 1024 * 1024, minimum=1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -249,7 +277,8 @@ STORAGES = {
         if ARTIFACT_STORAGE == "database"
         else {
             "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": str(ARTIFACT_DIR)},
+            "OPTIONS": {"location": str(ARTIFACT_DIR), "file_permissions_mode": 0o600,
+                        "directory_permissions_mode": 0o700},
         }
     ),
 }
@@ -289,8 +318,7 @@ _broker_options: dict = {
     "visibility_timeout": MAX_TRIAL_SECONDS + 3600,
 }
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = VAR_DIR / "broker"
-    _broker_dir.mkdir(parents=True, exist_ok=True)
+    _broker_dir = private_dir(VAR_DIR / "broker")
     _broker_options.update(
         data_folder_in=str(_broker_dir),
         data_folder_out=str(_broker_dir),
@@ -315,6 +343,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-work": {"task": "workers.tasks.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
+    "purge-old-audit-events": {"task": "workers.tasks.purge_audit", "schedule": 3600.0},
 }
 
 # LOG_FORMAT=json: one JSON object a line (time, level, logger, message, and study_id /
@@ -335,9 +364,9 @@ WHITENOISE_USE_FINDERS = True
 # REST API (experiments/api/): personal tokens (knox, stored hashed, named, optional expiry)
 # sent as "Authorization: Bearer <token>", or the browser session.
 KNOX_TOKEN_MODEL = "experiments.ApiToken"
-# knox's own migration creates its default token table even though the model is swapped for
-# ours; that table references users and would block deleting or flushing them.
-MIGRATION_MODULES = {"knox": None}
+# knox's and django-auditlog's own migrations create their default tables even though the models
+# are swapped for ours; those tables reference users and would block deleting or flushing them.
+MIGRATION_MODULES = {"knox": None, "auditlog": None}
 REST_KNOX = {"AUTH_HEADER_PREFIX": "Bearer", "TOKEN_TTL": None, "TOKEN_MODEL": KNOX_TOKEN_MODEL}
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -361,8 +390,9 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tuneboard API",
     "DESCRIPTION": "KerasTuner studies, trials, models and ensembles of your team. Authenticate with "
-                   "`Authorization: Bearer <token>` (tokens: /account/tokens/); choose the team with "
-                   "`X-Tuneboard-Team: <team id>` (default: your first team by name).",
+                   "`Authorization: Bearer <token>` (tokens: /account/tokens/); a token acts in the one team "
+                   "it was made for, the browser session in the team of `X-Tuneboard-Team: <team id>`, else its "
+                   "current team.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

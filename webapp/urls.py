@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from experiments import health
 from experiments.scaling import scaling_view
+from experiments.views import accounts
 from experiments.views.notifications import notification_settings
 from experiments.views.teams import invitation_accept_view
 from experiments.views.tokens import api_tokens
@@ -17,9 +18,9 @@ urlpatterns = [
     path("metrics", health.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password/change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/change/", accounts.LimitedPasswordChangeView.as_view(), name="password_change"),
     path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
-    path("password/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("password/reset/", accounts.ThrottledPasswordResetView.as_view(), name="password_reset"),
     path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
          name="password_reset_confirm"),

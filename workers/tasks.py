@@ -108,6 +108,13 @@ def reap() -> dict:
     return run()
 
 
+@shared_task(name="workers.tasks.purge_audit", ignore_result=True)
+def purge_audit() -> int:
+    from experiments.services.audit import audit_purge
+
+    return audit_purge()
+
+
 @shared_task(
     name="workers.tasks.deliver_notification",
     autoretry_for=(OperationalError, InterfaceError),

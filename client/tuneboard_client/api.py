@@ -83,7 +83,7 @@ def _error_from_response(response: httpx.Response) -> TuneboardAPIError:
 
 
 class Client:
-    """Tuneboard's API for one user (the token's) on one team (`team`, or the user's first)."""
+    """Tuneboard's API for one user (the token's) on one team (the token's; `team` must name it)."""
 
     def __init__(self, base_url: str, token: str, team: int | str | None = None, *,
                  transport: httpx.BaseTransport | None = None, timeout: float = 60.0):

@@ -75,7 +75,7 @@ def _main(ctx: typer.Context,
           token: Annotated[str | None, typer.Option(help="API token (else TUNEBOARD_TOKEN, else the login file).",
                                                     show_default=False)] = None,
           team: Annotated[str | None, typer.Option(help="Team id, sent as X-Tuneboard-Team (else TUNEBOARD_TEAM; "
-                                                        "default: your first team).")] = None,
+                                                        "default: the token's team).")] = None,
           output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table"):
     if output not in OUTPUTS:
         raise typer.BadParameter(f"use one of {', '.join(OUTPUTS)}", param_hint="--output")
@@ -196,7 +196,7 @@ def login(ctx: typer.Context,
           url: Annotated[str | None, typer.Option(help="The server, e.g. https://tuneboard.example.com")] = None,
           token: Annotated[str | None, typer.Option(help="A personal API token (Account → API tokens).",
                                                     show_default=False)] = None,
-          team: Annotated[str | None, typer.Option(help="Team id to act for (default: your first team).")] = None,
+          team: Annotated[str | None, typer.Option(help="Team id to act for (default: the token's team).")] = None,
           verify: Annotated[bool, typer.Option(help="Check the token against the server first.")] = True):
     """Store the server URL and API token in ~/.config/tuneboard/config.json (mode 600)."""
     opts = _root(ctx)

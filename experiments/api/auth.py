@@ -1,32 +1,56 @@
-"""Who acts and in which team: a token (or the session) is the user; the team is the one named
-by X-Tuneboard-Team, else the session's current team (browser), else the first by name."""
+"""Who acts and in which team. A token is its user acting in the one team it was made for, with
+the lower of the token's role and the user's role there (read on every request, so a demotion or
+removal takes effect at once). A browser session acts in the team named by X-Tuneboard-Team, else
+the session's current team, else the team the user chose last (experiments.selectors)."""
+
+import copy
 
 from rest_framework import exceptions, permissions
 
+from experiments.bounds import parse_id
 from experiments.middleware import SESSION_KEY
-from experiments.models import Membership
+from experiments.models import ApiToken, Membership, lower_role
+from experiments.selectors import membership_current
 
 TEAM_HEADER = "HTTP_X_TUNEBOARD_TEAM"
 
 
-def resolve_membership(request) -> Membership:
-    memberships = Membership.objects.filter(user=request.user).select_related("team")
+def _named_team(request) -> int | None:
+    """The team id of X-Tuneboard-Team, None when absent; a header naming no team of the user's
+    gets the same answer whether that team exists or not."""
     raw = request.META.get(TEAM_HEADER)
-    if raw is not None:
-        raw = raw.strip()
-        chosen = memberships.filter(team_id=int(raw)).first() if raw.isascii() and raw.isdigit() and len(
-            raw) < 18 else None
-        if chosen is None:
-            # Same answer whether the team exists or not: other teams stay invisible.
-            raise exceptions.PermissionDenied(f"You are not a member of team {raw!r} (X-Tuneboard-Team).")
-        return chosen
-    chosen = None
+    if raw is None:
+        return None
+    team_id = parse_id(raw)
+    if team_id is None or not Membership.objects.filter(user=request.user, team_id=team_id).exists():
+        raise exceptions.PermissionDenied(f"You are not a member of team {raw.strip()[:30]!r} (X-Tuneboard-Team).")
+    return team_id
+
+
+def _token_membership(request, token: ApiToken) -> Membership:
+    named = _named_team(request)
+    if named is not None and named != token.team_id:
+        raise exceptions.PermissionDenied(f"This token acts for team {token.team_id} only; make a token for team "
+                                          f"{named} at /account/tokens/ (X-Tuneboard-Team).")
+    membership = Membership.objects.filter(user=request.user, team_id=token.team_id).select_related("team").first()
+    if membership is None:
+        raise exceptions.PermissionDenied("This token's user is no longer a member of its team; it acts for no one.")
+    # A copy that is never saved: the token's ceiling applies to this request only.
+    acting = copy.copy(membership)
+    acting.role = lower_role(membership.role, token.role)
+    return acting
+
+
+def resolve_membership(request) -> Membership:
+    if isinstance(request.auth, ApiToken):
+        return _token_membership(request, request.auth)
+    named = _named_team(request)
     session = getattr(request, "session", None)
-    if request.auth is None and session is not None and session.get(SESSION_KEY) is not None:
-        chosen = memberships.filter(team_id=session.get(SESSION_KEY)).first()
-    chosen = chosen or memberships.order_by("team__name").first()
+    wanted = named if named is not None else (session.get(SESSION_KEY) if session is not None else None)
+    chosen = membership_current(user=request.user, team_id=wanted)
     if chosen is None:
-        raise exceptions.PermissionDenied("You are not a member of any team yet; ask a team owner to add you.")
+        raise exceptions.PermissionDenied("You are not a member of any team yet: accept an invitation on your "
+                                          "dashboard, or ask a team owner to invite you.")
     return chosen
 
 
@@ -48,3 +72,12 @@ class TeamMember(permissions.BasePermission):
         if request.method in permissions.SAFE_METHODS:
             return True
         return membership.can_edit
+
+
+class OwnerOnly(TeamMember):
+    """What only a team's owners see (the audit log)."""
+
+    message = "Only the team's owners can see this."
+
+    def has_permission(self, request, view) -> bool:
+        return super().has_permission(request, view) and request.membership.is_owner

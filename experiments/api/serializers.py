@@ -377,6 +377,10 @@ class StrictSerializer(serializers.Serializer):
         return attrs
 
 
+class NoFields(StrictSerializer):
+    """An action's body: none (any field is unknown)."""
+
+
 class BundledDatasetInput(StrictSerializer):
     bundled_name = serializers.CharField()
     name = serializers.CharField(required=False, allow_blank=True)
@@ -509,3 +513,17 @@ class DeliverySerializer(serializers.Serializer):
     next_attempt = serializers.DateTimeField(allow_null=True)
     created = serializers.DateTimeField()
     sent_at = serializers.DateTimeField(allow_null=True)
+
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    timestamp = serializers.DateTimeField()
+    actor = serializers.CharField(source="actor.get_username", allow_null=True, default=None,
+                                  help_text="The username, or null for the system (a worker, beat).")
+    action = serializers.CharField(source="verb", help_text='e.g. "membership.add", "study.cancel", '
+                                                            '"model.download".')
+    object_type = serializers.CharField(source="content_type.model")
+    object_id = serializers.CharField(source="object_pk")
+    object = serializers.CharField(source="object_repr")
+    changes = serializers.JSONField(allow_null=True)
+    address = serializers.IPAddressField(source="remote_addr", allow_null=True)

@@ -32,4 +32,5 @@ urlpatterns = [
     path("workers/", views.WorkerList.as_view(), name="worker-list"),
     path("webhooks/", views.WebhookList.as_view(), name="webhook-list"),
     path("deliveries/", views.DeliveryList.as_view(), name="delivery-list"),
+    path("audit/", views.AuditList.as_view(), name="audit-list"),
 ]

@@ -8,7 +8,7 @@ from datetime import date
 from django.conf import settings
 from django.db.models import Count, F, Sum
 from django.db.models.fields.json import KeyTransform
-from django.http import Http404, QueryDict, StreamingHttpResponse
+from django.http import Http404, QueryDict
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -17,26 +17,37 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from experiments.api import serializers as s
+from experiments.api.auth import OwnerOnly
+from experiments.api.bodies import body_object, form_input, with_initial
 from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
+from experiments.bounds import parse_id
 from experiments.cloning import clone_values
-from experiments.forms import BundledDatasetForm, DatasetUploadForm, ModelRequestForm, StudyBudgetForm, StudyForm
+from experiments.forms import (
+    BundledDatasetForm,
+    DatasetUploadForm,
+    EnsembleForm,
+    ModelRequestForm,
+    StudyBudgetForm,
+    StudyForm,
+)
 from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
 from experiments.selectors import (
     fleet_rows,
     leaderboard,
     studies_compared,
+    studies_tagged,
     study_top_trials,
     team_datasets,
     team_deliveries,
     team_models,
     team_webhooks,
 )
-from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.services.audit import VERB_LABELS
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
-from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
+from experiments.services.ensembles import EnsembleError, ensemble_create
 from experiments.services.studies import study_create, study_update_budget
-from experiments.services.trained_models import trained_models_request
+from experiments.services.trained_models import ModelFileUnavailable, trained_models_request
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import StudyError, study_cancel, study_resume, study_start
 from experiments.study_comparison import ComparisonError, parse_study_ids
@@ -47,7 +58,8 @@ from experiments.views.access import (
     get_study_for_user,
     get_trial_for_user,
 )
-from experiments.views.models import CONTENT_TYPES
+from experiments.views.audit import AuditFilterForm
+from experiments.views.models import model_file_response
 
 MAX_ID = s.MAX_ID
 ERRORS = {code: OpenApiResponse(s.ErrorSerializer) for code in (400, 401, 403, 404)}
@@ -90,16 +102,6 @@ def choice_param(request, name: str, choices) -> str:
     return raw
 
 
-def body(request) -> dict:
-    """The request body as a plain dict of single values (JSON object, form or multipart)."""
-    data = request.data
-    if isinstance(data, QueryDict):
-        return {k: data.get(k) for k in data}
-    if not isinstance(data, dict):
-        raise _invalid(None, f"Send a JSON object, not {type(data).__name__}.")
-    return dict(data)
-
-
 def strict(serializer_class, data: dict) -> None:
     """Refuse unknown fields before the forms see the body."""
     unknown = sorted(set(data) - set(serializer_class().fields))
@@ -107,42 +109,37 @@ def strict(serializer_class, data: dict) -> None:
         raise exceptions.ValidationError({name: ["Unknown field."] for name in unknown})
 
 
-def form_data(data: dict) -> dict:
-    """JSON values as the form fields read them: lists/objects as JSON text, booleans as on/off."""
-    out = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            if value:
-                out[key] = "on"
-            continue
-        out[key] = json.dumps(value) if isinstance(value, list | dict) else value
-    return out
-
-
-def with_defaults(form_class, data: dict, **kwargs) -> dict:
-    """What the page's form would have posted: its initial values for the fields left out."""
+def validated(form_class, data: dict, *, files=None, json_fields: tuple[str, ...] = (), defaults: bool = True,
+              **kwargs):
+    """The page's form, bound to the body as the page would post it, and valid; else a 400 with the
+    form's own messages."""
     fields = form_class(**kwargs).fields
-    return {**{name: f.initial for name, f in fields.items() if f.initial is not None and not callable(f.initial)},
-            **data}
+    values = form_input(fields, data, json_fields=json_fields)
+    form = form_class(with_initial(fields, values) if defaults else values, files, **kwargs)
+    if not form.is_valid():
+        errors = dict(form.errors)
+        for row, messages in getattr(form, "search_space_errors", {}).items():
+            errors[f"search_space.{row}"] = messages
+        raise FormError(errors)
+    return form
 
 
 def _ids(value, name: str, example: str) -> list[int]:
     values = value if isinstance(value, list) else [value]
-    if not all(not isinstance(v, bool) and str(v).isascii() and str(v).isdigit() and int(v) <= MAX_ID
-               for v in values):
+    ids = [None if isinstance(v, bool) else parse_id(v) for v in values]
+    if None in ids:
         raise _invalid(name, f"Give ids as whole numbers, like {example}.")
-    return [int(v) for v in values]
+    return ids
 
 
 def seed_studies(request, data: dict) -> list[int]:
     """The `seed_from` study ids of a body (JSON list, or repeated form fields). Another team's
     study is not found (404), as everywhere; the form checks the rest."""
-    if "seed_from" not in data:
+    if data.get("seed_from") in (None, []):
         return []
-    raw = request.data.getlist("seed_from") if isinstance(request.data, QueryDict) else data["seed_from"]
-    ids = _ids(raw, "seed_from", "[12, 34]")
+    if not isinstance(data["seed_from"], list) and not isinstance(request.data, QueryDict):
+        raise _invalid("seed_from", "Give the studies as a list of ids, like [12, 34].")
+    ids = _ids(data["seed_from"], "seed_from", "[12, 34]")
     get_studies_for_user(request, ids)
     return ids
 
@@ -190,20 +187,15 @@ class DatasetList(generics.GenericAPIView):
     @extend_schema(request={"multipart/form-data": s.DatasetUploadInput, "application/json": s.BundledDatasetInput},
                    responses={201: s.DatasetSerializer, **ERRORS})
     def post(self, request):
-        data = body(request)
+        data = body_object(request)
         if "bundled_name" in data and "file" not in request.FILES:
             strict(s.BundledDatasetInput, data)
-            form = BundledDatasetForm(form_data(with_defaults(BundledDatasetForm, data)))
-            if not form.is_valid():
-                raise FormError(form.errors)
+            form = validated(BundledDatasetForm, data)
             dataset = dataset_create_bundled(team=request.team, user=request.user, **form.cleaned_data)
         else:
             strict(s.DatasetUploadInput, {**data, **{k: None for k in request.FILES}})
-            form = DatasetUploadForm(form_data(with_defaults(DatasetUploadForm, {k: v for k, v in data.items()
-                                                                        if k not in request.FILES})),
-                                     request.FILES)
-            if not form.is_valid():
-                raise FormError(form.errors)
+            form = validated(DatasetUploadForm, {k: v for k, v in data.items() if k not in request.FILES},
+                             files=request.FILES)
             upload = form.cleaned_data["file"]
             dataset = dataset_create_upload(
                 team=request.team, user=request.user, filename=upload.name, data=upload,
@@ -243,7 +235,7 @@ class StudyList(generics.GenericAPIView):
         if value := request.query_params.get("hypermodel", "").strip():
             studies = studies.filter(hypermodel=value)
         if value := request.query_params.get("tag", "").strip():
-            studies = studies.filter(trials__tags__contains=[value]).distinct()
+            studies = studies.filter(pk__in=studies_tagged(team=request.team, tag=value))
         if value := request.query_params.get("q", "").strip():
             studies = studies.filter(name__icontains=value)
         ordering = choice_param(request, "ordering", sorted(STUDY_ORDERING)) or "-created"
@@ -254,18 +246,14 @@ class StudyList(generics.GenericAPIView):
 
     @extend_schema(request=s.StudyInput, responses={201: s.StudySerializer, 202: s.StudySerializer, **ERRORS})
     def post(self, request):
-        data = body(request)
+        data = body_object(request)
         strict(s.StudyInput, data)
-        start = data.pop("start", False) in (True, "true", "True", "1", "on", 1)
-        seeds = seed_studies(request, data)
-        data.pop("seed_from", None)
-        form = StudyForm({**form_data(with_defaults(StudyForm, data, team=request.team)), "seed_from": seeds},
-                         team=request.team)
-        if not form.is_valid():
-            errors = dict(form.errors)
-            for row, messages in form.search_space_errors.items():
-                errors[f"search_space.{row}"] = messages
-            raise FormError(errors)
+        start = data.pop("start", False)
+        if not isinstance(start, bool) and str(start).lower() not in ("true", "false", "on", "off", "1", "0"):
+            raise _invalid("start", f"Must be true or false, not {start!r}.")
+        start = start is True or str(start).lower() in ("true", "on", "1")
+        data["seed_from"] = seed_studies(request, data)
+        form = validated(StudyForm, data, json_fields=("search_space",), team=request.team, refuse_unused=True)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         if start:
             study_start(study=study)
@@ -290,6 +278,7 @@ class StudyAction(generics.GenericAPIView):
     @extend_schema(request=None, responses={202: s.StudySerializer, 409: s.ErrorSerializer, **ERRORS})
     def post(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
+        strict(s.NoFields, body_object(request))
         try:
             self.service(study=study)
         except StudyError as exc:
@@ -316,12 +305,11 @@ class StudyBudget(generics.GenericAPIView):
     @extend_schema(request=s.BudgetInput, responses={200: s.StudySerializer, 409: s.ErrorSerializer, **ERRORS})
     def patch(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
-        data = body(request)
+        data = body_object(request)
         strict(s.BudgetInput, data)
-        values = {"max_trials": study.max_trials, "parallelism": study.parallelism, **form_data(data)}
-        form = StudyBudgetForm(values, instance=Study.objects.get(pk=study.pk))
-        if not form.is_valid():
-            raise FormError(form.errors)
+        data = {"max_trials": study.max_trials, "parallelism": study.parallelism,
+                **{k: v for k, v in data.items() if v is not None}}
+        form = validated(StudyBudgetForm, data, defaults=False, instance=Study.objects.get(pk=study.pk))
         try:
             study = study_update_budget(study=study, **form.cleaned_data)
         except StudyError as exc:
@@ -340,21 +328,20 @@ class StudyClone(generics.GenericAPIView):
     @extend_schema(request=s.CloneInput, responses={201: s.StudySerializer, **ERRORS})
     def post(self, request, study_id: int):
         original = get_study_for_user(request, study_id)
-        data = body(request)
+        data = body_object(request)
         strict(s.CloneInput, data)
         values = clone_values(original)
-        if data.get("name"):
-            values["name"] = data["name"]
+        # The clone's own fields are type-checked like any body; the original's values are trusted.
+        chosen = form_input(StudyForm(team=request.team).fields, {k: data[k] for k in ("name", "top_k") if k in data})
+        values.update({k: chosen[k] for k in chosen})
         if data.get("dataset") is not None:
-            ids = _ids(data["dataset"], "dataset", "12")
-            if len(ids) != 1:
-                raise _invalid("dataset", "Give one dataset id.")
-            values["dataset"] = get_dataset_for_user(request, ids[0]).id
-        if data.get("top_k") is not None:
-            values["top_k"] = data["top_k"]
-        form = StudyForm({**form_data(values), "seed_from": seed_studies(request, data)}, team=request.team)
-        if not form.is_valid():
-            raise FormError(form.errors)
+            dataset_id = None if isinstance(data["dataset"], bool) else parse_id(data["dataset"])
+            if dataset_id is None:
+                raise _invalid("dataset", "Give one dataset's id, a whole number like 12.")
+            values["dataset"] = get_dataset_for_user(request, dataset_id).id
+        values["seed_from"] = seed_studies(request, data)
+        form = validated(StudyForm, values, json_fields=("search_space",), defaults=False, team=request.team,
+                         refuse_unused=True)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
 
@@ -440,6 +427,7 @@ class TrialRerunCreate(generics.GenericAPIView):
     def post(self, request, study_id: int, trial_pk: int):
         """Train the trial's configuration again (same seed, settings and split), outside the tuner."""
         trial = get_trial_for_user(request, study_id, trial_pk)
+        strict(s.NoFields, body_object(request))
         try:
             rerun = trial_rerun_request(trial=trial, user=request.user)
         except RerunRequestError as exc:
@@ -468,18 +456,15 @@ class StudyModels(generics.GenericAPIView):
     @extend_schema(request=s.ModelRequestInput, responses={202: s.AcceptedModelsSerializer, **ERRORS})
     def post(self, request, study_id: int):
         study = get_study_for_user(request, study_id)
-        data = body(request)
+        data = body_object(request)
         strict(s.ModelRequestInput, data)
         trial_pk = data.pop("trial", None)
         single = trial_pk is not None
-        form = ModelRequestForm(form_data(with_defaults(ModelRequestForm, data, single_trial=single, study=study)),
-                                single_trial=single, study=study)
-        if not form.is_valid():
-            raise FormError(form.errors)
+        if single and (isinstance(trial_pk, bool) or parse_id(trial_pk) is None):
+            raise _invalid("trial", "Give the trial's id (a whole number).")
+        form = validated(ModelRequestForm, data, single_trial=single, study=study)
         if single:
-            if isinstance(trial_pk, bool) or not str(trial_pk).isdigit() or int(trial_pk) > MAX_ID:
-                raise _invalid("trial", "Give the trial's id (a whole number).")
-            trials = [get_trial_for_user(request, study.id, int(trial_pk))]
+            trials = [get_trial_for_user(request, study.id, parse_id(trial_pk))]
         else:
             trials = study_top_trials(study=study, n=form.cleaned_data["top_n"],
                                       include_pruned=form.cleaned_data["include_pruned"])
@@ -537,25 +522,10 @@ class ModelDownload(generics.GenericAPIView):
                               500: OpenApiResponse(s.ErrorSerializer)})
     def get(self, request, model_id: int, fmt: str):
         model = get_model_for_user(request, model_id)
-        file = model.files.select_related("artifact").filter(format=fmt).first()
-        if file is None:
-            raise Http404
-        artifact = file.artifact
-        label = file.get_format_display()
         try:
-            artifact_verify(artifact=artifact)
-        except ArtifactCorrupted:
-            message = (f"The stored {label} file of {model} no longer matches its recorded sha256, so it is not "
-                       "sent. Retrain or promote the trial again to make a fresh copy.")
-            return Response(error_body(message), status=500)
-        except ArtifactMissing:
-            message = f"The {label} file of {model} is missing from the artifact storage. Retrain or promote again."
-            return Response(error_body(message), status=500)
-        response = StreamingHttpResponse(artifact_iter_chunks(artifact=artifact), content_type=CONTENT_TYPES[fmt])
-        response["Content-Length"] = str(artifact.size)
-        response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
-        response["X-Content-SHA256"] = artifact.sha256
-        return response
+            return model_file_response(model, fmt)
+        except ModelFileUnavailable as exc:
+            return Response(error_body(str(exc)), status=500)
 
 
 class EnsembleCreate(generics.GenericAPIView):
@@ -563,27 +533,16 @@ class EnsembleCreate(generics.GenericAPIView):
 
     @extend_schema(request=s.EnsembleInput, responses={202: s.TrainedModelSerializer, **ERRORS})
     def post(self, request):
-        data = body(request)
+        data = body_object(request)
         strict(s.EnsembleInput, data)
-        members = data.get("members", [])
-        if isinstance(members, str):
-            members = request.data.getlist("members") if isinstance(request.data, QueryDict) else [members]
-        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-            raise _invalid("members", 'Give the members as a list like ["model:12", "trial:34"].')
-        numbers = {}
-        for name, default in (("greedy_rounds", 50), ("seed", 0)):
-            value = data.get(name, default)
-            if isinstance(value, bool) or not str(value).lstrip("-").isdigit() or abs(int(value)) > MAX_ID:
-                raise _invalid(name, f"{name.replace('_', ' ').capitalize()} must be a whole number, not {value!r}.")
-            numbers[name] = int(value)
-        method, name = data.get("method", ""), data.get("name", "")
-        if not isinstance(method, str) or not isinstance(name, str):
-            raise _invalid("method" if not isinstance(method, str) else "name", "Must be text.")
+        if isinstance(data.get("members"), str):
+            data["members"] = [data["members"]]
+        form = validated(EnsembleForm, data, team=request.team)
+        cleaned = form.cleaned_data
         try:
-            ensemble = ensemble_create(team=request.team, user=request.user,
-                                       members=ensemble_members_resolve(team=request.team, keys=members),
-                                       method=method, rounds=numbers["greedy_rounds"], seed=numbers["seed"],
-                                       name=name)
+            ensemble = ensemble_create(team=request.team, user=request.user, members=cleaned["members"],
+                                       method=cleaned["method"], rounds=cleaned["greedy_rounds"], seed=cleaned["seed"],
+                                       name=cleaned["name"])
         except EnsembleError as exc:
             raise _invalid(None, str(exc)) from None
         return _accepted(self.get_serializer(ensemble).data)
@@ -679,4 +638,24 @@ class DeliveryList(generics.GenericAPIView):
         if value := choice_param(request, "channel", NotificationDelivery.Channel.values):
             rows = rows.filter(channel=value)
         page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class AuditList(generics.GenericAPIView):
+    """The team's audit log (owners only), newest first."""
+
+    serializer_class = s.AuditEventSerializer
+    permission_classes = [OwnerOnly]
+
+    @extend_schema(parameters=[
+        OpenApiParameter("actor", int, description="A user id."),
+        OpenApiParameter("action", str, enum=sorted(VERB_LABELS)),
+        OpenApiParameter("since", OpenApiTypes.DATE), OpenApiParameter("until", OpenApiTypes.DATE)],
+        responses={200: s.AuditEventSerializer(many=True), **ERRORS})
+    def get(self, request):
+        params = {key: request.query_params[key] for key in AuditFilterForm.base_fields if key in request.query_params}
+        form = AuditFilterForm(params, team=request.team)
+        if not form.is_valid():
+            raise FormError(form.errors)
+        page = self.paginate_queryset(form.events(request.team))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)

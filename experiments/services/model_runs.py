@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, EnsembleMember, ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.services.audit import audit_record
 from experiments.services.notifications import notify_model_lost, notify_model_ready
 from experiments.services.queueing import model_task_enqueue
 from experiments.services.trial_runs import resend_due
@@ -148,12 +149,14 @@ class ModelCancelError(TuneboardError):
     pass
 
 
+@transaction.atomic
 def model_cancel(*, model: TrainedModel) -> None:
     """A user stops a queued or running model; a running worker stops at its next epoch end."""
     if not job_move(model.pk, ModelStatus.CANCELLED, error="Cancelled by a user.", finished=timezone.now()):
         model.refresh_from_db(fields=["status"])
         raise ModelCancelError(f"The model is {model.get_status_display().lower()}; only a queued or running "
                                "model can be cancelled.")
+    audit_record(verb="model.cancel", obj=model, team_id=model.team_id)
 
 
 def models_reap(*, now=None) -> dict:

@@ -4,6 +4,7 @@ The rule that holds throughout: a team always keeps at least one owner, so someo
 always add people, change roles and remove them."""
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,8 +19,10 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Invitation, Membership, Team
+from experiments.selectors import invitations_for_user
 
 User = get_user_model()
+log = logging.getLogger(__name__)
 
 TEAM_NAME_MAX = Team._meta.get_field("name").max_length
 # Backends that do not deliver: with them the owner copies the link instead.
@@ -34,8 +37,8 @@ class TeamError(TuneboardError):
 
 
 class InvitationError(TuneboardError):
-    """An invitation link that does not work: unknown, withdrawn or replaced (`status` 404), or
-    used or expired (410, gone for good)."""
+    """An invitation that cannot be answered: unknown, withdrawn, replaced or someone else's
+    (`status` 404), or used, declined or expired (410, gone for good)."""
 
     status = 404
 
@@ -45,13 +48,12 @@ class InvitationGone(InvitationError):
 
 
 @dataclass(frozen=True)
-class MemberAdded:
-    """What adding someone did: a membership for an existing account, or else an invitation
-    with its one-time `token` (the link is built from it and never stored)."""
+class Invited:
+    """An invitation just made, with its one-time `token` (the link is built from it and never
+    stored)."""
 
-    membership: Membership | None = None
-    invitation: Invitation | None = None
-    token: str = ""
+    invitation: Invitation
+    token: str
 
 
 def _clean_team_name(name: str) -> str:
@@ -153,44 +155,28 @@ def membership_leave(*, team: Team, user) -> None:
     membership.delete()
 
 
-def _user_by_username(username: str):
-    # Exact first; a different case only when it names one account (sign-up keeps them unique).
-    exact = User.objects.filter(username=username).first()
-    if exact is not None:
-        return exact
-    folded = list(User.objects.filter(username__iexact=username)[:2])
-    return folded[0] if len(folded) == 1 else None
-
-
-def _users_with_email(email: str) -> list:
-    return list(User.objects.filter(email__iexact=email, is_active=True)[:2])
-
-
-@transaction.atomic
-def member_add_or_invite(*, team: Team, identifier: str, role: str, invited_by) -> MemberAdded:
-    """Add the account with this username or e-mail address; an address no account has
-    gets an invitation instead."""
+def invitation_invite(*, team: Team, identifier: str, role: str, invited_by) -> Invited:
+    """Invite whoever `identifier` names: an e-mail address, or else a username. Nobody is added:
+    the invitee joins only by accepting. The answer is the same whether or not an account has that
+    address or username, so the form tells nobody who has an account here."""
     _check_role(role)
-    identifier = (identifier or "").strip()
+    identifier = " ".join((identifier or "").split())
     if not identifier:
-        raise TeamError("Enter the person's username or e-mail address.")
-    user = _user_by_username(identifier)
-    if user is None and "@" in identifier:
-        users = _users_with_email(identifier)
-        if len(users) > 1:
-            raise TeamError(f"Several accounts use {identifier}: add the person by username instead.")
-        if not users:
-            invitation, token = invitation_create(team=team, email=identifier, role=role, created_by=invited_by)
-            return MemberAdded(invitation=invitation, token=token)
-        user = users[0]
-    if user is None:
-        raise TeamError(f"No account has the username {identifier}. Check the spelling, or enter the "
-                        "person's e-mail address to send them an invitation link.")
-    existing = Membership.objects.filter(team=team, user=user).first()
-    if existing is not None:
-        raise TeamError(f"{user.get_username()} is already a member of {team.name} ({existing.role}): change their "
-                        "role in the member list.")
-    return MemberAdded(membership=Membership.objects.create(team=team, user=user, role=role))
+        raise TeamError("Enter the person's e-mail address or username.")
+    if len(identifier) > 254:
+        raise TeamError("That is too long for an e-mail address or a username.")
+    if "@" in identifier:
+        email, username = _checked_email(identifier), ""
+        members = Membership.objects.filter(team=team, user__email__iexact=email)
+    else:
+        email, username = "", identifier
+        members = Membership.objects.filter(team=team, user__username__iexact=username)
+    # The owner sees the member list and its addresses anyway: saying so here reveals nothing new.
+    if members.exists():
+        raise TeamError(f"{identifier} is already a member of {team.name}: change their role in the member list.")
+    invitation, token = invitation_create(team=team, email=email, username=username, role=role,
+                                          created_by=invited_by)
+    return Invited(invitation=invitation, token=token)
 
 
 def _checked_email(email: str) -> str:
@@ -207,51 +193,95 @@ def _hash(token: str) -> str:
 
 
 @transaction.atomic
-def invitation_create(*, team: Team, email: str, role: str, created_by, days: int | None = None
-                      ) -> tuple[Invitation, str]:
-    """A new invitation and its token. An earlier open invitation of the same address to the
-    same team is replaced, so only the newest link works."""
+def invitation_create(*, team: Team, role: str, created_by, email: str = "", username: str = "",
+                      days: int | None = None) -> tuple[Invitation, str]:
+    """A new invitation and its token. An earlier open invitation of the same invitee to the same
+    team is replaced, so only the newest link works."""
     _check_role(role)
-    email = _checked_email(email)
-    Invitation.objects.filter(team=team, email__iexact=email, accepted_at__isnull=True).delete()
+    email = _checked_email(email) if email else ""
+    if not (email or username):
+        raise TeamError("Enter the person's e-mail address or username.")
+    same = {"email__iexact": email} if email else {"username__iexact": username}
+    for old in Invitation.objects.filter(team=team, accepted_at__isnull=True, **same):
+        old.delete()  # one by one, so the audit log records each replaced invitation
     token = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
-        team=team, email=email, role=role, token_hash=_hash(token), created_by=created_by,
+        team=team, email=email, username=username, role=role, token_hash=_hash(token), created_by=created_by,
         expires=timezone.now() + timedelta(days=days or settings.INVITATION_DAYS),
     )
     return invitation, token
 
 
-def invitation_for_token(token: str) -> Invitation:
-    """The open invitation behind a link, or InvitationError saying why the link does not work."""
-    invitation = Invitation.objects.select_related("team", "created_by").filter(token_hash=_hash(token or "")).first()
+def _open_invitation(invitation: Invitation | None) -> Invitation:
     if invitation is None:
-        raise InvitationError("This invitation link is not valid: it was mistyped, or the team's owner withdrew or "
-                              "replaced it. Ask them for a new link.")
+        raise InvitationError("This invitation is not valid: it was mistyped, or the team's owner withdrew or "
+                              "replaced it. Ask them for a new one.")
     if invitation.is_accepted:
         raise InvitationGone(f"This invitation to {invitation.team.name} has already been used. If you accepted "
-                              "it, log in; otherwise ask the team's owner for a new link.")
+                              "it, log in; otherwise ask the team's owner for a new one.")
+    if invitation.is_declined:
+        raise InvitationGone(f"This invitation to {invitation.team.name} was declined. Ask the team's owner for a "
+                              "new one if you changed your mind.")
     if invitation.is_expired:
         raise InvitationGone(f"This invitation to {invitation.team.name} expired on "
-                              f"{invitation.expires:%Y-%m-%d %H:%M} UTC. Ask the team's owner for a new link.")
+                              f"{invitation.expires:%Y-%m-%d %H:%M} UTC. Ask the team's owner for a new one.")
     return invitation
+
+
+def invitation_for_token(token: str) -> Invitation:
+    """The open invitation behind a link, or InvitationError saying why the link does not work."""
+    return _open_invitation(Invitation.objects.select_related("team", "created_by")
+                            .filter(token_hash=_hash(token or "")).first())
+
+
+def _locked_for(invitation: Invitation, user) -> Invitation:
+    # Locked and checked again: two tabs answering the same invitation use it once.
+    locked = _open_invitation(Invitation.objects.select_for_update().select_related("team")
+                              .filter(pk=invitation.pk).first())
+    if locked.username and not locked.is_for(user):
+        raise InvitationError(f"This invitation is for the account {locked.username}: log in as {locked.username} "
+                              "to answer it.")
+    return locked
+
+
+def _accept(invitation: Invitation, user) -> tuple[Membership, bool]:
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    membership, created = Membership.objects.get_or_create(team=invitation.team, user=user,
+                                                           defaults={"role": invitation.role})
+    membership_choose(membership=membership)
+    return membership, created
 
 
 @transaction.atomic
 def invitation_accept(*, token: str, user) -> tuple[Membership, bool]:
-    """Join the invitation's team with its role. Returns the membership and whether it is new;
-    someone already in the team keeps their role (an invitation never demotes)."""
-    found = invitation_for_token(token)
-    # Locked and checked again: two tabs accepting the same link use it once.
-    invitation = Invitation.objects.select_for_update().get(pk=found.pk)
-    if invitation.accepted_at is not None:
-        raise InvitationGone(f"This invitation to {found.team.name} has already been used.")
-    invitation.accepted_at = timezone.now()
-    invitation.accepted_by = user
-    invitation.save(update_fields=["accepted_at", "accepted_by"])
-    membership, created = Membership.objects.get_or_create(team=found.team, user=user,
-                                                           defaults={"role": invitation.role})
-    return membership, created
+    """Join the invitation's team with its role (the link's holder chose to). Returns the
+    membership and whether it is new; someone already in the team keeps their role (an
+    invitation never demotes)."""
+    return _accept(_locked_for(invitation_for_token(token), user), user)
+
+
+def _addressed_to(user, invitation_id: int) -> Invitation:
+    invitation = next((i for i in invitations_for_user(user=user) if i.pk == invitation_id), None)
+    if invitation is None:  # not theirs, answered, withdrawn or expired: all look the same
+        raise InvitationError("No such open invitation for you: it may have been withdrawn, answered or expired.")
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept_mine(*, invitation_id: int, user) -> tuple[Membership, bool]:
+    """Accept, from the dashboard, an invitation addressed to this account."""
+    return _accept(_locked_for(_addressed_to(user, invitation_id), user), user)
+
+
+@transaction.atomic
+def invitation_decline(*, invitation_id: int, user) -> Invitation:
+    """Decline an invitation addressed to this account: it stays listed for the owners as declined."""
+    invitation = _locked_for(_addressed_to(user, invitation_id), user)
+    invitation.declined_at = timezone.now()
+    invitation.save(update_fields=["declined_at"])
+    return invitation
 
 
 @transaction.atomic
@@ -259,32 +289,60 @@ def invitation_sign_up(*, token: str, username: str, password: str):
     """Create the account (with the invited address) and join the team. The password is
     validated by the form; returns the new user and membership."""
     invitation = invitation_for_token(token)
+    if not invitation.email:
+        raise InvitationError(f"This invitation is for the existing account {invitation.username}: log in as "
+                              f"{invitation.username} to answer it.")
     user = account_create(username=username, email=invitation.email, password=password)
     membership, _ = invitation_accept(token=token, user=user)
     return user, membership
 
 
+@transaction.atomic
 def invitation_withdraw(*, invitation: Invitation) -> None:
     invitation.delete()
 
 
-def invitation_send_email(*, invitation: Invitation, link: str) -> str | None:
-    """Mail the link when a delivering backend is configured. Returns None when sent, or a
-    sentence saying why not, for the owner who must then pass the link on themselves."""
-    if settings.EMAIL_BACKEND in UNDELIVERED_MAIL_BACKENDS:
-        return "No mail server is configured (EMAIL_HOST), so nothing was e-mailed: send the link yourself."
+def membership_choose(*, membership: Membership) -> Membership:
+    """The user chose this team: it is the one a new login opens."""
+    membership.last_chosen = timezone.now()
+    Membership.objects.filter(pk=membership.pk).update(last_chosen=membership.last_chosen)
+    return membership
+
+
+def mail_delivers() -> bool:
+    return settings.EMAIL_BACKEND not in UNDELIVERED_MAIL_BACKENDS
+
+
+def invitation_send_email(*, invitation: Invitation, link: str) -> str:
+    """Mail the invitee, when a delivering backend is configured: the address invited, or the
+    address of the account a username invitation names (if it has one). Returns a sentence for the
+    owner. What it says never depends on whether an account exists: a username invitation's mail
+    goes out (or fails) silently, as it would for a username nobody has."""
+    if not mail_delivers():
+        return "No mail server is configured, so pass the link below on yourself."
+    if invitation.email:
+        recipients, how = [invitation.email], f"Open this link to sign up or log in and accept:\n{link}"
+    else:
+        account = User.objects.filter(username__iexact=invitation.username, is_active=True).first()
+        recipients = [account.email] if account is not None and account.email else []
+        how = f"Log in as {invitation.username} and accept it on your dashboard, or open:\n{link}"
     inviter = invitation.created_by.get_username() if invitation.created_by else "An owner"
     try:
-        send_mail(
-            subject=f"Join {invitation.team.name} on Tuneboard",
-            message=(f"{inviter} invites you to the team {invitation.team.name} on Tuneboard as {invitation.role}.\n\n"
-                     f"Open this link to sign up or log in and join:\n{link}\n\n"
-                     f"The link works once and expires on {invitation.expires:%Y-%m-%d %H:%M} UTC.\n"),
-            from_email=None, recipient_list=[invitation.email], fail_silently=False,
-        )
+        if recipients:
+            send_mail(
+                subject=f"Invitation to {invitation.team.name} on Tuneboard",
+                message=(f"{inviter} invites you to the team {invitation.team.name} on Tuneboard as "
+                         f"{invitation.role}. You join only if you accept.\n\n{how}\n\n"
+                         f"The invitation expires on {invitation.expires:%Y-%m-%d %H:%M} UTC.\n"),
+                from_email=None, recipient_list=recipients, fail_silently=False,
+            )
     except Exception as exc:  # SMTP, DNS, TLS and socket errors all mean the same to the owner
-        return f"E-mailing {invitation.email} failed ({type(exc).__name__}: {exc}): send the link yourself."
-    return None
+        log.warning("could not e-mail invitation %s: %s", invitation.pk, type(exc).__name__)
+        if invitation.email:
+            return f"E-mailing {invitation.email} failed: pass the link below on yourself."
+    if invitation.email:
+        return f"It was e-mailed to {invitation.email}; the link is also below."
+    return "Its link is below, for you to pass on if you like."
 
 
 def account_create(*, username: str, password: str, email: str = ""):

@@ -6,7 +6,9 @@ from django.db.models import Max
 from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
-from experiments.models import Study, Team, TrainedModel, Trial
+from experiments.models import ModelFile, Study, Team, TrainedModel, Trial
+from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.services.audit import audit_record
 from experiments.services.model_runs import model_send
 
 MAX_EPOCH_CAP = 1000
@@ -75,3 +77,25 @@ def trained_models_request(*, study: Study, user, trials: list[Trial], method: s
         for model in models:
             model_send(model=model)
     return models
+
+
+class ModelFileUnavailable(TuneboardError):
+    """A stored model file that cannot be sent: corrupted or missing (the message says which)."""
+
+
+@transaction.atomic
+def model_file_download(*, model: TrainedModel, file: ModelFile):
+    """Check a stored file before it is streamed (a first pass over its sha256, so a corrupted
+    file is refused with a message instead of arriving broken), record the download in the audit
+    log, and return the chunks to stream."""
+    label = file.get_format_display()
+    try:
+        artifact_verify(artifact=file.artifact)
+    except ArtifactCorrupted:
+        raise ModelFileUnavailable(f"The stored {label} file of {model} no longer matches its recorded sha256, so "
+                                   "it is not sent. Retrain or promote the trial again to make a fresh copy.") from None
+    except ArtifactMissing:
+        raise ModelFileUnavailable(f"The {label} file of {model} is missing from the artifact storage. Retrain or "
+                                   "promote the trial again.") from None
+    audit_record(verb="model.download", obj=model, team_id=model.team_id, changes={"format": file.format})
+    return artifact_iter_chunks(artifact=file.artifact)

@@ -28,6 +28,7 @@ from experiments import pruners
 from experiments.errors import TuneboardError
 from experiments.models import PruningReference, Study, Trial, TrialEpoch
 from experiments.pruning_options import PruningSettings
+from experiments.services.audit import audit_record
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
@@ -142,6 +143,7 @@ def study_cancel(*, study: Study) -> Study:
         if study.status != StudyStatus.RUNNING:
             raise StudyError("Only a running study can be cancelled.")
         _move_study(study, StudyStatus.CANCELLED, message="Cancelled by a user.", finished=timezone.now())
+        audit_record(verb="study.cancel", obj=study, team_id=study.team_id)
     return study
 
 

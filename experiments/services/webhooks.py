@@ -4,9 +4,11 @@ form and the services share them."""
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
+from django.db import transaction
 
 from experiments.errors import TuneboardError
 from experiments.models import SUBSCRIBABLE_EVENTS, Team, Webhook
+from experiments.security.egress import EgressBlocked, destination
 from experiments.webhook_signing import MIN_SECRET_LENGTH, new_secret
 
 MAX_URL = 500
@@ -30,6 +32,10 @@ def check_webhook_url(url: str) -> str:
         _URL(url)
     except ValidationError:
         raise WebhookError(f"{url!r} is not a valid http(s) URL.") from None
+    try:
+        destination(url)  # checked again at every send, against the address connected to
+    except EgressBlocked as exc:
+        raise WebhookError(str(exc)) from None
     return url
 
 
@@ -60,6 +66,7 @@ def check_webhook_name(name: str) -> str:
     return name
 
 
+@transaction.atomic
 def webhook_create(*, team: Team, user, name: str, url: str, events: list[str], secret: str = "",
                    active: bool = True) -> tuple[Webhook, str]:
     """Returns the webhook and its secret (generated when none is given), to show once."""
@@ -70,6 +77,7 @@ def webhook_create(*, team: Team, user, name: str, url: str, events: list[str], 
     return webhook, secret
 
 
+@transaction.atomic
 def webhook_update(*, webhook: Webhook, name: str, url: str, events: list[str], active: bool,
                    secret: str = "") -> Webhook:
     """An empty `secret` keeps the current one."""
@@ -80,6 +88,7 @@ def webhook_update(*, webhook: Webhook, name: str, url: str, events: list[str], 
     return webhook
 
 
+@transaction.atomic
 def webhook_new_secret(*, webhook: Webhook) -> str:
     """A new generated secret; calls signed with the old one stop from now on."""
     webhook.secret = new_secret()
@@ -87,5 +96,6 @@ def webhook_new_secret(*, webhook: Webhook) -> str:
     return webhook.secret
 
 
+@transaction.atomic
 def webhook_delete(*, webhook: Webhook) -> None:
     webhook.delete()  # its deliveries go with it

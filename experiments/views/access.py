@@ -5,6 +5,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from experiments.models import Dataset, Study, TrainedModel, Trial
+from experiments.selectors import invitations_for_user
 
 
 def team_required(view):
@@ -14,7 +15,7 @@ def team_required(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if request.team is None:
-            return render(request, "no_team.html", status=200)
+            return render(request, "no_team.html", {"invitations": invitations_for_user(user=request.user)})
         return view(request, *args, **kwargs)
 
     return wrapped

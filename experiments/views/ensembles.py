@@ -1,38 +1,24 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from experiments.bounds import MAX_SEED, InputError, bounded_int
+from experiments.forms import EnsembleForm
 from experiments.selectors import ensemble_candidates
-from experiments.services.ensembles import MAX_ROUNDS, METHODS, EnsembleError, ensemble_create, ensemble_members_resolve
+from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required
-
-METHOD_CHOICES = [(m.value, m.label.removeprefix("Ensemble: ")) for m in METHODS]
-
-
-def _int(request, name: str, default: int, high: int) -> int:
-    raw = request.POST.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return bounded_int(raw, label=name.capitalize(), low=0, high=high)
-    except InputError as exc:
-        raise EnsembleError(str(exc)) from None
 
 
 @editor_required
 def ensemble_new(request):
-    error = None
-    if request.method == "POST":
+    form = EnsembleForm(request.POST or None, team=request.team)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            ensemble = ensemble_create(
-                team=request.team, user=request.user,
-                members=ensemble_members_resolve(team=request.team, keys=request.POST.getlist("members")),
-                method=request.POST.get("method", ""), rounds=_int(request, "rounds", 50, MAX_ROUNDS),
-                seed=_int(request, "seed", 0, MAX_SEED), name=request.POST.get("name", ""),
-            )
+            ensemble = ensemble_create(team=request.team, user=request.user, members=data["members"],
+                                       method=data["method"], rounds=data["greedy_rounds"], seed=data["seed"],
+                                       name=data["name"])
         except ModelRequestError as exc:  # EnsembleError, or a bad name
-            error = str(exc)
+            form.add_error(None, str(exc))
         else:
             # What happened, not progress: the model page's live part shows the build and its end.
             messages.success(request, f"Saved the ensemble {ensemble}.")
@@ -45,7 +31,8 @@ def ensemble_new(request):
             for candidate in group[f"{kind}s"]:
                 candidate.pick_value = f"{kind}:{candidate.id}"
                 candidate.picked = candidate.pick_value in picked
+    # The fields show their own errors; the members (checkboxes) and the whole form's go on top.
+    error = " ".join([*form.non_field_errors(), *form.errors.get("members", [])]) if form.is_bound else None
     return render(request, "ensembles/new.html", {
-        "groups": groups, "methods": METHOD_CHOICES, "error": error, "posted": request.POST,
-        "include_pruned": include_pruned,
+        "groups": groups, "form": form, "error": error, "include_pruned": include_pruned,
     })

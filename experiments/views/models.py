@@ -17,9 +17,13 @@ from experiments.selectors import (
     study_top_trials,
     team_models,
 )
-from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.model_runs import ModelCancelError, model_cancel
-from experiments.services.trained_models import ModelRequestError, trained_models_request
+from experiments.services.trained_models import (
+    ModelFileUnavailable,
+    ModelRequestError,
+    model_file_download,
+    trained_models_request,
+)
 from experiments.views.access import (
     editor_required,
     get_model_for_user,
@@ -98,29 +102,27 @@ def _download_error(request, model: TrainedModel, message: str, status: int):
     return render(request, "models/download_error.html", {"model": model, "message": message}, status=status)
 
 
-@team_required
-def model_download(request, model_id: int, fmt: str):
-    """Stream a stored file, never holding it in memory. Its sha256 is checked in a first
-    pass, so a corrupted file is refused with a message instead of arriving broken."""
-    model = get_model_for_user(request, model_id)
+def model_file_response(model: TrainedModel, fmt: str):
+    """The stored file of `fmt`, streamed without holding it in memory (the page and the API)."""
     file = model.files.select_related("artifact").filter(format=fmt).first()
     if file is None:
         raise Http404("This model has no file in that format.")
+    chunks = model_file_download(model=model, file=file)
     artifact = file.artifact
-    try:
-        artifact_verify(artifact=artifact)
-    except ArtifactCorrupted:
-        return _download_error(request, model, f"The stored {file.get_format_display()} file of {model} no longer "
-                               "matches its recorded sha256, so it is not sent. Retrain or promote the trial again "
-                               "to make a fresh copy.", status=500)
-    except ArtifactMissing:
-        return _download_error(request, model, f"The {file.get_format_display()} file of {model} is missing from "
-                               "the artifact storage. Retrain or promote the trial again.", status=500)
-    response = StreamingHttpResponse(artifact_iter_chunks(artifact=artifact), content_type=CONTENT_TYPES[fmt])
+    response = StreamingHttpResponse(chunks, content_type=CONTENT_TYPES[fmt])
     response["Content-Length"] = str(artifact.size)
     response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
     response["X-Content-SHA256"] = artifact.sha256
     return response
+
+
+@team_required
+def model_download(request, model_id: int, fmt: str):
+    model = get_model_for_user(request, model_id)
+    try:
+        return model_file_response(model, fmt)
+    except ModelFileUnavailable as exc:
+        return _download_error(request, model, str(exc), status=500)
 
 
 @team_required

@@ -14,22 +14,26 @@ from django.views.decorators.http import require_POST
 from experiments.bounds import no_control_characters, parse_id
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership, Study
-from experiments.selectors import dashboard_data
+from experiments.selectors import dashboard_data, invitations_for_user
 from experiments.services.teams import (
     InvitationError,
     TeamError,
     invitation_accept,
+    invitation_accept_mine,
+    invitation_decline,
     invitation_for_token,
+    invitation_invite,
     invitation_send_email,
     invitation_sign_up,
     invitation_withdraw,
-    member_add_or_invite,
+    membership_choose,
     membership_leave,
     membership_remove,
     membership_set_role,
     team_create,
 )
 from experiments.views.access import forbidden, team_required
+from experiments.views.audit import audit_context
 from experiments.views.notifications import notifications_context
 
 # The link of an invitation just made, shown once on the next team page and then forgotten.
@@ -38,7 +42,7 @@ ROLE_HELP = "Owners manage members; editors create and run; viewers only look."
 
 
 class AddMemberForm(forms.Form):
-    identifier = forms.CharField(label="Username or e-mail address", max_length=254)
+    identifier = forms.CharField(label="E-mail address or username", max_length=254)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR, help_text=ROLE_HELP)
 
 
@@ -91,6 +95,7 @@ def switch_team(request):
     membership = Membership.objects.filter(user=request.user, team_id=team_id).first() if team_id else None
     if membership is None:
         raise Http404("No such team.")
+    membership_choose(membership=membership)
     request.session[SESSION_KEY] = membership.team_id
     return redirect("dashboard")
 
@@ -98,7 +103,26 @@ def switch_team(request):
 @team_required
 def dashboard(request):
     studies = Study.objects.filter(team=request.team).select_related("dataset").order_by("-created")[:10]
-    return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team)})
+    return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team),
+                                              "invitations": invitations_for_user(user=request.user)})
+
+
+@login_required
+@require_POST
+def invitation_answer(request, invitation_id: int, answer: str):
+    """Accept or decline, from the dashboard, an invitation addressed to this account."""
+    try:
+        if answer == "accept":
+            membership, created = invitation_accept_mine(invitation_id=invitation_id, user=request.user)
+            return _joined(request, membership, created)
+        invitation = invitation_decline(invitation_id=invitation_id, user=request.user)
+    except InvitationError as exc:
+        if exc.status == 404:  # not addressed to this account: as if it did not exist
+            raise Http404(str(exc)) from None
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, f"You declined the invitation to {invitation.team.name}.")
+    return redirect("dashboard")
 
 
 @team_required
@@ -112,40 +136,35 @@ def team_settings(request):
         Invitation.objects.filter(team=request.team, accepted_at__isnull=True).select_related("created_by")
         if is_owner else Invitation.objects.none()
     )
+    audit = audit_context(request) if is_owner else {}
     return render(request, "teams/settings.html", {
         "is_owner": is_owner, "members": members, "invitations": invitations, "new_link": new_link,
         "add_form": AddMemberForm(), "roles": Membership.Role.choices,
         "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
-        "invitation_days": settings.INVITATION_DAYS, **notifications_context(request),
+        "invitation_days": settings.INVITATION_DAYS, **notifications_context(request), **audit,
     })
 
 
 @owner_required
 @require_POST
 def team_member_add(request):
+    """Invite someone. The answer is the same whether or not they have an account here."""
     form = AddMemberForm(request.POST)
     if not form.is_valid():
         messages.error(request, _first_error(form))
         return redirect("team_settings")
     try:
-        added = member_add_or_invite(team=request.team, identifier=form.cleaned_data["identifier"],
-                                     role=form.cleaned_data["role"], invited_by=request.user)
+        invited = invitation_invite(team=request.team, identifier=form.cleaned_data["identifier"],
+                                    role=form.cleaned_data["role"], invited_by=request.user)
     except TeamError as exc:
         messages.error(request, str(exc))
         return redirect("team_settings")
-    if added.membership is not None:
-        messages.success(request, f"{added.membership.user.get_username()} joined {request.team.name} as "
-                                  f"{added.membership.role}.")
-        return redirect("team_settings")
-    invitation = added.invitation
-    link = request.build_absolute_uri(reverse("invitation_accept", args=[added.token]))
-    problem = invitation_send_email(invitation=invitation, link=link)
-    request.session[NEW_LINK_KEY] = {"team_id": request.team.id, "email": invitation.email, "link": link,
-                                     "mailed": problem is None}
-    if problem:
-        messages.warning(request, f"No account uses {invitation.email}, so an invitation link was made. {problem}")
-    else:
-        messages.success(request, f"No account uses {invitation.email}: an invitation link was e-mailed to it.")
+    invitation = invited.invitation
+    link = request.build_absolute_uri(reverse("invitation_accept", args=[invited.token]))
+    how = invitation_send_email(invitation=invitation, link=link)
+    request.session[NEW_LINK_KEY] = {"team_id": request.team.id, "invitee": invitation.invitee, "link": link}
+    messages.success(request, f"Invitation for {invitation.invitee} as {invitation.role} made. If they have an "
+                              f"account here, they find it on their dashboard; nobody joins until they accept. {how}")
     return redirect("team_settings")
 
 
@@ -187,7 +206,7 @@ def team_member_remove(request, membership_id: int):
 def team_invitation_withdraw(request, invitation_id: int):
     invitation = _get_invitation_for_user(request, invitation_id)
     invitation_withdraw(invitation=invitation)
-    messages.success(request, f"The invitation of {invitation.email} was withdrawn; its link no longer works.")
+    messages.success(request, f"The invitation of {invitation.invitee} was withdrawn; its link no longer works.")
     return redirect("team_settings")
 
 
@@ -221,7 +240,8 @@ def team_new(request):
 
 
 def invitation_accept_view(request, token: str):
-    """The link from an invitation: anyone holding it may sign up or log in and join."""
+    """The link from an invitation: whoever holds it may sign up or log in and accept (an invitation
+    by username: only that account). Opening it joins nobody; the button does."""
     try:
         invitation = invitation_for_token(token)
     except InvitationError as exc:
@@ -234,7 +254,7 @@ def invitation_accept_view(request, token: str):
             except InvitationError as exc:
                 return render(request, "teams/invitation_invalid.html", {"problem": str(exc)}, status=exc.status)
             return _joined(request, membership, created)
-    else:
+    elif invitation.email:  # an invitation by username is answered by that account only, once logged in
         form = InvitationSignUpForm(request.POST or None, email=invitation.email)
         if request.method == "POST" and form.is_valid():
             try:

@@ -13,8 +13,12 @@ from experiments.models import ApiToken, Study, TrainedModel
 pytestmark = pytest.mark.django_db
 
 
-def _token_from_page(client, name="laptop", days=""):
-    response = client.post("/account/tokens/", {"name": name, "days": days})
+def _token_from_page(client, name="laptop", days="", role=None):
+    """A token made as a person makes one: for the team the page proposes (the current one), with
+    the role it proposes (the user's own) unless `role` is given."""
+    initial = client.get("/account/tokens/").context["form"].initial
+    response = client.post("/account/tokens/", {"name": name, "days": days, "team": initial["team"],
+                                                "role": role or initial["role"]})
     assert response.status_code == 200
     match = re.search(r'id="token-value" value="([^"]+)"', response.content.decode())
     assert match, "the new token is shown once"

@@ -115,6 +115,15 @@ def test_studies_filter_and_order(alice_api, acme_study, acme_running_study):
     assert alice_api.get("/api/v1/studies/?ordering=password").status_code == 400
 
 
+def test_studies_filter_by_a_trials_tag_on_sqlite_and_postgresql(alice_api, acme_study):
+    trial = finished_trial(acme_study, 1, epochs=1)
+    trial.tags = ["baseline", "wide"]
+    trial.save(update_fields=["tags"])
+    assert [st["id"] for st in alice_api.get("/api/v1/studies/?tag=Wide").json()["results"]] == [acme_study.id]
+    assert alice_api.get("/api/v1/studies/?tag=wid").json()["count"] == 0  # whole tags, not parts
+    assert alice_api.get('/api/v1/studies/?tag=%22wide%22').json()["count"] == 0
+
+
 def test_trials_are_ordered_filtered_paginated_and_polled(alice_api, acme_study):
     trials = [finished_trial(acme_study, n, score=s, epochs=2) for n, s in ((1, 0.5), (2, 0.9), (3, 0.7))]
     url = f"/api/v1/studies/{acme_study.id}/trials/"

@@ -1,6 +1,10 @@
 """The OpenAPI schema validates, and the API keeps to it: Schemathesis generates requests from
 the schema (in process, through the WSGI application) and checks every answer."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import schemathesis
 from django.core.management import call_command
@@ -14,7 +18,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from experiments.services.api_tokens import api_token_create
+from tests.api.conftest import make_token
+from tests.conftest import ROOT
 from webapp.wsgi import application
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +49,7 @@ def test_the_docs_page_serves_swagger_ui_from_the_sidecar(alice_client):
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_test_connection, alice, acme_dataset,
                                                                 acme_study, acme_trial, acme_model):
-    _, token = api_token_create(user=alice, name="schemathesis")
+    token = make_token(alice, "schemathesis")
     headers = {"Authorization": f"Bearer {token}"}
     ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
            "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id}
@@ -67,3 +72,17 @@ def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_tes
         check()
         tried += 1
     assert tried >= (10 if method == "GET" else 5)
+
+
+def test_the_api_keeps_to_its_schema_on_sqlite_too(tmp_path):
+    """`make run` serves the API from SQLite: the same generated requests run there, in a pytest of
+    their own on an SQLite test database (lookups PostgreSQL has and SQLite lacks were 500s)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PYTEST_ADDOPTS")}
+    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'api.sqlite3'}", TUNEBOARD_VAR_DIR=str(tmp_path / "var"),
+               PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           f"{__file__}::test_generated_requests_get_no_500_and_answers_that_conform",
+                           "tests/api/test_resources.py::test_studies_filter_by_a_trials_tag_on_sqlite_and_postgresql"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    assert "3 passed" in done.stdout

@@ -38,9 +38,9 @@ def test_an_owner_invites_a_viewer_who_signs_up_and_can_only_look(live_server, b
     # The owner invites bea by e-mail as a viewer and copies the link shown once.
     log_in(page, live_server, "ada", OWNER_PASSWORD)
     page.get_by_role("link", name="Team", exact=True).click()
-    page.get_by_label("Username or e-mail address").fill("bea@example.com")
+    page.get_by_label("E-mail address or username").fill("bea@example.com")
     page.get_by_label("Role", exact=True).select_option("viewer")
-    page.get_by_role("button", name="Add", exact=True).click()
+    page.get_by_role("button", name="Invite", exact=True).click()
     link = page.get_by_role("textbox", name="Invitation link").input_value()
     assert link.startswith(f"{live_server.url}/invitations/")
     assert "bea@example.com" in page.locator("#invitations").inner_text()

@@ -40,9 +40,9 @@ search_space:
 def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_worker, tmp_path, monkeypatch):
     import tensorflow as tf
 
-    from experiments.services.api_tokens import api_token_create
+    from tests.api.conftest import make_token
 
-    _, token = api_token_create(user=alice, name="cli end-to-end")
+    token = make_token(alice, "cli end-to-end")
     monkeypatch.setenv("TUNEBOARD_URL", live_server.url)
     monkeypatch.setenv("TUNEBOARD_TOKEN", token)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

@@ -21,7 +21,7 @@ SECRET = "a-secret-of-the-team-1234"
 
 
 @pytest.fixture(autouse=True)
-def quick_retries(settings):
+def quick_retries(settings, loopback_receivers):
     settings.NOTIFY_RETRY_SECONDS = 1
     settings.NOTIFY_MAX_ATTEMPTS = 3
     settings.WEBHOOK_TIMEOUT_SECONDS = 2
@@ -65,7 +65,7 @@ def test_a_failing_receiver_is_retried_with_doubling_waits_until_it_answers(acme
         first_wait = (delivery.next_attempt - timezone.now()).total_seconds()
         assert 4 < first_wait <= 5 and delivery.status == "pending"
         assert delivery.response_code == 500
-        assert delivery.last_error == "HTTP 500 Internal Server Error: receiver says no"
+        assert delivery.last_error == "HTTP 500"  # never the reason phrase or the body
         assert delivery_attempt(delivery_pk=delivery.pk) == "skipped"  # not due yet
         make_due(delivery)
         assert delivery_attempt(delivery_pk=delivery.pk) == "retry"
@@ -89,7 +89,7 @@ def test_a_receiver_that_is_down_fails_after_the_last_attempt_with_the_reason(ac
     assert outcomes == ["retry", "retry", "failed"]
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.next_attempt) == ("failed", 3, None)
-    assert delivery.last_error.startswith("Could not connect:") and "refused" in delivery.last_error
+    assert delivery.last_error == "Could not connect"  # a fixed class: not refused / reset / DNS
     make_due(delivery)
     assert delivery_attempt(delivery_pk=delivery.pk) == "skipped"
 
@@ -99,7 +99,7 @@ def test_a_redirect_is_an_answer_not_a_detour(acme, alice):
         delivery = a_test_delivery(acme, alice, receiver.url)
         assert delivery_attempt(delivery_pk=delivery.pk) == "retry"
     delivery.refresh_from_db()
-    assert delivery.response_code == 302 and delivery.last_error.startswith("HTTP 302")
+    assert delivery.response_code == 302 and delivery.last_error == "HTTP 302"
     assert len(receiver.calls) == 1
 
 
@@ -140,7 +140,7 @@ def test_a_mail_server_that_is_down_is_retried_with_its_error(acme, alice, setti
     delivery = NotificationDelivery.objects.get()
     assert delivery_attempt(delivery_pk=delivery.pk) == "retry"
     delivery.refresh_from_db()
-    assert delivery.last_error.startswith("ConnectionRefusedError")
+    assert delivery.last_error == "Could not send"
 
 
 def test_a_claim_lost_with_its_worker_is_due_again_after_the_lease(acme, alice):

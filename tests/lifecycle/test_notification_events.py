@@ -62,7 +62,7 @@ def deliveries(kind):
 
 
 @pytest.fixture
-def hook(acme, alice):
+def hook(acme, alice, loopback_receivers):
     webhook, _ = webhook_create(team=acme, user=alice, name="alerts", url="http://127.0.0.1:9/hook",
                                 events=[EventKind.STUDY_COMPLETED, EventKind.WORKER_LOST])
     return webhook

@@ -13,9 +13,20 @@ def clean_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+STRONG = "Kq3-vX9_pL2mZ7rT4wY8nB1cD6fG0hJ5sA2eU9iO7kM3qW8xZ4yV1"
+
+
 def test_a_set_secret_key_is_used_as_given(monkeypatch):
-    monkeypatch.setenv("TB_KEY", "  a-long-random-value  ")
-    assert env_secret_key("TB_KEY", debug=False) == "a-long-random-value"
+    monkeypatch.setenv("TB_KEY", f"  {STRONG}  ")
+    assert env_secret_key("TB_KEY", debug=False) == STRONG
+
+
+@pytest.mark.parametrize("value", ["a-long-random-value", "x" * 80, "abab" * 20, "django-insecure-" + STRONG])
+def test_a_weak_secret_key_is_refused_unless_debugging(monkeypatch, value):
+    monkeypatch.setenv("TB_KEY", value)
+    with pytest.raises(ImproperlyConfigured, match="TB_KEY is too weak"):
+        env_secret_key("TB_KEY", debug=False)
+    assert env_secret_key("TB_KEY", debug=True) == value  # DEBUG is for development: any key goes
 
 
 @pytest.mark.parametrize("value", [None, "", "   "])

@@ -38,6 +38,8 @@ TEAM_ACTIONS = {
 }
 # Webhooks: cross-team, viewer and bad-input checks in tests/web/test_notification_pages.py.
 WEBHOOK_ROUTES = {"webhook_edit", "webhook_test", "webhook_secret", "webhook_remove"}
+# Answering an invitation: only the account it is addressed to (checked below).
+INVITATION_ROUTES = {"invitation_accept_mine", "invitation_decline"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
              *(WEBHOOK_ROUTES - {"webhook_edit"})}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
@@ -77,9 +79,21 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
     with_ids = {
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
-    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES, (
+    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES, (
         "a new page or action needs its cross-team check here"
     )
+
+
+@pytest.mark.parametrize("name", sorted(INVITATION_ROUTES))
+def test_nobody_but_the_invitee_answers_an_invitation(charlie_client, acme_objects, acme, charlie, name):
+    """An invitation of newcomer@example.com: charlie (another team, another address) gets 404
+    for accepting or declining it, and it stays open."""
+    invitation = acme_objects["invitation"]
+    response = charlie_client.post(reverse(name, args=[invitation.id]))
+    assert response.status_code == 404
+    invitation.refresh_from_db()
+    assert invitation.accepted_at is None and invitation.declined_at is None
+    assert not Membership.objects.filter(team=acme, user=charlie).exists()
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -45,7 +45,7 @@ def test_two_members_of_one_dataset_make_a_queued_ensemble(alice_client, acme_mo
     ("one member", "Pick at least two members"),
     ("two datasets", "trained on different datasets"),
     ("unfinished member", "has not completed"),
-    ("zero rounds", "between 1 and 1000 rounds"),
+    ("zero rounds", "Greedy rounds must be a whole number from 1 to 1,000"),
     ("bad name", "may hold only lower-case letters"),
     ("not a number", "must be a whole number"),
 ])
@@ -59,7 +59,7 @@ def test_bad_recipes_say_why_and_save_nothing(alice_client, acme, alice, acme_mo
     elif case == "unfinished member":
         members = [acme_model, _copy(acme_model, version=3, status="running")]
     elif case == "zero rounds":
-        fields = {"method": "greedy", "rounds": "0"}
+        fields = {"method": "greedy", "greedy_rounds": "0"}
     elif case == "bad name":
         fields = {"name": "My Ensemble"}
     elif case == "not a number":

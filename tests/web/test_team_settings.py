@@ -1,6 +1,8 @@
-"""Teams people run themselves: owners add members by username or e-mail, set roles and
-remove people; anyone can leave or create a team; a team always keeps an owner; only owners
+"""Teams people run themselves: owners invite people by username or e-mail (nobody joins without
+accepting), set roles and remove people; anyone can leave or create a team; a team always keeps an owner; only owners
 manage, and another team's members are invisible (404)."""
+
+import re
 
 import pytest
 from django.test import Client
@@ -55,39 +57,63 @@ def test_a_viewer_sees_no_management_forms(bob_client, bob):
     assert reverse("team_leave") in html  # but may leave
 
 
-def test_an_owner_adds_an_existing_account_by_username(alice_client, acme, dora):
+def _answer_from_dashboard(user, answer: str = "accept"):
+    client = Client()
+    client.force_login(user)
+    invitation = Invitation.objects.get(accepted_at__isnull=True, declined_at__isnull=True)
+    return client.post(reverse(f"invitation_{answer}_mine" if answer == "accept" else "invitation_decline",
+                               args=[invitation.id]), follow=True)
+
+
+def test_inviting_an_existing_account_by_username_adds_nobody_until_they_accept(alice_client, acme, dora):
     response = _add(alice_client, "dora", "viewer")
-    assert shows(response, "dora joined Acme as viewer.")
+    assert shows(response, "Invitation for dora as viewer made.")
+    assert _membership(acme, dora) is None, "nobody joins without accepting"
+    assert Invitation.objects.get().username == "dora"
+
+    response = _answer_from_dashboard(dora)
+
+    assert shows(response, "Welcome to Acme: you joined as viewer.")
     assert _membership(acme, dora).role == "viewer"
-    assert not Invitation.objects.exists()
 
 
-def test_an_owner_adds_an_existing_account_by_e_mail_whatever_its_case(alice_client, acme, dora):
+def test_an_invitation_by_e_mail_reaches_the_account_with_that_address_whatever_its_case(alice_client, acme, dora):
     _add(alice_client, "  dora@example.COM ", "editor")
+    assert _membership(acme, dora) is None
+    client = Client()
+    client.force_login(dora)
+    assert "Acme" in page_text(client.get(reverse("dashboard")))  # no team yet: the invitation is on her page
+
+    _answer_from_dashboard(dora)
+
     assert _membership(acme, dora).role == "editor"
-    assert not Invitation.objects.exists()
 
 
-def test_a_username_is_found_whatever_its_case_and_even_with_an_at_sign(alice_client, acme, django_user_model):
-    dora = django_user_model.objects.create_user(username="Dora", password=PASSWORD)
-    at = django_user_model.objects.create_user(username="eve@home", password=PASSWORD)
+def test_a_declined_invitation_adds_nobody_and_shows_as_declined_to_the_owners(alice_client, acme, dora):
     _add(alice_client, "dora", "viewer")
-    _add(alice_client, "eve@home", "viewer")
-    assert _membership(acme, dora).role == _membership(acme, at).role == "viewer"
-    assert not Invitation.objects.exists()
+
+    response = _answer_from_dashboard(dora, "decline")
+
+    assert shows(response, "You declined the invitation to Acme.")
+    assert _membership(acme, dora) is None
+    assert "declined" in page_text(alice_client.get(reverse("team_settings")))
 
 
-def test_an_unknown_username_is_refused_with_a_message(alice_client, acme):
-    response = _add(alice_client, "nobody")
-    assert shows(response, "No account has the username nobody.")
+def test_the_answer_to_add_is_the_same_whether_or_not_the_account_exists(alice_client, acme, dora):
+    def message(identifier):
+        found = re.search(r"Invitation for [^<]*", page_text(_add(alice_client, identifier, "viewer")))
+        return found.group(0).replace(identifier, "X")
+
+    assert message("dora") == message("nobody-here")
+    assert message("dora@example.com") == message("nobody@example.com")
     assert Membership.objects.filter(team=acme).count() == 1
-    assert not Invitation.objects.exists()
 
 
 def test_adding_someone_who_is_already_a_member_says_so(alice_client, acme, bob):
     response = _add(alice_client, "bob", "owner")
-    assert shows(response, "bob is already a member of Acme (viewer)")
+    assert shows(response, "bob is already a member of Acme")
     assert _membership(acme, bob).role == "viewer"
+    assert not Invitation.objects.exists()
 
 
 def test_an_unknown_role_is_refused(alice_client, acme, dora):

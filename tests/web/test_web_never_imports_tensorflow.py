@@ -74,11 +74,18 @@ viewer = get_user_model().objects.create_user("viewer", password="pw-123456789")
 membership = membership_add(team=team, user=viewer, role="viewer")
 invitation, token = invitation_create(team=team, email="new@example.com", role="viewer", created_by=user)
 withdrawn, _ = invitation_create(team=team, email="old@example.com", role="viewer", created_by=user)
+# Invitations addressed to the crawling user, one to accept and one to decline from the dashboard.
+to_accept, _ = invitation_create(team=team_create(name="Invites A", owner=viewer), username="alice", role="viewer",
+                                 created_by=viewer)
+to_decline, _ = invitation_create(team=team_create(name="Invites B", owner=viewer), username="alice",
+                                  role="viewer", created_by=viewer)
+ROUTE_IDS = {"invitation_accept_mine": {"invitation_id": to_accept.id},
+             "invitation_decline": {"invitation_id": to_decline.id}}
 ensemble = TrainedModel.objects.create(
     team=team, dataset=dataset, kind="ensemble", name="blend", version=1, method="mean", seed=1, status="completed")
 from experiments.services.webhooks import webhook_create
 
-webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://ops.example.com/hook",
+webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://93.184.215.14/hook",
                             events=["study.completed"])
 ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
@@ -102,6 +109,8 @@ def visit(name, method, path, data=None):
         status = 500
         errors.append(f"{method} {path}: {type(exc).__name__}: {exc}")
     visited.append({"name": name, "method": method, "path": path, "status": status})
+    if name == "invitation_accept_mine":  # joining opened the new team: back to the one the crawl is about
+        client.post(reverse("switch_team"), {"team": team.id})
     return status
 
 
@@ -120,7 +129,7 @@ POST_DATA = {
     "trial_models_request": {"method": "promote", "epoch_source": "detect", "epoch_cap": 5},
     "team_member_add": {"identifier": "someone@example.com", "role": "viewer"},
     "team_member_role": {"role": "editor"},
-    "api_tokens": {"name": "crawler"},
+    "api_tokens": {"name": "crawler", "team": team.id, "role": "owner"},
     "api:study-clone": {"name": "cloned"},
     "api:study-models": {"top_n": 1, "method": "retrain"},
 }
@@ -129,7 +138,7 @@ for namespace, pattern in walk(get_resolver().url_patterns):
     if namespace == "admin":
         continue  # visited below: index, app lists, and every registered model's pages
     try:
-        kwargs = {key: ids[key] for key in pattern.pattern.converters}
+        kwargs = {key: {**ids, **ROUTE_IDS.get(pattern.name, {})}[key] for key in pattern.pattern.converters}
         if pattern.name == "password_reset_confirm":
             kwargs["token"] = PASSWORD_RESET_TOKEN
         full_name = f"{namespace}:{pattern.name}" if namespace else pattern.name

@@ -1,0 +1,105 @@
+"""JSON bodies turned into what the pages' forms read, so the API is validated by the very forms
+(and the bounds of experiments/bounds.py) the pages use, with the same messages.
+
+A JSON value must fit its form field's type before the form sees it: text where text belongs
+(a list sent as a name is refused, not stored as the text '["a"]'), a number or a string of
+digits where a number belongs, true/false for a checkbox, a list for a multiple choice, and any
+JSON for the fields that hold JSON (a search space)."""
+
+import json
+
+from django import forms
+from django.http import QueryDict
+from rest_framework import exceptions
+
+from experiments.api.errors import NON_FIELD
+
+_NUMBER_FIELDS = (forms.IntegerField, forms.FloatField, forms.DecimalField, forms.ModelChoiceField)
+_MULTIPLE_FIELDS = (forms.MultipleChoiceField, forms.ModelMultipleChoiceField)
+_TRUTHS = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}
+
+
+def _kind(field: forms.Field) -> str:
+    if isinstance(field, forms.IntegerField | forms.ModelChoiceField):
+        return "a whole number"
+    if isinstance(field, _NUMBER_FIELDS):
+        return "a number"
+    return "text"
+
+
+def _what(value) -> str:
+    return {bool: "true/false", list: "a list", dict: "an object", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _field_value(field: forms.Field, value, *, json_field: bool):
+    """The value as the form's field reads it from a page's POST; ValueError(message) if it has the
+    wrong type for that field."""
+    if json_field:
+        return value if isinstance(value, str) else json.dumps(value)
+    if isinstance(field, forms.BooleanField):
+        if isinstance(value, str) and value.strip().lower() in _TRUTHS:  # a form or multipart body
+            value = _TRUTHS[value.strip().lower()]
+        if not isinstance(value, bool):
+            raise ValueError(f"Must be true or false, not {_what(value)}.")
+        return "on" if value else None
+    if isinstance(field, _MULTIPLE_FIELDS) or getattr(field, "takes_list", False):
+        values = value if isinstance(value, list) else [value]
+        if not all(_scalar(v) for v in values):
+            raise ValueError("Must be a list of ids or names.")
+        return [str(v) for v in values]
+    if not _scalar(value):
+        raise ValueError(f"Must be {_kind(field)}, not {_what(value)}.")
+    if isinstance(value, str) or isinstance(field, _NUMBER_FIELDS):
+        return str(value)
+    raise ValueError(f"Must be {_kind(field)}, not {_what(value)}.")
+
+
+def form_input(form_fields: dict, data: dict, *, json_fields: tuple[str, ...] = ()) -> QueryDict:
+    """`data` (a JSON object, or a form/multipart body already flattened) as the POST data a page
+    would send to a form with `form_fields`. Raises a ValidationError naming every field whose value
+    has the wrong type; unknown fields are the caller's (`strict`) to refuse."""
+    converted, errors = QueryDict(mutable=True), {}
+    for name, value in data.items():
+        field = form_fields.get(name)
+        if value is None or field is None:
+            continue
+        try:
+            cleaned = _field_value(field, value, json_field=name in json_fields)
+        except ValueError as exc:
+            errors[name] = [str(exc)]
+            continue
+        if isinstance(cleaned, list):
+            converted.setlist(name, cleaned)
+        elif cleaned is not None:
+            converted[name] = cleaned
+    if errors:
+        raise exceptions.ValidationError(errors)
+    return converted
+
+
+def with_initial(form_fields: dict, data: QueryDict) -> QueryDict:
+    """What the page's form would have posted: its initial values for the fields left out."""
+    for name, field in form_fields.items():
+        if name not in data and field.initial is not None and not callable(field.initial):
+            if isinstance(field, forms.BooleanField):
+                if field.initial:
+                    data[name] = "on"
+            else:
+                data[name] = str(field.initial)
+    return data
+
+
+def body_object(request) -> dict:
+    """The request body as a plain dict (a JSON object; a form or multipart body with repeated
+    fields as lists)."""
+    data = request.data
+    if isinstance(data, QueryDict):
+        return {k: (v if len(v := data.getlist(k)) > 1 else v[0]) for k in data}
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({NON_FIELD: [f"Send a JSON object, not {_what(data)}."]})
+    return dict(data)

@@ -1,0 +1,29 @@
+"""Password change and reset, with the limits that keep a stolen session or a stranger from
+abusing them (experiments/login_limits.py, experiments/services/password_resets.py)."""
+
+from django.contrib.auth import views as auth_views
+from django.http import HttpResponseRedirect
+
+from experiments.login_limits import LimitedPasswordChangeForm, client_ip
+from experiments.services.password_resets import password_reset_allowed
+
+
+class LimitedPasswordChangeView(auth_views.PasswordChangeView):
+    form_class = LimitedPasswordChangeForm
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "request": self.request}
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.has_error("old_password", "locked"):
+            response.status_code = 429
+        return response
+
+
+class ThrottledPasswordResetView(auth_views.PasswordResetView):
+    def form_valid(self, form):
+        if password_reset_allowed(email=form.cleaned_data["email"], client=client_ip(self.request)):
+            return super().form_valid(form)
+        # The same answer as a sent mail (as Django answers for an unknown address).
+        return HttpResponseRedirect(self.get_success_url())
