@@ -16,7 +16,6 @@ from workers.devices import host_devices
 from workers.versions import package_versions
 
 log = logging.getLogger(__name__)
-REAPER_TASK = "workers.tasks.reap"
 
 
 def worker_register(*, name: str, queues: list[str], concurrency: int) -> Worker:
@@ -33,32 +32,39 @@ def worker_register(*, name: str, queues: list[str], concurrency: int) -> Worker
 
 
 def is_reaper_leader(name: str, now=None) -> bool:
-    """The live worker with the smallest name also schedules the reaper, so lost trials are
-    reaped even when beat is not running (or died with the worker that ran it)."""
+    """The live worker with the smallest name also runs the reaper, so lost trials are reaped
+    even when beat is not running (or died with the worker that ran it)."""
     now = now or timezone.now()
     alive = [w.name for w in Worker.objects.filter(stopped__isnull=True).order_by("name") if w.is_alive(now)]
     return bool(alive) and alive[0] == name
 
 
 class Heartbeat(threading.Thread):
-    def __init__(self, name: str, queue: str, send_task):
+    """The worker's heartbeat and, on the reaper leader, the reaper itself. Both run here, in
+    the main process, rather than as tasks: a task would wait for a free pool slot, and on a
+    loaded host every slot is training, which is exactly when lost work must be found."""
+
+    def __init__(self, name: str):
         super().__init__(daemon=True, name="tuneboard-worker-heartbeat")
         self.worker_name = name
-        self.queue = queue
-        self.send_task = send_task
         self.stop_event = threading.Event()
 
     def run(self) -> None:
-        last_reap = time.monotonic()
-        while not self.stop_event.wait(settings.WORKER_HEARTBEAT_SECONDS):
+        from workers.reaper import reap
+
+        last_beat = last_reap = time.monotonic()
+        tick = min(settings.WORKER_HEARTBEAT_SECONDS, settings.REAPER_INTERVAL_SECONDS)
+        while not self.stop_event.wait(tick):
             try:
-                Worker.objects.filter(name=self.worker_name).update(last_heartbeat=timezone.now())
-                due = time.monotonic() - last_reap >= settings.REAPER_INTERVAL_SECONDS
-                if due and is_reaper_leader(self.worker_name):
-                    self.send_task(REAPER_TASK, queue=self.queue)
-                    last_reap = time.monotonic()
+                now = time.monotonic()
+                if now - last_beat >= settings.WORKER_HEARTBEAT_SECONDS:
+                    Worker.objects.filter(name=self.worker_name).update(last_heartbeat=timezone.now())
+                    last_beat = now
+                if now - last_reap >= settings.REAPER_INTERVAL_SECONDS and is_reaper_leader(self.worker_name):
+                    last_reap = now
+                    reap()
             except Exception:
-                log.warning("worker heartbeat failed; retrying", exc_info=True)
+                log.warning("worker heartbeat or reaper failed; retrying", exc_info=True)
                 connection.close()  # reconnect next time (e.g. PostgreSQL restarted)
         connection.close()
 
@@ -76,7 +82,7 @@ def on_worker_ready(consumer) -> None:
         log.exception("could not register worker %s", consumer.hostname)
     finally:
         connection.close()  # never hand a connection to forked children
-    _heartbeat = Heartbeat(consumer.hostname, sorted(queues)[0], consumer.app.send_task)
+    _heartbeat = Heartbeat(consumer.hostname)
     _heartbeat.start()
 
 

@@ -1,6 +1,5 @@
 """One run-trial task, end to end: claim (trial_runs, under the study's lock), train outside
-any transaction, finish (under the lock again, claiming the next trial in the same step),
-and the periodic reaper that keeps every kind of job moving."""
+any transaction, finish (under the lock again, claiming the next trial in the same step)."""
 
 import itertools
 import logging
@@ -16,19 +15,14 @@ from django.db import close_old_connections
 from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
-from experiments.services.model_runs import models_reap
-from experiments.services.notification_delivery import deliveries_resend_due
-from experiments.services.trial_reruns import reruns_reap
 from experiments.services.trial_runs import (
     Claimant,
     Outcome,
     StudyPruning,
     claim_trial,
     finish_trial,
-    studies_refill,
     trial_heartbeat,
     trial_record_epoch,
-    trials_reap_stale,
 )
 from workers import checkpoints, hypermodels
 from workers.environment import environment_record, training_settings
@@ -162,19 +156,3 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
                               study_id=study_id, next_claimant=claimant() if keep_going else None).claim
     return status
-
-
-def reap() -> dict:
-    """The periodic job (beat, or the reaper-leader worker): lost trials, studies with free
-    slots no wake-up covers, lost and unsent model jobs, notification deliveries whose task
-    was lost. Each part, and each row within it,
-    on its own: one failure is logged and never stops the rest."""
-    parts = {"trials_reaped": lambda: trials_reap_stale(oracles=ORACLES), "wakeups_sent": studies_refill,
-             "models": models_reap, "reruns": reruns_reap, "deliveries_resent": deliveries_resend_due}
-    done = {}
-    for name, part in parts.items():
-        try:
-            done[name] = part()
-        except Exception:
-            log.exception("reaper step %s failed; the others went on", name)
-    return done

@@ -103,7 +103,7 @@ def rerun_trial(rerun_pk: int) -> str:
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
-    from workers.runner import reap as run
+    from workers.reaper import reap as run
 
     return run()
 

@@ -85,28 +85,47 @@ def _clean(logs: dict) -> dict:
 
 
 class _KeepBest(keras.callbacks.Callback):
-    """Early stopping that keeps the best epoch's weights in memory (like Keras's EarlyStopping
-    with restore_best_weights), without restoring them into the model: the caller writes
-    them straight to the checkpoint, once per execution."""
+    """Early stopping that keeps the best epoch's weights (like Keras's EarlyStopping with
+    restore_best_weights), without restoring them into the model: the caller writes them
+    straight to the checkpoint, once per execution. The copy is made only when another epoch
+    begins (until then the model's own weights are the best), so the usual case, the last
+    epoch being the best, copies nothing. A custom fit that never calls on_epoch_begin gets
+    a copy at each improving epoch's end."""
 
     def __init__(self, objective: str, direction: str, patience: int):
         super().__init__()
         self.objective, self.direction, self.patience = objective, direction, patience
         self.best: float | None = None
         self.weights: list | None = None
+        self.pending = False  # the model's current weights are the best, not yet copied
+        self.began = False
         self.wait = 0
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self.began = True
+        if self.pending:
+            self.weights, self.pending = self.model.get_weights(), False
+
     def on_epoch_end(self, epoch, logs=None):
+        began, self.began = self.began, False
         value = (logs or {}).get(self.objective)
         if value is None:
             return
         value = float(value)
         if self.best is None or _better(value, self.best, self.direction):
-            self.best, self.weights, self.wait = value, self.model.get_weights(), 0
+            self.best, self.wait = value, 0
+            if began:
+                self.weights, self.pending = None, True
+            else:
+                self.weights, self.pending = self.model.get_weights(), False
             return
         self.wait += 1
         if self.wait >= self.patience:
             self.model.stop_training = True
+
+    def best_weights(self) -> list | None:
+        """The best epoch's weights; None when no epoch reported the objective."""
+        return self.model.get_weights() if self.pending else self.weights
 
 
 class _Report(keras.callbacks.Callback):
@@ -152,6 +171,11 @@ class _TimeLimit(keras.callbacks.Callback):
                               "and was stopped; use fewer epochs or a smaller model, or raise the limit.")
 
 
+def _float32(values: np.ndarray) -> np.ndarray:
+    # As our pipeline does: models compute in float32, and Keras would convert per batch.
+    return values.astype(np.float32) if values.dtype == np.float64 else values
+
+
 def _keras_fit(model, **kwargs):
     return model.fit(**kwargs)
 
@@ -168,17 +192,30 @@ class _Compute:
     def record(self) -> dict:
         return self.placement.record(self.settings, batch_size=self.batch_size)
 
-    def training(self, x, y, seed: int):
+    def _arrays(self, *arrays) -> bool:
+        """Numeric arrays on one replica go to Keras as they are (its own array input path,
+        shuffled each epoch by the global seed); text and multi-replica or TPU runs get our
+        pipeline. Building a tf.data pipeline up front costs ~20 ms of tracing per trial,
+        paid even by a hypermodel whose own fit never reads it."""
+        return self.placement.replicas == 1 and not self.placement.drop_remainder and all(
+            isinstance(a, np.ndarray) and a.dtype.kind in "biuf" for a in arrays)
+
+    def training(self, x, y, seed: int) -> dict:
+        """fit's keyword arguments for the training rows."""
+        if self._arrays(x, y):
+            return {"x": _float32(x), "y": _float32(y), "batch_size": self.global_batch, "shuffle": True}
         drop = self.placement.drop_remainder
         if drop and len(x) < self.global_batch:
             raise TrialFailed(f"The training rows ({len(x):,}) do not fill one batch of {self.global_batch:,} "
                               f"({self.batch_size} per replica × {self.placement.replicas} replicas), and a TPU "
                               "trains on whole batches only: lower the batch size.")
-        return self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop)
+        return {"x": self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop)}
 
     def validation(self, x, y):
-        # Never drop validation rows, even on a TPU: a last smaller batch costs one more
-        # compilation, a dropped one would change the objective.
+        """fit's `validation_data`. Never drop validation rows, even on a TPU: a last smaller
+        batch costs one more compilation, a dropped one would change the objective."""
+        if self._arrays(x, y):
+            return _float32(x), _float32(y)
         return self._pipeline(x, y, shuffle=False, seed=0, drop_remainder=False)
 
     def _pipeline(self, x, y, **kwargs):
@@ -218,7 +255,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
               workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
               compute: ComputeSettings | None = None) -> TrialResult:
     """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
-    KerasTuner HyperModel may bring its own; it gets tf.data datasets, x=dataset and no y);
+    KerasTuner HyperModel may bring its own; it gets x, y, batch_size and shuffle for numeric
+    rows on one device, else x=a batched tf.data dataset and no y);
     `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
     `compute` the study's devices, precision and compile options (None: one default device,
     float32)."""
@@ -238,8 +276,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, warm_start)
-            _fit(fit, model, x=train, validation_data=validation, epochs=spec.epochs, initial_epoch=spec.initial_epoch,
-                 callbacks=callbacks, verbose=0)
+            _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
+                 initial_epoch=spec.initial_epoch, callbacks=callbacks, verbose=0)
         time_limit.check()
         ran_to_its_end = bool(report.history) and (report.history[-1][0] + 1 >= spec.epochs
                                                    or keep_best.wait >= spec.patience)
@@ -255,7 +293,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         scores.append(value)
         if best is None or _better(value, best[0], spec.direction):
             # A custom fit may ignore the callbacks: then the final weights are what we have.
-            checkpoints.save_weights(keep_best.weights or model.get_weights(), checkpoint)
+            checkpoints.save_weights(keep_best.best_weights() or model.get_weights(), checkpoint)
             best = (value, epoch, logs, checkpoint)
         epochs_trained += len(report.history)
         if report.pruned is not None:
@@ -287,7 +325,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
     with run.scope():
         model = run.build(build)
-        _fit(fit, model, x=train, validation_data=validation, epochs=epoch_cap, callbacks=callbacks, verbose=0)
+        _fit(fit, model, **train, validation_data=validation, epochs=epoch_cap, callbacks=callbacks, verbose=0)
     time_limit.check()
     if log.cancelled:
         raise TrialCancelled()
@@ -311,7 +349,7 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     time_limit = _TimeLimit(time_limit_seconds)
     with run.scope():
         model = run.build(build)
-        _fit(fit, model, x=train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
+        _fit(fit, model, **train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
              verbose=0)
     time_limit.check()
     if log.cancelled:

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from experiments.errors import TuneboardError
@@ -43,7 +43,18 @@ def model_queue(model: TrainedModel) -> str:
 def model_send(*, model: TrainedModel) -> None:
     """Send the model's task once the current transaction commits, and note when."""
     TrainedModel.objects.filter(pk=model.pk).update(last_sent=timezone.now())
-    model_task_enqueue(model_pk=model.pk, queue=model_queue(model))
+    model_task_enqueue(model_pk=model.pk, queue=model_queue(model), unsent=job_unsent(TrainedModel, model.pk))
+
+
+def job_unsent(table, pk: int):
+    """What a send the broker refused undoes: the job counts as never sent (the reaper's next
+    pass sends it) and the attempt is not a resend that went unanswered (no backoff)."""
+
+    def unsent(_count: int) -> None:
+        table.objects.filter(pk=pk, status=ModelStatus.QUEUED).update(
+            last_sent=None, resends=Greatest(F("resends") - 1, 0))
+
+    return unsent
 
 
 # Every function below takes the table of the job (`table`): TrainedModel by default, or any

@@ -15,7 +15,14 @@ from django.utils import timezone
 from experiments.errors import TuneboardError
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
 from experiments.reproducibility import trial_seed
-from experiments.services.model_runs import job_claim, job_move, job_record_epoch, jobs_reap, model_heartbeat
+from experiments.services.model_runs import (
+    job_claim,
+    job_move,
+    job_record_epoch,
+    job_unsent,
+    jobs_reap,
+    model_heartbeat,
+)
 from experiments.services.queueing import rerun_task_enqueue
 from experiments.states import MODEL_ACTIVE, ModelStatus
 
@@ -27,7 +34,7 @@ class RerunRequestError(TuneboardError):
 def rerun_send(*, rerun: TrialRerun) -> None:
     """Send the re-run's task on its study's queue once the transaction commits, and note when."""
     TrialRerun.objects.filter(pk=rerun.pk).update(last_sent=timezone.now())
-    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.queue)
+    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.queue, unsent=job_unsent(TrialRerun, rerun.pk))
 
 
 def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import BooleanField, Count, Q, Value
+from django.db.models import BooleanField, Count, F, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from experiments import pruners
@@ -68,7 +69,7 @@ class Claim:
 @dataclass
 class Outcome:
     # "completed" | "pruned" (its pruner stopped it: a result like a completed one) | "failed" |
-    # "lost" (its worker died) | "released" (stopped early with no fault of its own: the study
+    # "released" (stopped early with no fault of its own: the study
     # was cancelled or its worker shut down; it runs again later)
     status: str
     score: float | None = None
@@ -110,7 +111,21 @@ def study_wake(study: Study, count: int, *, countdown: float | None = None) -> N
     study.wakeups_pending += count
     study.last_wakeup = timezone.now()
     study.save(update_fields=["wakeups_pending", "last_wakeup", "wakeup_resends"])
-    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown)
+    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown,
+                        unsent=_wakeups_unsent(study.id))
+
+
+def _wakeups_unsent(study_id: int):
+    """Wake-ups the broker refused are not in flight: they stop covering slots, the study
+    counts as never woken (the reaper's next pass sends them) and the attempt is not an
+    unanswered resend (no backoff while the broker is down)."""
+
+    def unsent(count: int) -> None:
+        Study.objects.filter(pk=study_id).update(
+            wakeups_pending=Greatest(F("wakeups_pending") - count, 0), last_wakeup=None,
+            wakeup_resends=Greatest(F("wakeup_resends") - 1, 0))
+
+    return unsent
 
 
 def study_start(*, study: Study) -> Study:
@@ -248,10 +263,15 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
         claim = Claim("stopped")
         running = trial_running_count(study=study) if study.status == StudyStatus.RUNNING else 0
         # Not running, or a duplicated wake-up when every slot is busy: nothing to claim.
+        told = Told()
         if study.status == StudyStatus.RUNNING and running < study.parallelism:
             oracle = oracles.load(study)
-            claim = _claim_locked(study, oracles, oracle, claimant, running, started)
-        if claim.status == "running":
+            told = _tell_tuner_of_lost(study, oracles, oracle)
+            if told.failure_limit:
+                _fail_after_failures(study)
+            else:
+                claim = _claim_locked(study, oracles, oracle, claimant, running, started)
+        if claim.status == "running" or told.count:
             _save_oracle(study, oracles, oracle)
         elif arrived:
             study.save(update_fields=["wakeups_pending"])
@@ -393,13 +413,9 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
                     environment=outcome.environment)
-    elif outcome.status == "lost" and running_study:
-        ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=True)
-        _finish_row(row, study, TrialStatus.LOST, ended.state, outcome, error=outcome.error)
-    else:  # released, or lost while the study was not running: no penalty, it runs again on resume
+    else:  # released: no penalty, it runs again (now, or when the study is resumed)
         ended = oracles.release(oracle, row.trial_id)
-        status = TrialStatus.LOST if outcome.status == "lost" else TrialStatus.CANCELLED
-        _finish_row(row, study, status, ended.state, outcome, error=outcome.error or RELEASED_REASON)
+        _finish_row(row, study, TrialStatus.CANCELLED, ended.state, outcome, error=outcome.error or RELEASED_REASON)
     return running_study and ended.failure_limit_reached
 
 
@@ -408,12 +424,11 @@ class Finish:
     claim: Claim | None = None  # the finisher's next trial, claimed under the same lock
 
 
-def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_before=None,
+def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
                  next_claimant: Claimant | None = None, study_id: int | None = None) -> Finish:
     """Record a trial's outcome and keep the study's slots filled: with `next_claimant` the
     finisher claims the next trial under the same lock (no second oracle load, no trip through
-    the broker); free slots get wake-ups. With `stale_before` (the reaper), only a trial whose
-    heartbeat is older than that is finished."""
+    the broker); free slots get wake-ups."""
     with transaction.atomic():
         if study_id is None:
             study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
@@ -422,12 +437,9 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles, stale_bef
         row.study = study
         if row.status != TrialStatus.RUNNING:
             return Finish()  # finished trials are immutable (the reaper got there first)
-        if stale_before is not None and row.heartbeat >= stale_before:
-            return Finish()  # it heartbeat since the reaper looked: its worker is alive
         oracle = oracles.load(study)
-        failure_limit = _record(study, row, outcome, oracles, oracle)
-        if outcome.status == "lost":
-            notify_trial_lost(trial=row, study=study, runs_again=study.status == StudyStatus.RUNNING)
+        failure_limit = _tell_tuner_of_lost(study, oracles, oracle).failure_limit
+        failure_limit = _record(study, row, outcome, oracles, oracle) or failure_limit
         finish = Finish()
         if failure_limit:
             _fail_after_failures(study)
@@ -455,24 +467,71 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
 # --- the reaper ------------------------------------------------------------------------
 
 
-def trials_reap_stale(*, oracles: Oracles, now=None) -> int:
-    """RUNNING trials whose heartbeat went stale are LOST (their worker died): the oracle hears
-    of it (so max_retries_per_trial applies) and the slot is refilled. One bad row is logged
-    and skipped; it never stops the others."""
+# The reaper marks a lost trial in the database alone (it runs in the worker's main process,
+# which never loads KerasTuner); this kt_state key says the tuner has not heard of it yet and
+# how it should (fail: a lost attempt that counts; release: runs again without penalty).
+TELL_TUNER = "tuneboard_tell"
+
+
+@dataclass
+class Told:
+    count: int = 0
+    failure_limit: bool = False
+
+
+def _tell_tuner_of_lost(study: Study, oracles: Oracles, oracle) -> Told:
+    """Tell the loaded tuner of trials the reaper marked LOST since it last ran; the caller
+    holds the study's lock and saves the oracle state when `count` is non-zero."""
+    told = Told()
+    for row in Trial.objects.filter(study=study, status=TrialStatus.LOST, kt_state__has_key=TELL_TUNER):
+        if row.kt_state[TELL_TUNER] == "fail":
+            ended = oracles.fail(oracle, row.trial_id, error=row.error, lost=True)
+            told.failure_limit = told.failure_limit or ended.failure_limit_reached
+        else:
+            ended = oracles.release(oracle, row.trial_id)
+        row.kt_state, row.oracle_version = ended.state, study.oracle_version + 1
+        row.save(update_fields=["kt_state", "oracle_version"])
+        told.count += 1
+    return told
+
+
+def trials_reap_stale(*, now=None) -> int:
+    """RUNNING trials whose heartbeat went stale are LOST (their worker died) and their slots
+    get wake-ups; the tuner hears of it at the study's next claim (so max_retries_per_trial
+    applies). Database only, so it runs beside busy trials in the worker's main process. One
+    bad row is logged and skipped; it never stops the others."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     stale = Trial.objects.filter(status=TrialStatus.RUNNING, heartbeat__lt=stale_before)
     reaped = 0
     for pk, study_id, worker in stale.values_list("pk", "study_id", "worker_name"):
-        outcome = Outcome("lost", error=f"Lost: the worker {worker or 'running it'} stopped heartbeating "
-                          f"for over {settings.TRIAL_STALE_SECONDS}s.")
+        error = (f"Lost: the worker {worker or 'running it'} stopped heartbeating "
+                 f"for over {settings.TRIAL_STALE_SECONDS}s.")
         try:
-            finish_trial(trial_pk=pk, outcome=outcome, oracles=oracles, stale_before=stale_before)
-            reaped += 1
+            reaped += _reap_trial(pk, study_id, stale_before, error)
         except Exception:
             log.exception("the reaper could not finish lost trial %s; it tries again next time", pk,
                           extra={"study_id": study_id, "trial_id": pk})
     return reaped
+
+
+def _reap_trial(pk: int, study_id: int, stale_before, error: str) -> bool:
+    with transaction.atomic():
+        study = _locked(study_id)
+        row = Trial.objects.select_for_update().get(pk=pk)
+        if row.status != TrialStatus.RUNNING or row.heartbeat >= stale_before:
+            return False  # it finished, or heartbeat, since the reaper looked: its worker is alive
+        row.study = study
+        counts = study.status == StudyStatus.RUNNING
+        now = timezone.now()
+        row.status, row.error, row.finished = TrialStatus.LOST, error, now
+        row.duration_seconds = (now - row.started).total_seconds()
+        row.kt_state = {**row.kt_state, TELL_TUNER: "fail" if counts else "release"}
+        row.save(update_fields=["status", "error", "finished", "duration_seconds", "kt_state"])
+        notify_trial_lost(trial=row, study=study, runs_again=counts)
+        if counts:
+            study_wake(study, study.parallelism - trial_running_count(study=study) - study.wakeups_pending)
+        return True
 
 
 def resend_due(last_sent, resends: int, now) -> bool:

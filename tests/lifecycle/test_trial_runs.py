@@ -81,7 +81,7 @@ def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(mak
     study = trial_runs.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_runs.trials_reap_stale(oracles=ORACLES) == 1
+    assert trial_runs.trials_reap_stale() == 1
     trial.refresh_from_db()
     assert trial.status == Trial.Status.LOST and "stopped heartbeating" in trial.error
     assert fresh(study).wakeups_pending == 1  # its slot got a wake-up
@@ -94,7 +94,7 @@ def test_a_heartbeating_trial_is_never_reaped(make_study, settings):
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(
         heartbeat=timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS - 2))
-    assert trial_runs.trials_reap_stale(oracles=ORACLES) == 0
+    assert trial_runs.trials_reap_stale() == 0
     assert trial_runs.trial_heartbeat(trial_pk=trial.pk)
     trial.refresh_from_db()
     assert trial.status == Trial.Status.RUNNING
@@ -166,14 +166,37 @@ def test_the_reaper_skips_a_bad_row_and_handles_the_rest(make_study, caplog):
     broken = trial_runs.study_start(study=make_study(name="broken", parallelism=1))
     healthy = trial_runs.study_start(study=make_study(name="healthy", parallelism=1))
     bad, good = claim(broken).trial, claim(healthy).trial
-    Trial.objects.filter(pk=bad.pk).update(kt_state={"not": "a trial"})  # its oracle cannot be rebuilt
-    Study.objects.filter(pk=broken.pk).update(oracle_version=broken.oracle_version + 5)
+    Trial.objects.filter(pk=bad.pk).update(kt_state=["not", "a trial state"])  # cannot take the reaper's mark
     Trial.objects.filter(pk__in=[bad.pk, good.pk]).update(heartbeat=timezone.now() - timedelta(hours=1))
     with caplog.at_level(logging.ERROR):
-        assert trial_runs.trials_reap_stale(oracles=ORACLES) == 1
+        assert trial_runs.trials_reap_stale() == 1
     assert f"lost trial {bad.pk}" in caplog.text
     assert Trial.objects.get(pk=good.pk).status == Trial.Status.LOST
-    assert Trial.objects.get(pk=bad.pk).status == Trial.Status.RUNNING  # retried next time
+    assert Trial.objects.get(pk=bad.pk).status == Trial.Status.RUNNING  # rolled back: retried next time
+
+
+def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
+    """The reaper runs in a worker's main process, which never imports KerasTuner: it only
+    marks the row; the study's next claim tells the tuner, which then retries the values."""
+    import subprocess
+    import sys
+
+    code = ("import sys, django; django.setup(); import workers.reaper, workers.fleet; "
+            "bad = [m for m in ('keras_tuner', 'keras', 'tensorflow', 'jax') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    study = trial_runs.study_start(study=make_study(parallelism=1, max_retries_per_trial=1))
+    lost = claim(study).trial
+    Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    version = fresh(study).oracle_version
+    assert trial_runs.trials_reap_stale() == 1
+    lost.refresh_from_db()
+    assert lost.kt_state[trial_runs.TELL_TUNER] == "fail" and fresh(study).oracle_version == version
+    retry = claim(study, "other").trial
+    lost.refresh_from_db()
+    assert trial_runs.TELL_TUNER not in lost.kt_state and lost.kt_state["status"] == "INVALID"
+    assert (retry.trial_id, retry.attempt) == (lost.trial_id, 2)
 
 
 def test_grid_values_reach_the_hypermodel_in_their_own_type(make_study):
