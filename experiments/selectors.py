@@ -246,16 +246,47 @@ def trials_compared(*, study: Study, trial_pks: list[int]) -> dict:
             "curves": study_charts.curves(list(epochs.values("trial_id", "execution", "epoch", "metrics")), labels)}
 
 
-def study_eta_seconds(*, study: Study, progress: dict) -> float | None:
+def study_eta_seconds(*, study: Study, capacity: dict | None = None) -> float | None:
+    """Seconds until the study's last trial should end: the trials actually running, the
+    observed durations and the slots it really gets (study_capacity), not the parallelism asked."""
     from experiments import study_charts
 
     if not study.is_active:
         return None
-    recent = (Trial.objects.filter(study=study, status__in=WITH_RESULTS).exclude(duration_seconds=None)
-              .order_by("-number"))
-    durations = list(recent.values_list("duration_seconds", flat=True)[:200])
-    return study_charts.eta_seconds(durations=durations, remaining=study.max_trials - progress["finished"],
-                                    parallelism=study.parallelism)
+    capacity = capacity or study_capacity(study=study)
+    trials = Trial.objects.filter(study=study)
+    durations = list(trials.filter(status__in=WITH_RESULTS).exclude(duration_seconds=None).order_by("-number")
+                     .values_list("duration_seconds", flat=True)[:200])
+    now = timezone.now()
+    running = [(now - started).total_seconds()
+               for started in trials.filter(status=Trial.Status.RUNNING).values_list("started", flat=True)]
+    finished = trials.filter(status__in=(*WITH_RESULTS, Trial.Status.FAILED)).count()
+    return study_charts.eta_seconds(durations=durations, remaining=study.max_trials - finished - len(running),
+                                    running_elapsed=running, slots=max(capacity["effective"], len(running)))
+
+
+def queue_slots(*, now=None) -> dict[str, int]:
+    """Trial slots per queue: the child processes (concurrency) of the live workers serving
+    it, as each worker reported when it started. A worker serving two queues counts for both."""
+    from experiments.models import Worker
+
+    slots: dict[str, int] = {}
+    for worker in Worker.objects.filter(stopped__isnull=True):
+        if worker.is_alive(now):
+            for queue in worker.queues:
+                slots[queue] = slots.get(queue, 0) + worker.concurrency
+    return slots
+
+
+def queue_has_live_worker(*, queue: str, now=None) -> bool:
+    return queue_slots(now=now).get(queue, 0) > 0
+
+
+def study_capacity(*, study: Study, slots: dict[str, int] | None = None) -> dict:
+    """How many trials the study can run at once: min(parallelism asked, slots on its queue)."""
+    available = (queue_slots() if slots is None else slots).get(study.queue, 0)
+    return {"requested": study.parallelism, "slots": available, "queue": study.queue,
+            "effective": min(study.parallelism, available), "limited": 0 < available < study.parallelism}
 
 
 def trial_epoch_rows(*, trial: Trial) -> list[dict]:
@@ -348,12 +379,6 @@ def dashboard_data(*, team: Team) -> dict:
     }
 
 
-def queue_has_live_worker(*, queue: str, now=None) -> bool:
-    from experiments.models import Worker
-
-    return any(w.is_alive(now) and queue in w.queues for w in Worker.objects.filter(stopped__isnull=True))
-
-
 def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     """Everything the study page's charts draw, in four queries whatever the study's size.
     Hyperparameters are read for an even sample of the finished trials only (parallel
@@ -373,8 +398,6 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
     sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
     names = study_charts.varying_hyperparameters(sample)
-    finished = sum(1 for t in trials if t["status"] in (*WITH_RESULTS, Trial.Status.FAILED))
-    durations = [t["duration_seconds"] for t in completed[-200:] if t["duration_seconds"]]
     return {
         "objective": study.objective_metric,
         "direction": study.objective_direction,
@@ -385,8 +408,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
             sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log")),
         "importance": study_charts.importance(sample, names),
         "importance_trials": len(sample),
-        "eta_seconds": study_charts.eta_seconds(durations=durations, remaining=study.max_trials - finished,
-                                                parallelism=study.parallelism) if study.is_active else None,
+        "eta_seconds": study_eta_seconds(study=study),
     }
 
 

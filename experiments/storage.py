@@ -53,6 +53,13 @@ class _ChunkReader(io.RawIOBase):
 
 @deconstructible
 class DatabaseStorage(Storage):
+    def get_available_name(self, name: str, max_length: int | None = None) -> str:
+        """Names are unique by construction (artifacts carry a uuid4), so the lookup Django
+        makes before every save is skipped; a clash would still fail on the unique name."""
+        if max_length is not None and len(name) > max_length:
+            return super().get_available_name(name, max_length=max_length)
+        return name
+
     def _blob(self, name: str):
         from experiments.models import StoredBlob
 

@@ -3,6 +3,7 @@ TensorFlow): optimisation history with the best-so-far line, learning curves, pa
 coordinates of the hyperparameters that vary, and a fANOVA-style importance. Long series are
 downsampled so a 10,000-trial study still answers in milliseconds."""
 
+import heapq
 import math
 
 import numpy as np
@@ -193,10 +194,19 @@ def importance(trials: list[dict], names: list[str]) -> list[dict]:
                   key=lambda row: -row["importance"])
 
 
-def eta_seconds(*, durations: list[float], remaining: int, parallelism: int) -> float | None:
-    """Remaining trials x the median observed duration, spread over the parallel slots."""
-    if remaining <= 0:
+def eta_seconds(*, durations: list[float], remaining: int, running_elapsed: list[float], slots: int) -> float | None:
+    """When the last trial should end: the running trials end after the median observed
+    duration (at least a second from now), and the `remaining` unstarted trials, each of the
+    median duration, go to whichever of the `slots` frees first. None without durations to go
+    on or without a slot to run on."""
+    if remaining <= 0 and not running_elapsed:
         return 0.0
-    if not durations:
+    if not durations or slots <= 0:
         return None
-    return float(np.median(durations)) * math.ceil(remaining / max(1, parallelism))
+    median = float(np.median(durations))
+    free_at = sorted(max(1.0, median - elapsed) for elapsed in running_elapsed)
+    free_at = free_at[:slots] + [0.0] * max(0, slots - len(free_at))
+    heapq.heapify(free_at)
+    for _ in range(max(0, remaining)):
+        heapq.heappush(free_at, heapq.heappop(free_at) + median)
+    return max(free_at)

@@ -306,6 +306,7 @@ class Proposal:
     values: dict = field(default_factory=dict)
     state: dict = field(default_factory=dict)
     seeded: bool = False  # the values are the warm-start seed the claim offered
+    retry: bool = False  # a trial the tuner handed out before (its earlier attempts have rows)
 
 
 @contextlib.contextmanager
@@ -353,6 +354,7 @@ class KerasTunerOracles:
         return oracle
 
     def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None) -> Proposal:
+        known = set(oracle.trials)
         with _offering(oracle, seed) as taken:
             kt_trial = oracle.create_trial(tuner_id)
         if kt_trial.status == TrialStatus.IDLE:
@@ -364,7 +366,7 @@ class KerasTunerOracles:
         # what the hypermodel gets, what is stored, and what the oracle keeps are the same.
         kt_trial.hyperparameters.values = typed_values(kt_trial.hyperparameters)
         return Proposal("running", kt_trial.trial_id, dict(kt_trial.hyperparameters.values),
-                        compact_trial_state(kt_trial), seeded=bool(taken))
+                        compact_trial_state(kt_trial), seeded=bool(taken), retry=kt_trial.trial_id in known)
 
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None) -> Ended:
         kt_trial = oracle.trials[trial_id]

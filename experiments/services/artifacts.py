@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from django.core.files import File
 from django.core.files.storage import storages
+from django.db import transaction
 from django.utils.text import get_valid_filename
 
 from experiments.errors import TuneboardError
@@ -47,18 +48,20 @@ def artifact_create(*, team: Team, kind: str, filename: str, fileobj: BinaryIO) 
     sha256, size = _sha256_of(fileobj)
     safe = get_valid_filename(filename) or "file"
     storage_name = f"team-{team.id}/{kind}/{uuid.uuid4().hex}-{safe}"
-    try:
-        stored_name = _storage().save(storage_name, File(fileobj, name=safe))
-    except BaseException:
-        _delete_stored(storage_name)  # a file storage leaves what it wrote before failing
-        raise
-    try:
-        return Artifact.objects.create(
-            team=team, kind=kind, filename=safe, storage_name=stored_name, size=size, sha256=sha256
-        )
-    except BaseException:
-        _delete_stored(stored_name)
-        raise
+    # One transaction for the stored bytes (in the database storage) and the row: one commit.
+    with transaction.atomic():
+        try:
+            stored_name = _storage().save(storage_name, File(fileobj, name=safe))
+        except BaseException:
+            _delete_stored(storage_name)  # a file storage leaves what it wrote before failing
+            raise
+        try:
+            return Artifact.objects.create(
+                team=team, kind=kind, filename=safe, storage_name=stored_name, size=size, sha256=sha256
+            )
+        except BaseException:
+            _delete_stored(stored_name)
+            raise
 
 
 @contextmanager

@@ -15,8 +15,8 @@ from experiments.models import Study, Trial
 from experiments.pruning_options import PruningSettings
 from experiments.pruning_options import describe as describe_pruning
 from experiments.selectors import (
-    queue_has_live_worker,
     study_best_trial,
+    study_capacity,
     study_eta_seconds,
     study_models,
     study_progress,
@@ -108,10 +108,12 @@ def _trial_status(request) -> str:
 
 def _live_context(study: Study, trial_status: str = "") -> dict:
     progress = study_progress(study=study)
+    capacity = study_capacity(study=study)
     context = {
         "study": study,
         "progress": progress,
-        "eta_seconds": study_eta_seconds(study=study, progress=progress),
+        "capacity": capacity,
+        "eta_seconds": study_eta_seconds(study=study, capacity=capacity),
         "best": study_best_trial(study=study),
         **dict(zip(("trials", "trial_count"), study_trials_by_score(study=study, status=trial_status), strict=True)),
         "trial_status": trial_status,
@@ -119,7 +121,7 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
                            for value, label in Trial.Status.choices if progress["by_status"].get(value)],
         "pruning_savings": study_pruning_savings(study=study),
         "search_space_names": [row["name"] for row in study.search_space],
-        "no_live_worker": study.is_active and not queue_has_live_worker(queue=study.queue),
+        "no_live_worker": study.is_active and not capacity["slots"],
     }
     for trial in context["trials"]:
         trial.still_improving = (trial.status == trial.Status.COMPLETED

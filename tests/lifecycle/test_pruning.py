@@ -191,8 +191,14 @@ def test_one_epoch_report_of_a_pruning_study_adds_one_query(pruning_study, djang
     with django_assert_num_queries(3):
         trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1,
                                                           metrics={"val_loss": 0.5}, pruning=runner.pruning)
-    with django_assert_num_queries(2):  # without pruning: as before
-        trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.5})
+    with django_assert_num_queries(1):  # without pruning: heartbeat and row in one statement
+        assert trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.5})
+    with django_assert_num_queries(1):  # a re-reported epoch replaces its row
+        assert trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.4})
+    assert TrialEpoch.objects.get(trial=trial, execution=0, epoch=2).metrics == {"val_loss": 0.4}
+    trial_runs.study_cancel(study=runner.study)
+    assert not trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=3, metrics={"val_loss": 0.3})
+    assert not TrialEpoch.objects.filter(trial=trial, epoch=3).exists()
 
 
 def test_a_cancelled_study_stops_the_trial_without_a_pruning_decision(pruning_study):

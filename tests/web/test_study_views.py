@@ -7,9 +7,10 @@ import io
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from experiments import study_charts
-from experiments.models import Study, Trial, TrialEpoch
+from experiments.models import Study, Trial, TrialEpoch, Worker
 from tests.web.pages import page_text, shows
 
 pytestmark = pytest.mark.django_db
@@ -46,12 +47,35 @@ def test_chart_data_draws_history_curves_parallel_coordinates_and_importance(ali
     assert data["eta_seconds"] is None  # the study is not running
 
 
-def test_the_eta_uses_observed_durations_and_parallelism(alice_client, acme_study):
+def _worker(queue: str, concurrency: int, name: str = "w1@h") -> Worker:
+    return Worker.objects.create(name=name, hostname="h", pid=1, queues=[queue], concurrency=concurrency)
+
+
+def test_the_eta_uses_observed_durations_and_the_slots_the_queue_has(alice_client, acme_study):
     _trials(acme_study, 4)
     Study.objects.filter(pk=acme_study.pk).update(status=Study.Status.RUNNING, max_trials=10, parallelism=2)
+    _worker(acme_study.queue, 2)
     data = alice_client.get(reverse("study_chart_data", args=[acme_study.id])).json()
     assert data["eta_seconds"] == 30.0  # 6 remaining, 2 at a time, 10 s each
-    assert "about 30 s left" in page_text(alice_client.get(reverse("study_detail", args=[acme_study.id])))
+    page = page_text(alice_client.get(reverse("study_detail", args=[acme_study.id])))
+    assert "about 30 s left" in page and 'id="capacity"' not in page
+    Worker.objects.update(concurrency=1)  # the queue has one slot: the page says so, the ETA doubles
+    page = page_text(alice_client.get(reverse("study_detail", args=[acme_study.id])))
+    assert "about 1 min left" in page
+    assert "Parallelism 2, but 1 slot on queue <strong>cpu</strong>" in page and "raise its concurrency" in page
+    Worker.objects.update(stopped=timezone.now())  # no worker at all: no ETA, and a different notice
+    page = page_text(alice_client.get(reverse("study_detail", args=[acme_study.id])))
+    assert 'id="eta"' not in page and 'id="no-live-worker"' in page and 'id="capacity"' not in page
+
+
+def test_the_eta_counts_what_running_trials_have_left():
+    # Two slots, two trials running for 8 s and 2 s of a 10 s median, 3 not started:
+    # slot A frees at 2 s, slot B at 8 s; A takes 2 more (ends 12 s, 22 s), B one (18 s).
+    assert study_charts.eta_seconds(durations=[10.0] * 5, remaining=3, running_elapsed=[8.0, 2.0], slots=2) == 22.0
+    # A trial already past the median is given at least a second.
+    assert study_charts.eta_seconds(durations=[10.0], remaining=0, running_elapsed=[30.0], slots=1) == 1.0
+    assert study_charts.eta_seconds(durations=[10.0], remaining=4, running_elapsed=[], slots=0) is None
+    assert study_charts.eta_seconds(durations=[], remaining=4, running_elapsed=[], slots=2) is None
 
 
 def test_long_histories_are_downsampled_but_keep_every_improvement():
