@@ -17,8 +17,15 @@ JSON object as its last line and writes benchmarks/results/orchestration.json:
   (fresh process) figures.
 - claim_ms_p95_at_1000_by_tuner: the same interleaved claim p95 with 1,000 trials stored, for
   each tuner (Bayesian optimisation refits its Gaussian process on every claim).
-- lost_trial_recovery_seconds: SIGKILL of a worker mid-trial to its retry being claimed by
-  the other worker, on the default heartbeat, stale-threshold and reaper settings, with beat.
+- lost_trial_recovery_seconds (and _loaded, with a CPU hog on every core): SIGKILL of a worker
+  mid-trial to its retry being claimed by the other worker, on the default heartbeat,
+  stale-threshold and reaper settings, without beat (the reaper-leader worker reaps).
+- lost_slot_recovery_seconds: Redis stopped for 10 s under a CPU hog; from Redis being back to
+  both of a study's slots running trials again.
+- pickup_ms_p95: a job sent to an idle worker until it is claimed, with Redis and with the
+  embedded mode's filesystem transport (benchmarks/pickup.py); the larger of the two.
+
+    python -m benchmarks.orchestration overhead pickup    (some parts: orchestration-partial.json)
 """
 
 import json
@@ -203,24 +210,46 @@ def measure_claims_by_tuner(team, dataset, stored: int = 1000) -> dict[str, floa
     return found
 
 
-def measure_lost_trial_recovery(env, team, dataset, runs: int = 3) -> list[float]:
-    """Two workers and beat on the product's default recovery settings; SIGKILL the worker
-    running a long trial, time until the other worker has claimed the retry."""
+class CpuHog:
+    """The loaded host: a process spinning on every core, beside the workers."""
+
+    def __init__(self):
+        import os
+        import subprocess
+
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                          for _ in range(os.cpu_count() or 2)]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.kill()
+            process.wait()
+
+
+def _defaults(env: dict) -> dict:
+    """The product's default recovery settings (the benchmark's environment may carry others)."""
+    return {k: v for k, v in env.items() if not k.startswith("TUNEBOARD_TRIAL_") and "REAPER" not in k
+            and "RESEND" not in k and "CONTINUE" not in k}
+
+
+def measure_lost_trial_recovery(env, team, dataset, runs: int = 3, loaded: bool = False) -> list[float]:
+    """Two workers on the product's default recovery settings, no beat (the reaper-leader worker
+    reaps from its main process); SIGKILL the worker running a long trial, time until the other
+    worker has claimed the retry. `loaded`: with a CPU hog on every core."""
     import os
     import signal
 
-    from benchmarks.harness import Beat
     from experiments.models import Trial
+    from experiments.services.trial_runs import study_cancel
 
-    defaults = {k: v for k, v in env.items() if not k.startswith("TUNEBOARD_TRIAL_") and "REAPER" not in k}
     seconds = []
-    beat = Beat(defaults, "recovery-beat")
+    hog = CpuHog() if loaded else None
     try:
         for run in range(runs):
-            workers = {name: Worker(defaults, name, concurrency=1) for name in (f"r{run}a", f"r{run}b")}
+            workers = {name: Worker(_defaults(env), name, concurrency=1) for name in (f"r{run}a", f"r{run}b")}
             try:
                 study = _study(team, dataset, trials=2, sleep=120.0, parallelism=1, epochs=20)
-                deadline = time.monotonic() + 180
+                deadline = time.monotonic() + 300
                 victim = None
                 while victim is None and time.monotonic() < deadline:
                     victim = Trial.objects.filter(study=study, status="running").exclude(worker_name="").first()
@@ -233,53 +262,136 @@ def measure_lost_trial_recovery(env, team, dataset, runs: int = 3) -> list[float
                     assert time.monotonic() - killed < 300, "the retry was never claimed"
                     time.sleep(0.05)
                 seconds.append(round(time.monotonic() - killed, 1))
-                print(f"lost trial retried {seconds[-1]} s after the kill", file=sys.stderr)
-                from experiments.services.trial_runs import study_cancel
-
+                print(f"lost trial retried {seconds[-1]} s after the kill (loaded: {loaded})", file=sys.stderr)
                 study_cancel(study=study)
             finally:
                 for worker in workers.values():
                     if worker.process.poll() is None:
                         worker.stop()
     finally:
-        beat.stop()
+        if hog:
+            hog.stop()
     return seconds
 
 
+def measure_lost_slot_recovery(env, team, dataset, runs: int = 2) -> list[float]:
+    """One worker with two slots on the default settings, each task running one trial and handing
+    its slot back through the broker, a CPU hog on every core; Redis stopped for 10 s (every
+    wake-up in it lost, those sent meanwhile refused). Time from Redis being back to both slots
+    running trials again."""
+    from experiments.models import Trial
+    from experiments.services.trial_runs import study_cancel
+    from tests.integration.restarts import start_redis, stop_redis
+
+    seconds = []
+    hog = CpuHog()
+    try:
+        for run in range(runs):
+            worker = Worker({**_defaults(env), "TUNEBOARD_CONTINUE_SECONDS": "0"}, f"slots{run}", concurrency=2)
+            try:
+                study = _study(team, dataset, trials=1000, sleep=1.0, parallelism=2, epochs=2)
+
+                def both_running(study=study) -> bool:
+                    return Trial.objects.filter(study=study, status="running").count() == 2
+
+                deadline = time.monotonic() + 300
+                while not both_running():
+                    assert time.monotonic() < deadline, "the study never ran two trials"
+                    time.sleep(0.05)
+                stop_redis()
+                time.sleep(10)
+                start_redis()
+                back = time.monotonic()
+                while not both_running():
+                    assert time.monotonic() - back < 300, "the slots never came back"
+                    time.sleep(0.05)
+                seconds.append(round(time.monotonic() - back, 1))
+                print(f"both slots busy {seconds[-1]} s after Redis was back", file=sys.stderr)
+                study_cancel(study=study)
+            finally:
+                worker.stop()
+    finally:
+        hog.stop()
+    return seconds
+
+
+def measure_pickup(env) -> dict[str, float]:
+    """pickup_ms p95 with an idle worker, through Redis and through the embedded mode's
+    filesystem transport (on the benchmark's PostgreSQL: the transport is what differs)."""
+    import subprocess
+
+    found = {}
+    with tempfile.TemporaryDirectory() as var:
+        for name, broker in (("redis", env["CELERY_BROKER_URL"]), ("embedded", "filesystem://")):
+            done = subprocess.run([sys.executable, "-m", "benchmarks.pickup"], capture_output=True, text=True,
+                                  env={**env, "CELERY_BROKER_URL": broker, "TUNEBOARD_VAR_DIR": var},
+                                  cwd=env["PYTHONPATH"], timeout=900)
+            assert done.returncode == 0, done.stderr[-3000:]
+            samples = json.loads(done.stdout.strip().splitlines()[-1])["pickup_ms"]
+            found[name] = round(percentile(samples, 95), 1)
+            print(f"pickup p95 {name}: {found[name]} ms (median {statistics.median(samples)})", file=sys.stderr)
+    return found
+
+
+PARTS = ("overhead", "efficiency", "claims", "recovery", "slots", "pickup")
+
+
 def main() -> None:
+    """All parts, or those named on the command line (then written to orchestration-partial.json)."""
+    parts = sys.argv[1:] or list(PARTS)
+    unknown = set(parts) - set(PARTS)
+    assert not unknown, f"unknown parts {unknown}; choose from {PARTS}"
     env = setup_django()
     from experiments.services.datasets import dataset_create_bundled
     from experiments.services.teams import team_create
 
     team = team_create(name="bench")
     dataset = dataset_create_bundled(team=team, user=None, bundled_name="iris")
-    overhead = measure_overhead(env, team, dataset)
-    print(f"overhead per trial: {overhead}", file=sys.stderr)
-    kt_overhead = measure_keras_tuner_overhead()
-    print(f"keras tuner overhead per trial: {kt_overhead}", file=sys.stderr)
-    efficiency = measure_efficiency(env, team, dataset)
-    claims = measure_claims(team, dataset)
-    by_tuner = measure_claims_by_tuner(team, dataset)
-    recovery = measure_lost_trial_recovery(env, team, dataset)
-    result = {
-        "overhead_ms_per_trial": overhead["overhead"],
-        "keras_tuner_overhead_ms_per_trial": kt_overhead["overhead"],
-        "overhead_vs_sleep_ms_per_trial": overhead["vs_sleep"],
-        "keras_tuner_overhead_vs_sleep_ms_per_trial": kt_overhead["vs_sleep"],
-        "overhead_trials": OVERHEAD_TRIALS,
-        "trial_sleep_seconds": SLEEP_SECONDS,
-        "efficiency_by_workers": efficiency,
-        "claim_ms_p95_by_stored_trials": claims["interleaved"],
-        "claim_ms_p95_warm_by_stored_trials": claims["warm"],
-        "claim_ms_p95_cold_by_stored_trials": claims["cold"],
-        "claim_ms_p95_at_1000_by_tuner": by_tuner,
-        "lost_trial_recovery_seconds": max(recovery),
-        "lost_trial_recovery_seconds_runs": recovery,
-        "targets": {"overhead_ms_per_trial": 50, "efficiency_at_8": 0.9, "claim_ms_p95_at_1000": 100,
-                    "claim_ms_p95_at_1000_bayesian": 250, "lost_trial_recovery_seconds": 30},
+    result: dict = {}
+    if "overhead" in parts:
+        rounds = [measure_overhead(env, team, dataset) for _ in range(3)]
+        print(f"overhead per trial, 3 rounds: {rounds}", file=sys.stderr)
+        kt_overhead = measure_keras_tuner_overhead()
+        print(f"keras tuner overhead per trial: {kt_overhead}", file=sys.stderr)
+        result.update({
+            "overhead_ms_per_trial": statistics.median(r["overhead"] for r in rounds),
+            "keras_tuner_overhead_ms_per_trial": kt_overhead["overhead"],
+            "overhead_vs_sleep_ms_per_trial": statistics.median(r["vs_sleep"] for r in rounds),
+            "overhead_vs_sleep_ms_per_trial_rounds": [r["vs_sleep"] for r in rounds],
+            "keras_tuner_overhead_vs_sleep_ms_per_trial": kt_overhead["vs_sleep"],
+            "overhead_trials": OVERHEAD_TRIALS,
+            "trial_sleep_seconds": SLEEP_SECONDS,
+        })
+    if "efficiency" in parts:
+        result["efficiency_by_workers"] = measure_efficiency(env, team, dataset)
+    if "claims" in parts:
+        claims = measure_claims(team, dataset)
+        result.update({
+            "claim_ms_p95_by_stored_trials": claims["interleaved"],
+            "claim_ms_p95_warm_by_stored_trials": claims["warm"],
+            "claim_ms_p95_cold_by_stored_trials": claims["cold"],
+            "claim_ms_p95_at_1000_by_tuner": measure_claims_by_tuner(team, dataset),
+        })
+    if "recovery" in parts:
+        quiet = measure_lost_trial_recovery(env, team, dataset)
+        loaded = measure_lost_trial_recovery(env, team, dataset, loaded=True)
+        result.update({"lost_trial_recovery_seconds": max(quiet), "lost_trial_recovery_seconds_runs": quiet,
+                       "lost_trial_recovery_seconds_loaded": max(loaded),
+                       "lost_trial_recovery_seconds_loaded_runs": loaded})
+    if "slots" in parts:
+        slots = measure_lost_slot_recovery(env, team, dataset)
+        result.update({"lost_slot_recovery_seconds": max(slots), "lost_slot_recovery_seconds_runs": slots})
+    if "pickup" in parts:
+        pickup = measure_pickup(env)
+        result.update({"pickup_ms_p95": max(pickup.values()), "pickup_ms_p95_by_broker": pickup})
+    result["targets"] = {
+        "overhead_vs_sleep_ms_per_trial": 20, "efficiency_at_8": 0.97, "claim_ms_p95_at_1000": 100,
+        "claim_ms_p95_at_1000_bayesian": 250, "lost_trial_recovery_seconds": 30,
+        "lost_trial_recovery_seconds_loaded": 30, "lost_slot_recovery_seconds": 30, "pickup_ms_p95": 2000,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "orchestration.json").write_text(json.dumps(result, indent=2) + "\n")
+    name = "orchestration.json" if set(parts) == set(PARTS) else "orchestration-partial.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
 
 

@@ -11,7 +11,10 @@ SECRET_KEY="${SECRET_KEY:-$(bash scripts/embedded_secret_key.sh)}"
 export SECRET_KEY
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py seed_demo --i-know-this-is-not-production
-.venv/bin/celery -A webapp worker -B -Q cpu --concurrency 1 --loglevel INFO \
+# Trial slots: TUNEBOARD_EMBEDDED_SLOTS, else half the CPUs (2 to 4); see webapp/embedded.py.
+read -r SLOTS THREADS < <(.venv/bin/python -m webapp.embedded)
+export TUNEBOARD_TF_THREADS="${TUNEBOARD_TF_THREADS:-$THREADS}"
+.venv/bin/celery -A webapp worker -B -Q cpu --concurrency "$SLOTS" --loglevel INFO \
   --schedule var/celerybeat-schedule --hostname "embedded@%h" > var/worker.log 2>&1 &
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
@@ -19,7 +22,8 @@ cat <<MSG
 
   Tuneboard is starting at  http://127.0.0.1:$PORT/
   Log in as                 demo / tuneboard-demo
-  Worker log                var/worker.log   (Ctrl-C stops web and worker)
+  Worker                    $SLOTS trial slots (TUNEBOARD_EMBEDDED_SLOTS), log in var/worker.log
+                            (Ctrl-C stops web and worker)
 
 MSG
 .venv/bin/python manage.py runserver "127.0.0.1:$PORT" --noreload

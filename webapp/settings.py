@@ -312,6 +312,9 @@ REAPER_INTERVAL_SECONDS = env_int("TUNEBOARD_REAPER_INTERVAL_SECONDS", 5, minimu
 # (a Redis restart, the broker down) and is sent again; the wait doubles with each unanswered
 # resend, up to 32x, so a queue no worker serves does not fill up. Duplicates are harmless.
 RESEND_AFTER_SECONDS = env_int("TUNEBOARD_RESEND_AFTER_SECONDS", 30, minimum=1)
+# A run-trial task keeps claiming its study's next trial itself (no trip through the broker)
+# for this long, then hands the slot back so other studies and jobs on the queue get a turn.
+CONTINUE_SECONDS = env_int("TUNEBOARD_CONTINUE_SECONDS", 60, minimum=0)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _broker_options: dict = {
     # Longer than the longest trial, so Redis does not redeliver a task still running.
@@ -324,6 +327,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         data_folder_out=str(_broker_dir),
         control_folder=str(_broker_dir / "control"),
         store_processed=False,
+        # The folder is polled (kombu's default: every second); a fifth of a second keeps a
+        # queued job's pickup prompt for a few cheap directory listings a second.
+        polling_interval=0.2,
     )
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "memory://")):
     raise ImproperlyConfigured(

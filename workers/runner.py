@@ -34,8 +34,6 @@ from workers.training import TrialCancelled, TrialFailed, TrialResult, TrialSpec
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
-# A task keeps claiming the study's next trial itself for this long, then goes back to the queue.
-CONTINUE_SECONDS = 60.0
 SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without penalty; it runs again."
 
 
@@ -134,7 +132,7 @@ def _train(study: Study, trial: Trial) -> Outcome:
 
 def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
     """Claim a trial of the study and train it; while trials are short, finish each one and
-    claim the next under the same lock, for up to CONTINUE_SECONDS, then hand the slot back
+    claim the next under the same lock, for up to settings.CONTINUE_SECONDS, then hand the slot back
     to the broker (so other studies on the queue get their turn)."""
     close_old_connections()
     host = socket.gethostname()
@@ -146,7 +144,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
 
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
     study = Study.objects.select_related("dataset__arrays", "dataset__upload", "team").get(pk=study_id)
-    deadline = time.monotonic() + CONTINUE_SECONDS
+    deadline = time.monotonic() + settings.CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":
         outcome = _train(study, claim.trial)

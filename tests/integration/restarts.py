@@ -41,14 +41,21 @@ def restart_postgres() -> None:
     raise AssertionError("PostgreSQL did not come back after the restart.")
 
 
-def restart_redis() -> None:
-    """Stop Redis without saving (what it keeps on disk is nothing here), start it again."""
-    port = int(os.environ.get("TUNEBOARD_TEST_REDIS_PORT", "6379"))
-    client = redis.Redis(host="127.0.0.1", port=port)
+def _redis_client() -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=int(os.environ.get("TUNEBOARD_TEST_REDIS_PORT", "6379")))
+
+
+def stop_redis() -> None:
+    """Stop Redis without saving (what it keeps on disk is nothing here): every message is lost."""
     try:
-        client.shutdown(nosave=True)
+        _redis_client().shutdown(nosave=True)
     except redis.exceptions.ConnectionError:
         pass  # shutdown closes the connection under us
+
+
+def start_redis() -> None:
+    client = _redis_client()
+    port = client.connection_pool.connection_kwargs["port"]
     subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
                     "--save", "", "--appendonly", "no"], check=True, capture_output=True)
     deadline = time.monotonic() + 30
@@ -59,6 +66,11 @@ def restart_redis() -> None:
         except redis.exceptions.ConnectionError:
             time.sleep(0.2)
     raise AssertionError("Redis did not come back after the restart.")
+
+
+def restart_redis() -> None:
+    stop_redis()
+    start_redis()
 
 
 def broker() -> redis.Redis:

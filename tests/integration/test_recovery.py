@@ -1,8 +1,13 @@
-"""Recovery bounds, with real worker processes, Redis and PostgreSQL: a worker killed mid-trial
-has its trial retried within 30 s on the default settings; a wake-up lost by the broker gives
-the study its slot back while it is busy; a model request whose task Redis lost is made."""
+"""Recovery bounds, with real worker processes, Redis and PostgreSQL: on a loaded host, a worker
+killed mid-trial has its trial retried within 30 s on the default settings, and a study whose
+wake-ups were lost in a Redis outage has both slots busy again within 30 s of Redis coming
+back; a wake-up lost by the broker gives the study its slot back while it is busy; a model
+request whose task Redis lost is made."""
 
+import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -11,7 +16,7 @@ from experiments.models import Study, TrainedModel, Trial
 from experiments.services.trained_models import trained_models_request
 from tests.conftest import wait_for
 from tests.integration.helpers import digits, saved_study, started_study
-from tests.integration.restarts import broker, restart_redis
+from tests.integration.restarts import broker, restart_redis, start_redis, stop_redis
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -20,22 +25,56 @@ DEFAULT_RECOVERY = {"TUNEBOARD_TRIAL_HEARTBEAT_SECONDS": "5", "TUNEBOARD_TRIAL_S
                     "TUNEBOARD_REAPER_INTERVAL_SECONDS": "5", "TUNEBOARD_WORKER_HEARTBEAT_SECONDS": "5"}
 
 
-def test_a_trial_of_a_killed_worker_is_retried_within_30_seconds(acme, alice, start_worker, start_beat):
-    workers = {name: start_worker(name, env=DEFAULT_RECOVERY) for name in ("w1", "w2")}
-    start_beat(env=DEFAULT_RECOVERY)
-    study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=3, epochs=200,
-                          patience=200, parallelism=1)
-    victim = wait_for(lambda: Trial.objects.filter(study=study, status="running", epochs__isnull=False).first(),
-                      timeout=120, what="a trial mid-training")
+@pytest.fixture
+def cpu_hog():
+    """The loaded host: a process spinning on every core, beside the workers' own training."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
+
+
+def test_a_trial_of_a_killed_worker_is_retried_within_30_seconds_on_a_loaded_host(acme, alice, start_worker,
+                                                                                   cpu_hog):
+    # No beat: the reaper-leader worker reaps from its main process, even with every child busy.
+    workers = {name: start_worker(name, concurrency=2, env=DEFAULT_RECOVERY) for name in ("w1", "w2")}
+    study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=4, epochs=200,
+                          patience=200, parallelism=2)
+    wait_for(lambda: Trial.objects.filter(study=study, status="running", epochs__isnull=False).distinct().count() == 2,
+             timeout=180, what="two trials mid-training")
+    victim = Trial.objects.filter(study=study, status="running").first()
     killed_at = time.monotonic()
     workers[victim.worker_name.split("@")[0]].kill(signal.SIGKILL)
     retry = wait_for(lambda: Trial.objects.filter(study=study, trial_id=victim.trial_id, attempt=2).first(),
-                     timeout=60, interval=0.1, what="the lost trial's retry to be claimed")
+                     timeout=90, interval=0.1, what="the lost trial's retry to be claimed")
     seconds = time.monotonic() - killed_at
     assert seconds <= 30, f"the retry was claimed {seconds:.1f} s after the kill"
     victim.refresh_from_db()
     assert victim.status == Trial.Status.LOST
     assert retry.worker_name != victim.worker_name and retry.hyperparameters == victim.hyperparameters
+
+
+def test_after_a_redis_outage_both_slots_are_busy_again_within_30_seconds(acme, alice, start_worker, cpu_hog):
+    """Redis stopped for 10 s while trials end: their wake-ups cannot be sent (and do not count
+    as sent), the ones in Redis are lost with it. Both slots run again soon after it is back."""
+    # Each task runs one trial and hands its slot back through the broker: every slot needs a wake-up.
+    start_worker("w1", concurrency=2, env={**DEFAULT_RECOVERY, "TUNEBOARD_RESEND_AFTER_SECONDS": "30",
+                                           "TUNEBOARD_CONTINUE_SECONDS": "0"})
+    study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=200, epochs=2,
+                          patience=2, parallelism=2)
+    wait_for(lambda: Trial.objects.filter(study=study, status="running").count() == 2, timeout=180,
+             interval=0.1, what="both slots running")
+    stop_redis()
+    time.sleep(10)
+    start_redis()
+    back = time.monotonic()
+    wait_for(lambda: Trial.objects.filter(study=study, status="running").count() == 2, timeout=60, interval=0.1,
+             what="both slots running again after Redis came back")
+    seconds = time.monotonic() - back
+    assert seconds <= 30, f"both slots were busy again {seconds:.1f} s after Redis was back"
+    study.refresh_from_db()
+    assert study.status == Study.Status.RUNNING and not Trial.objects.filter(study=study, status="lost").exists()
 
 
 def test_a_lost_wakeup_gives_a_busy_study_its_slot_back(acme, alice, start_worker, start_beat):
