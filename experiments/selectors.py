@@ -372,6 +372,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
     sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
     names = study_charts.varying_hyperparameters(sample)
+    importance = study_charts.importance(sample, names)  # also picks the parallel coordinates' axes
     finished = sum(1 for t in trials if t["status"] in (*WITH_RESULTS, Trial.Status.FAILED))
     durations = [t["duration_seconds"] for t in completed[-200:] if t["duration_seconds"]]
     return {
@@ -381,8 +382,9 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
         "history": study_charts.history(completed, study.objective_direction),
         "curves": study_charts.curves(epochs, shown),
         "parallel": study_charts.parallel_coordinates(
-            sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log")),
-        "importance": study_charts.importance(sample, names),
+            sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log"),
+            ranking=importance),
+        "importance": importance,
         "importance_trials": len(sample),
         "eta_seconds": study_charts.eta_seconds(durations=durations, remaining=study.max_trials - finished,
                                                 parallelism=study.parallelism) if study.is_active else None,
