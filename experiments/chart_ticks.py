@@ -6,7 +6,7 @@ import math
 
 TARGET_TICKS = 5
 SMALL = 1e-3  # below this (and from LARGE up) a label is written as a power: 1e-4, 2e5
-LARGE = 1e5
+LARGE = 1e4
 LABEL_CHARS = 14  # an axis title or category longer than this is cut, its full text kept elsewhere
 
 
@@ -17,7 +17,7 @@ def short(text: str, limit: int = LABEL_CHARS) -> str:
 
 def number_label(value: float, step: float | None = None) -> str:
     """A tick's label: as many decimals as the step needs and no more (0.15, not 0.150000),
-    a power of ten for the very small and very large (1e-4, 2e5)."""
+    a power of ten for the very small and very large (1e-4, 2e4)."""
     if value == 0:
         return "0"
     if abs(value) < SMALL or abs(value) >= LARGE:
@@ -49,19 +49,19 @@ def linear_ticks(low: float, high: float) -> dict:
 
 
 def log_ticks(low: float, high: float) -> dict:
-    """Ticks for an axis of log10 values (low, high are exponents): the decades, and 2 and 5
-    within them when the data spans one decade or less; labelled with the values themselves."""
+    """Ticks for an axis of log10 values (low, high are exponents), labelled with the values
+    themselves: 1, 2 and 5 within a decade when the data spans one or less, else the decades;
+    the axis ends at the nearest 1, 2 or 5 around the data, so it wastes no decade."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return {}
     first, last = math.floor(low + 1e-9), math.ceil(high - 1e-9)
-    if last == first:
-        last += 1
-    multiples = (1, 2, 5) if last - first <= 1 else (1,)
-    values = [e + math.log10(m) for e in range(first, last + 1) for m in multiples]
-    values = [v for v in values if v <= last + 1e-9]
-    # Only the ticks around the data (one below and one above), so a narrow range keeps its detail.
-    below = max([v for v in values if v <= low + 1e-9], default=values[0])
-    above = min([v for v in values if v >= high - 1e-9], default=values[-1])
-    values = [v for v in values if below - 1e-9 <= v <= above + 1e-9]
-    return {"tickvals": [round(v, 9) for v in values], "ticktext": [number_label(float(f"{10 ** v:.6g}")) for v in values],
-            "range": [values[0], values[-1]]}
+    last = max(last, first + 1)
+    candidates = [e + math.log10(m) for e in range(first, last + 1) for m in (1, 2, 5)]
+    below = max(v for v in candidates if v <= low + 1e-9)
+    above = min(v for v in candidates if v >= high - 1e-9)
+    if last - first <= 1:
+        values = [v for v in candidates if below - 1e-9 <= v <= above + 1e-9]
+    else:
+        values = sorted({below, above, *(float(e) for e in range(first, last + 1) if below < e < above)})
+    labels = [number_label(float(f"{10 ** v:.6g}")) for v in values]
+    return {"tickvals": [round(v, 9) for v in values], "ticktext": labels, "range": [values[0], values[-1]]}

@@ -89,13 +89,13 @@
       line: { color: p.score.values, colorscale: "Viridis", reversescale: data.direction === "min", showscale: true } }],
       { height: 340, margin: { l: 60, r: 80, t: 60, b: 30 }, font: { size: 11 } }, config);
     // Titles are cut short so they do not overlap; the full name shows on hover.
-    const titles = document.querySelectorAll("#parallel-chart .axis-title");
-    const names = [...axes.map((a) => a.name), "score"];
-    titles.forEach((title, i) => {
-      if (!names[i]) return;
+    // Plotly keeps axis elements across redraws in its own order: match each by its label.
+    const fullNames = new Map([...axes, p.score].map((a) => [a.label, a.name]));
+    document.querySelectorAll("#parallel-chart .axis-title").forEach((title) => {
       let tip = title.querySelector("title");
       if (!tip) { tip = document.createElementNS("http://www.w3.org/2000/svg", "title"); title.appendChild(tip); }
-      tip.textContent = names[i];
+      const label = [...title.childNodes].filter((n) => n !== tip).map((n) => n.textContent).join("");
+      tip.textContent = fullNames.get(label) || label;
     });
   }
 
