@@ -112,3 +112,21 @@ def test_learning_curves_keep_the_marked_epochs_when_a_long_run_is_downsampled()
     assert len(drawn["epoch"]) <= study_charts.MAX_LEARNING_CURVE_POINTS + 1 and 777 in drawn["epoch"]
     assert drawn["epoch"][0] == 1 and drawn["epoch"][-1] == 1000
     assert study_charts.learning_curves(series, task="classification")["metric"] == "mae"  # what the rows hold
+
+
+def test_table_dates_are_short_with_the_full_date_in_the_tooltip():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from experiments.templatetags.tuneboard import when
+
+    now = timezone.now().replace(hour=14, minute=5)
+    today = when(now)
+    assert ">14:05</time>" in today and f'title="{now:%Y-%m-%d} 14:05"' in today
+    last_year = when(now.replace(year=now.year - 1))
+    assert f">{now.day} {now:%b} {now.year - 1}</time>" in last_year
+    earlier = now - timedelta(days=1)
+    if earlier.year == now.year:
+        assert f">{earlier.day} {earlier:%b} 14:05</time>" in when(earlier)
+    assert when(None) == "—"
