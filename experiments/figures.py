@@ -1,5 +1,5 @@
-"""What each figure on the pages is, in one place: where a model's validation figures come
-from, which validation figures an ensemble's weights are fitted on, how trials are named, and
+"""What each figure on the pages is, in one place: a model's one validation figure and where it
+comes from (also what an ensemble's weights are fitted on for it), how trials are named, and
 the warnings for results a limit decided. Pure functions over rows (no queries)."""
 
 from dataclasses import dataclass
@@ -21,8 +21,6 @@ class Source:
 SOURCES = {s.key: s for s in (
     Source("search_checkpoint", "search-phase checkpoint",
            "the search trial's best-epoch checkpoint, trained on train, validated on validation"),
-    Source("best_epoch_run", "best-epoch run",
-           "the retrain's best-epoch detection run, trained on train, validated on validation"),
     Source("trial_checkpoint", "the trial's checkpoint",
            "the trial's best-epoch checkpoint, trained on train, evaluated on validation"),
     Source("members_blend", "members' blend",
@@ -35,15 +33,11 @@ def _get(item, name: str):
 
 
 def validation_source(model) -> Source:
-    """Where a trained model's val_metrics come from (a TrainedModel or a dict of its fields)."""
+    """Where a trained model's validation figure comes from (a TrainedModel or a dict of its fields)."""
     method = _get(model, "method")
     if _get(model, "kind") == ENSEMBLE or method not in (RETRAIN, PROMOTE):
         return SOURCES["members_blend"]
-    if method == PROMOTE:
-        return SOURCES["trial_checkpoint"]
-    # A retrain that reused the trial's recorded best epoch ran no detection: its validation
-    # figures are the trial's own (workers/retraining.py).
-    return SOURCES["search_checkpoint" if _get(model, "epoch_source") == RECORDED else "best_epoch_run"]
+    return SOURCES["trial_checkpoint" if method == PROMOTE else "search_checkpoint"]
 
 
 def checkpoint_metrics(trial_metrics: dict | None) -> dict:
@@ -52,31 +46,45 @@ def checkpoint_metrics(trial_metrics: dict | None) -> dict:
 
 
 @dataclass(frozen=True)
-class Weighing:
-    """The validation figures an ensemble's weights will be fitted on for one candidate."""
+class Validation:
+    """The one validation figure of a model or trial: the same number under the same label on
+    every page (models list, model page, leaderboard, dashboard, ensemble picker and report,
+    model card), and the figure an ensemble's weights are fitted on for it."""
 
     metrics: dict
     source: Source
-    differs_from_own: bool  # a retrained model: not the figure shown as its own validation figure
 
 
-def weighing_figures(candidate) -> Weighing:
-    """For a TrainedModel (its trial loaded) or a Trial, as workers/ensembling.py weighs it."""
-    if hasattr(candidate, "method"):  # a trained model
-        if candidate.method == RETRAIN and candidate.trial_id:
-            return Weighing(checkpoint_metrics(candidate.trial.metrics), SOURCES["search_checkpoint"],
-                            differs_from_own=validation_source(candidate).key != "search_checkpoint")
-        return Weighing(dict(candidate.val_metrics), validation_source(candidate), differs_from_own=False)
-    return Weighing(checkpoint_metrics(candidate.metrics), SOURCES["search_checkpoint"], differs_from_own=False)
+def _trial_metrics(model) -> dict | None:
+    if isinstance(model, dict):
+        return model.get("trial__metrics")
+    return model.trial.metrics if getattr(model, "trial_id", None) else None
 
 
-def member_validation_source(member) -> Source:
-    """Where an ensemble member's validation figures (and the weights) came from."""
-    if member.model_id is None:
-        return SOURCES["search_checkpoint"]
-    if member.model.method == RETRAIN:
-        return SOURCES["search_checkpoint"]
-    return validation_source(member.model)
+def model_validation(model) -> Validation:
+    """A TrainedModel (its trial loaded) or a dict of its fields with `trial__metrics`.
+
+    A retrained model trained on train+validation, so no figure of its own on validation is
+    honest: it shows its search trial's checkpoint figure, labelled so, everywhere (its
+    best-epoch detection run only chose the epoch count and is drawn in its learning curves).
+    That is also the figure the ensemble's weights are fitted on, so an ensemble of that one
+    model shows the same figure as the model."""
+    source = validation_source(model)
+    if source.key == "search_checkpoint":
+        return Validation(checkpoint_metrics(_trial_metrics(model)), source)
+    return Validation(dict(_get(model, "val_metrics") or {}), source)
+
+
+def validation(candidate) -> Validation:
+    """model_validation for a trained model; a trial's own checkpoint figure for a trial."""
+    if hasattr(candidate, "method"):
+        return model_validation(candidate)
+    return Validation(checkpoint_metrics(candidate.metrics), SOURCES["search_checkpoint"])
+
+
+def member_validation(member) -> Validation:
+    """An ensemble member's figure: its model's or trial's one validation figure."""
+    return validation(member.model if member.model_id else member.trial)
 
 
 # --- names -------------------------------------------------------------------------------

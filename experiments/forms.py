@@ -207,9 +207,14 @@ class StudyForm(forms.ModelForm):
         self.warm_start_notes: list[str] = []
         self.fields["dataset"].queryset = Dataset.objects.filter(team=team)
         self.fields["seed_from"].queryset = Study.objects.filter(team=team).select_related("dataset")
+        # Options are names (a paragraph in a dropdown is cut off); the page shows the chosen
+        # one's description beside the choice and study_form.js keeps it in step.
+        entries = hypermodel_entries()
         self.fields["hypermodel"] = forms.ChoiceField(
-            choices=[(name, f"{name} — {e.description}") for name, e in hypermodel_entries().items()]
+            choices=[(name, name) for name in entries],
+            widget=forms.Select(attrs={"aria-describedby": "hypermodel-description"}),
         )
+        self.hypermodel_descriptions = {name: e.description for name, e in entries.items()}
         # The page greys out the hypermodels that do not fit the chosen dataset's kind, with why.
         self.dataset_kinds = dict(self.fields["dataset"].queryset.values_list("id", "kind"))
         self.hypermodel_kinds = {name: list(e.kinds) for name, e in hypermodel_entries().items()}
@@ -263,6 +268,11 @@ class StudyForm(forms.ModelForm):
             field.widget = forms.Select(choices=[(m, m) for m in metrics])
         else:
             field.widget = forms.TextInput(attrs={"maxlength": 50, "placeholder": "e.g. val_loss"})
+
+    @property
+    def hypermodel_description(self) -> str:
+        """The description of the hypermodel the form shows as chosen (none for an unknown one)."""
+        return self.hypermodel_descriptions.get(str(self["hypermodel"].value() or ""), "")
 
     @property
     def initial_random_default(self) -> int:

@@ -38,8 +38,8 @@ def _lineage(model: TrainedModel, members: list) -> dict:
             "members": [{"label": figures.member_label(m), "model": str(m.model) if m.model_id else None,
                          "trial": m.trial.trial_id if m.trial_id else None,
                          "trial_number": m.trial.number if m.trial_id else None, "weight": m.weight,
-                         "validation": m.val_metrics,
-                         "validation_source": figures.member_validation_source(m).long,
+                         "validation": figures.member_validation(m).metrics,
+                         "validation_source": figures.member_validation(m).source.long,
                          "test": m.test_metrics} for m in members],
             "weights_fitted_on": "validation predictions of members trained on the training split only",
         }}
@@ -85,9 +85,9 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
             "duration_seconds": model.duration_seconds,
         },
         "metrics": {
-            "validation": model.val_metrics,
+            "validation": figures.model_validation(model).metrics,
             "test": model.test_metrics,
-            "validation_source": figures.validation_source(model).long,
+            "validation_source": figures.model_validation(model).source.long,
             "note": "Validation metrics are from models trained on the training split only (validation_source "
                     "says which); test metrics are from this model, evaluated once.",
         },

@@ -98,8 +98,7 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5, include_pruned
                                           status=TrainedModel.Status.COMPLETED)
               .select_related("dataset", "study", "trial").order_by("name", "version"))
     for model in models:
-        model.weighing = figures.weighing_figures(model)
-        model.own_source = figures.validation_source(model)
+        model.validation = figures.model_validation(model)  # what the weights will be fitted on
         group(model.dataset)["models"].append(model)
     for study in Study.objects.filter(team=team).select_related("dataset").order_by("name"):
         order = "-score" if study.objective_direction == "max" else "score"
@@ -108,19 +107,19 @@ def ensemble_candidates(*, team: Team, trials_per_study: int = 5, include_pruned
                   .order_by(order, "number")[:trials_per_study])
         for trial in trials:
             trial.study = study
-            trial.weighing = figures.weighing_figures(trial)
+            trial.validation = figures.validation(trial)
             group(study.dataset)["trials"].append(trial)
     return [g for g in groups.values() if len(g["models"]) + len(g["trials"]) >= 1]
 
 
 def ensemble_members(*, ensemble: TrainedModel) -> list:
-    """The members in position order, each with its display label, the source of its
-    validation figures (what the weights were fitted on) and whether it dominates the blend."""
-    members = list(ensemble.members.select_related("model", "trial__study"))
+    """The members in position order, each with its display label, its one validation figure
+    (what the weights were fitted on, as its own page shows it) and whether it dominates the blend."""
+    members = list(ensemble.members.select_related("model__trial", "trial__study"))
     dominant = figures.dominant_member([m.weight for m in members]) if members else None
     for i, member in enumerate(members):
         member.display_label = figures.member_label(member)
-        member.validation_source = figures.member_validation_source(member)
+        member.validation = figures.member_validation(member)
         member.dominant = i == dominant
     return members
 
@@ -398,6 +397,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     values = dict(Trial.objects.filter(pk__in=[t["pk"] for t in sample]).values_list("pk", "hyperparameters"))
     sample = [{**t, "hyperparameters": values.get(t["pk"], {})} for t in sample]
     names = study_charts.varying_hyperparameters(sample)
+    importance = study_charts.importance(sample, names)  # also picks the parallel coordinates' axes
     return {
         "objective": study.objective_metric,
         "direction": study.objective_direction,
@@ -405,8 +405,9 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
         "history": study_charts.history(completed, study.objective_direction),
         "curves": study_charts.curves(epochs, shown),
         "parallel": study_charts.parallel_coordinates(
-            sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log")),
-        "importance": study_charts.importance(sample, names),
+            sample, names, frozenset(r["name"] for r in study.search_space if r.get("sampling") == "log"),
+            ranking=importance),
+        "importance": importance,
         "importance_trials": len(sample),
         "eta_seconds": study_eta_seconds(study=study),
     }
@@ -441,8 +442,10 @@ def team_best_models(*, team: Team) -> list[dict]:
     recent = finished.filter(finished__gte=timezone.now() - timedelta(days=RECENT_DAYS)).values("dataset_id")
     by_dataset: dict[int, list[dict]] = {}
     for row in finished.filter(dataset_id__in=recent).values(
-            "id", "name", "version", "dataset_id", "dataset__name", "dataset__task", "test_metrics", "val_metrics",
-            "created"):
+            "id", "name", "version", "kind", "method", "dataset_id", "dataset__name", "dataset__task", "test_metrics",
+            "val_metrics", "trial__metrics", "created"):
+        # Ties are broken by the validation figure the leaderboard shows.
+        row["val_metrics"] = figures.model_validation(row).metrics
         by_dataset.setdefault(row["dataset_id"], []).append(row)
     best = []
     for rows in by_dataset.values():
@@ -489,7 +492,8 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
     # Plain values, not model instances: a thousand rows without the studies' JSON columns.
     for m in models.values("id", "name", "version", "kind", "method", "epoch_source", "best_epoch", "epoch_cap",
                            "study_id", "study__name", "study__hypermodel", "created_by__username", "created",
-                           "test_metrics", "val_metrics", "hyperparameters", "report__weights"):
+                           "test_metrics", "val_metrics", "trial__metrics", "hyperparameters", "report__weights"):
+        validation = figures.model_validation(m)  # the figure every page shows for this model
         warning = ""
         if figures.retrain_hit_cap(m):
             warning = figures.CAP_REACHED.format(cap=m["epoch_cap"])
@@ -498,8 +502,8 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
         rows.append({
             "id": m["id"], "label": f"{m['name']} v{m['version']}", "slug": f"{m['name']}-v{m['version']}",
             "model_name": m["name"], "version": m["version"], "study_id": m["study_id"],
-            "test_metrics": m["test_metrics"], "val_metrics": m["val_metrics"],
-            "val_source": figures.validation_source(m).short, "warning": warning,
+            "test_metrics": m["test_metrics"], "val_metrics": validation.metrics,
+            "val_source": validation.source.short, "warning": warning,
             "name": (m["name"], m["version"]), "kind": methods.get(m["method"], m["method"]),
             "study": m["study__name"] or "", "hypermodel": m["study__hypermodel"] or "ensemble",
             "author": m["created_by__username"] or "", "created": m["created"],

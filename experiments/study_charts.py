@@ -8,9 +8,12 @@ import math
 
 import numpy as np
 
+from experiments import chart_ticks
+
 MAX_HISTORY_POINTS = 2000
 MAX_CURVE_POINTS = 100
 MAX_PARALLEL_TRIALS = 1000  # also the sample importance is estimated on
+DEFAULT_PARALLEL_AXES = 6  # more crowd a chart a page wide; the user adds others
 IMPORTANCE_BINS = 8
 
 
@@ -144,24 +147,41 @@ def _encoded(values: list) -> tuple[np.ndarray, list | None]:
     return np.array([float(index[json_key(v)]) for v in values]), categories
 
 
-def parallel_coordinates(trials: list[dict], names: list[str], log_names: frozenset = frozenset()) -> dict:
-    """Dimensions for Plotly's parcoords: one per varying hyperparameter, then the score.
-    At most MAX_PARALLEL_TRIALS trials, evenly sampled. Log-sampled ones get a log10 axis."""
+def parallel_coordinates(trials: list[dict], names: list[str], log_names: frozenset = frozenset(),
+                         ranking: list[dict] | None = None) -> dict:
+    """Dimensions for Plotly's parcoords: one per varying hyperparameter, and the score apart.
+    At most MAX_PARALLEL_TRIALS trials, evenly sampled. Log-sampled ones get a log10 axis.
+
+    With a dozen hyperparameters the axes crowd each other out, so `default` names the
+    DEFAULT_PARALLEL_AXES most important (by `ranking`, importance() rows; the search space's
+    order when there is none yet) and the page lets the user add the others (`order`). Every
+    axis carries nice ticks (chart_ticks) and a title short enough not to overlap its
+    neighbours; `name` keeps the full one."""
     keep = downsample_indices(len(trials), MAX_PARALLEL_TRIALS)
     sample = [trials[i] for i in keep]
     dimensions = []
     for name in names:
         values, categories = _encoded([t["hyperparameters"].get(name) for t in sample])
-        label = name
-        if categories is None and name in log_names and np.nanmin(values, initial=np.inf) > 0:
-            values, label = np.log10(values), f"log10 {name}"
-        dimension = {"label": label, "values": [None if math.isnan(v) else round(v, 6) for v in values.tolist()]}
+        log = categories is None and name in log_names and np.nanmin(values, initial=np.inf) > 0
+        if log:
+            values = np.log10(values)
+        dimension = {"name": name, "label": chart_ticks.short(name), "log": bool(log),
+                     "values": [None if math.isnan(v) else round(v, 6) for v in values.tolist()]}
         if categories is not None:
             dimension["tickvals"] = list(range(len(categories)))
-            dimension["ticktext"] = [_display(c) for c in categories]
+            dimension["ticktext"] = [chart_ticks.short(_display(c)) for c in categories]
+        elif not np.isnan(values).all():
+            low, high = float(np.nanmin(values)), float(np.nanmax(values))
+            dimension.update(chart_ticks.log_ticks(low, high) if log else chart_ticks.linear_ticks(low, high))
         dimensions.append(dimension)
-    dimensions.append({"label": "score", "values": [t["score"] for t in sample]})
-    return {"dimensions": dimensions, "shown": len(sample), "total": len(trials)}
+    order = [row["name"] for row in ranking or [] if row["name"] in names]
+    order += [name for name in names if name not in order]
+    scores = [t["score"] for t in sample]
+    finite = [s for s in scores if s is not None and math.isfinite(s)]
+    score = {"name": "score", "label": "score", "values": scores,
+             **(chart_ticks.linear_ticks(min(finite), max(finite)) if finite else {})}
+    return {"dimensions": dimensions, "score": score, "order": order, "default": order[:DEFAULT_PARALLEL_AXES],
+            "shown": len(sample), "total": len(trials)}
 
 
 def importance(trials: list[dict], names: list[str]) -> list[dict]:

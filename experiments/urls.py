@@ -37,6 +37,8 @@ urlpatterns = [
     path("datasets/", datasets.dataset_list, name="dataset_list"),
     path("datasets/upload/", datasets.dataset_upload, name="dataset_upload"),
     path("datasets/<int:dataset_id>/", datasets.dataset_detail, name="dataset_detail"),
+    path("datasets/<int:dataset_id>/examples/<int:class_index>.png", datasets.dataset_examples_png,
+         name="dataset_examples"),
     path("studies/", studies.study_list, name="study_list"),
     path("studies/new/", studies.study_new, name="study_new"),
     path("studies/compare/", study_comparison.studies_compare, name="studies_compare"),

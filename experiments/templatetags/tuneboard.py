@@ -1,6 +1,9 @@
 import math
 
 from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html
 
 from experiments import figures
 from experiments.models import ModelFile
@@ -92,3 +95,20 @@ def source_long(key: str) -> str:
 def format_label(fmt: str) -> str:
     """A download format as its download link is labelled ("TFLite, float32")."""
     return dict(ModelFile.Format.choices).get(fmt, fmt)
+
+
+@register.filter
+def when(moment):
+    """A table's date, short enough not to wrap: "14:05" today, "12 Mar 14:05" this year,
+    "12 Mar 2024" before; the full date and time in its tooltip."""
+    if moment is None:
+        return "—"
+    local, now = timezone.localtime(moment), timezone.localtime()
+    if local.date() == now.date():
+        shown = date_format(local, "H:i")
+    elif local.year == now.year:
+        shown = date_format(local, "j M H:i")
+    else:
+        shown = date_format(local, "j M Y")
+    return format_html('<time datetime="{}" title="{}">{}</time>', local.isoformat(),
+                       date_format(local, "Y-m-d H:i"), shown)

@@ -1,8 +1,12 @@
 from django.conf import settings
 from django.contrib import messages
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
 
+from experiments import dataset_examples
 from experiments.forms import BundledDatasetForm, DatasetUploadForm
+from experiments.models import Dataset
 from experiments.selectors import team_datasets
 from experiments.services.datasets import DatasetError, dataset_create_bundled, dataset_create_upload
 from experiments.views.access import editor_required, get_dataset_for_user, team_required
@@ -65,7 +69,23 @@ def dataset_detail(request, dataset_id: int):
         features = [name for name in dataset.feature_names if name in keys]
         summary = [key for key in ("image", "sequence") if key in keys and key not in features]
         columns = [*features, *summary, *sorted(set(keys) - set(features) - set(summary))]
+    examples = dataset_examples.shown_classes(dataset) if dataset.kind == Dataset.Kind.IMAGE else []
     return render(request, "datasets/detail.html", {
         "dataset": dataset, "balance": balance, "preview_columns": columns,
         "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],
+        "examples": examples, "examples_per_class": dataset_examples.EXAMPLES_PER_CLASS,
+        "example_height": dataset_examples.THUMBNAIL_SIDE,
     })
+
+
+@require_GET
+@team_required
+def dataset_examples_png(request, dataset_id: int, class_index: int):
+    """One class's example images as a PNG strip; drawn once, then read from disk."""
+    dataset = get_dataset_for_user(request, dataset_id)
+    if dataset.kind != Dataset.Kind.IMAGE or class_index >= len(dataset_examples.shown_classes(dataset)):
+        raise Http404("This dataset has no example images for that class.")
+    response = HttpResponse(dataset_examples.class_examples_png(dataset, class_index), content_type="image/png")
+    # A dataset's arrays never change; private: another team must not get it from a shared cache.
+    response["Cache-Control"] = "private, max-age=86400"
+    return response

@@ -44,7 +44,7 @@ CONTENT_TYPES = {
 def model_list(request):
     models = list(team_models(team=request.team))
     for model in models:
-        model.validation_source = figures.validation_source(model)
+        model.validation = figures.model_validation(model)
         model.warnings = figures.model_warnings(model, dominant_label="one member" if figures.dominant_member(
             model.report.get("weights")) is not None else None)
     return render(request, "models/list.html", {"models": models, "any_active": any(m.is_active for m in models)})
@@ -58,16 +58,14 @@ def _detail_context(model: TrainedModel) -> dict:
         if rows:
             phases.append({"label": label, "rows": rows,
                            "metric_names": sorted({name for row in rows for name in row["metrics"]})})
-    metric_names = sorted(set(model.val_metrics) | set(model.test_metrics))
+    validation = figures.model_validation(model)
+    metric_names = sorted(set(validation.metrics) | set(model.test_metrics))
     members = ensemble_members(ensemble=model) if model.is_ensemble else []
     dominant = next((m for m in members if m.dominant), None)
-    # A retrained model joins ensembles weighed by its trial's checkpoint: show that figure too.
-    weighing = figures.weighing_figures(model) if not model.is_ensemble else None
     return {
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
         "members": members, "dominant": dominant,
-        "validation_source": figures.validation_source(model),
-        "weighing": weighing if weighing and weighing.differs_from_own else None,
+        "validation": validation,
         "warnings": figures.model_warnings(
             model, study_epochs=model.study.epochs if model.study_id else None,
             trial_best_epoch=model.trial.best_epoch if model.trial_id else None,

@@ -45,6 +45,10 @@ from experiments.views.access import (
 )
 from experiments.views.reruns import reruns_context
 
+# A message true only while the study runs ("…started."): the page drops it when the study is
+# not running, and the live part removes it from an open page when the study ends.
+WHILE_RUNNING = "while-running"
+
 
 @team_required
 def study_list(request):
@@ -89,7 +93,9 @@ def _study_form_page(request, initial: dict, original: Study | None = None):
         except StudyError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Study {study.name} {'started' if 'start' in request.POST else 'saved'}.")
+            started = "start" in request.POST
+            messages.success(request, f"Study {study.name} {'started' if started else 'saved'}.",
+                             extra_tags=WHILE_RUNNING if started else "")
             for note in form.warm_start_notes:
                 messages.info(request, note)
             return redirect("study_detail", study_id=study.id)
@@ -138,10 +144,19 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
     return context
 
 
+def _current_messages(request, study: Study) -> list:
+    """The pending messages, less those about a run that is already over."""
+    pending = list(messages.get_messages(request))
+    if study.is_active:
+        return pending
+    return [m for m in pending if WHILE_RUNNING not in m.extra_tags.split()]
+
+
 @team_required
 def study_detail(request, study_id: int):
     study = get_study_for_user(request, study_id)
     context = _live_context(study, _trial_status(request))
+    context["messages"] = _current_messages(request, study)
     context["pruning_line"] = describe_pruning(PruningSettings.from_study(study))
     return render(request, "studies/detail.html", context)
 
@@ -158,12 +173,12 @@ def study_live(request, study_id: int):
     return render(request, "studies/_live.html", context)
 
 
-def _act_on_study(request, study_id: int, action, success: str):
+def _act_on_study(request, study_id: int, action, success: str, extra_tags: str = ""):
     """Run one study service for a POST and report its outcome as a message."""
     study = get_study_for_user(request, study_id)
     try:
         action(study=study)
-        messages.success(request, success)
+        messages.success(request, success, extra_tags=extra_tags)
     except StudyError as exc:
         messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)
@@ -173,7 +188,8 @@ def _act_on_study(request, study_id: int, action, success: str):
 @editor_required
 def study_start_view(request, study_id: int):
     resumed = get_study_for_user(request, study_id).started is not None
-    return _act_on_study(request, study_id, study_start, "Study resumed." if resumed else "Study started.")
+    return _act_on_study(request, study_id, study_start, "Study resumed." if resumed else "Study started.",
+                         extra_tags=WHILE_RUNNING)
 
 
 @require_POST

@@ -32,14 +32,7 @@
     });
     if (curves.length) Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
 
-    const p = data.parallel;
-    show("parallel", p.dimensions.length > 1);
-    if (p.dimensions.length > 1) {
-      const score = p.dimensions[p.dimensions.length - 1].values;
-      Plotly.react("parallel-chart", [{ type: "parcoords", dimensions: p.dimensions,
-        line: { color: score, colorscale: "Viridis", reversescale: data.direction === "min", showscale: true } }],
-        { height: 340, margin: { l: 70, r: 70, t: 60, b: 30 }, font: { size: 11 } }, config);
-    }
+    drawParallel(data);
 
     show("importance", data.importance.length > 0);
     if (data.importance.length) {
@@ -50,6 +43,60 @@
     }
     const note = document.getElementById("charts-note");
     note.textContent = h.shown < h.total ? `History shows ${h.shown} of ${h.total} trials (every improvement kept).` : "";
+  }
+
+  // Parallel coordinates: the most important hyperparameters by default (the server picks
+  // them), the user adds or removes others with the checkboxes below the chart. The choice
+  // survives the live redraws; a hyperparameter that starts to vary later joins unticked.
+  let chosen = null;
+  let lastData = null;
+  const picker = document.getElementById("parallel-axes");
+
+  function axisPicker(p) {
+    const importance = Object.fromEntries(lastData.importance.map((r) => [r.name, r.importance]));
+    const boxes = p.order.map((name) => {
+      const label = document.createElement("label");
+      label.title = name;
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = name;
+      box.checked = chosen.has(name);
+      box.addEventListener("change", () => {
+        if (box.checked) chosen.add(name); else chosen.delete(name);
+        drawParallel(lastData);
+      });
+      const share = name in importance ? ` (${Math.round(100 * importance[name])}%)` : "";
+      label.append(box, ` ${name}${share}`);
+      return label;
+    });
+    picker.querySelector(".axis-boxes").replaceChildren(...boxes);
+    picker.querySelector("summary").textContent =
+      `Axes: ${chosen.size} of ${p.order.length} hyperparameters` +
+      (p.order.length > p.default.length ? ` (the ${p.default.length} most important by default): add or remove` : "");
+  }
+
+  function drawParallel(data) {
+    lastData = data;
+    const p = data.parallel;
+    if (chosen === null) chosen = new Set(p.default);
+    const axes = p.order.filter((name) => chosen.has(name))
+      .map((name) => p.dimensions.find((d) => d.name === name));
+    picker.hidden = p.dimensions.length < 2;
+    if (!picker.hidden) axisPicker(p);
+    show("parallel", p.dimensions.length > 0 && axes.length > 0);
+    if (!axes.length) return;
+    Plotly.react("parallel-chart", [{ type: "parcoords", dimensions: [...axes, p.score], labelangle: 0,
+      line: { color: p.score.values, colorscale: "Viridis", reversescale: data.direction === "min", showscale: true } }],
+      { height: 340, margin: { l: 60, r: 80, t: 60, b: 30 }, font: { size: 11 } }, config);
+    // Titles are cut short so they do not overlap; the full name shows on hover.
+    // Plotly keeps axis elements across redraws in its own order: match each by its label.
+    const fullNames = new Map([...axes, p.score].map((a) => [a.label, a.name]));
+    document.querySelectorAll("#parallel-chart .axis-title").forEach((title) => {
+      let tip = title.querySelector("title");
+      if (!tip) { tip = document.createElementNS("http://www.w3.org/2000/svg", "title"); title.appendChild(tip); }
+      const label = [...title.childNodes].filter((n) => n !== tip).map((n) => n.textContent).join("");
+      tip.textContent = fullNames.get(label) || label;
+    });
   }
 
   // Redrawn whenever the live part of the page (htmx, every 2 s while the study runs) has

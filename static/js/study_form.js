@@ -147,3 +147,17 @@
   form.addEventListener("input", (event) => { if (event.target.name === "objective_metric") update(); });
   update();
 })();
+
+/* The chosen hypermodel's description, under its name: the options are short names, since a
+ * paragraph in a dropdown is cut off. */
+(function () {
+  const form = document.getElementById("study-form");
+  const shown = document.getElementById("hypermodel-description");
+  const source = document.getElementById("hypermodel-descriptions");
+  if (!form || !shown || !source || !form.elements["hypermodel"]) return;
+  const descriptions = JSON.parse(source.textContent);
+  const hypermodel = form.elements["hypermodel"];
+  const update = () => { shown.textContent = descriptions[hypermodel.value] || ""; };
+  hypermodel.addEventListener("change", update);
+  update();
+})();

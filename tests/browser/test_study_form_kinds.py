@@ -29,12 +29,16 @@ def test_the_form_offers_the_hypermodels_that_fit_and_loads_their_space(live_ser
     assert not page.locator('#id_hypermodel option[value="resnet"]').is_disabled()
     assert "not offered: text (takes text)" in page.locator("#hypermodel-fit").inner_text()
     assert "filters" in _space_names(page)
+    # Options are short names; the chosen one's description is shown under the choice.
+    assert hypermodel.locator("option").all_inner_texts()[:2] == ["dense", "cnn"]
+    assert page.locator("#hypermodel-description").inner_text().startswith("Convolutional network for images")
     screenshot("images")
 
     # A text dataset: the image hypermodel is no longer allowed; the form moves to `text`
     # and brings its default space, since the person has not edited it.
     page.locator("#id_dataset").select_option(str(texts.id))
     assert hypermodel.input_value() == "text"
+    assert page.locator("#hypermodel-description").inner_text().startswith("Text classifier/regressor")
     assert page.locator('#id_hypermodel option[value="cnn"]').is_disabled()
     page.wait_for_function("document.getElementById('id_search_space').value.includes('max_tokens')")
     assert "encoder" in _space_names(page)

@@ -16,7 +16,7 @@ def _model(**fields):
 
 
 @pytest.mark.parametrize("fields, source", [
-    ({}, "best-epoch run"),
+    ({}, "search-phase checkpoint"),
     ({"epoch_source": "recorded"}, "search-phase checkpoint"),
     ({"method": "promote", "epoch_source": ""}, "the trial's checkpoint"),
     ({"kind": "ensemble", "method": "nelder_mead", "epoch_source": ""}, "members' blend"),
@@ -24,22 +24,34 @@ def _model(**fields):
 def test_each_model_names_the_source_of_its_validation_figures(fields, source):
     assert figures.validation_source(_model(**fields)).short == source
     assert figures.validation_source({**vars(_model()), **fields}).short == source  # rows as dicts too
+    assert figures.model_validation(_model(**fields)).source.short == source
 
 
-def test_a_retrained_model_is_weighed_by_its_trials_checkpoint_not_its_own_figure():
+def test_a_retrained_model_shows_its_trials_checkpoint_figure_not_its_detection_run():
     model = _model(trial=SimpleNamespace(metrics={"val_loss": 0.1411, "val_accuracy": 0.96, "loss": 0.05}))
-    weighing = figures.weighing_figures(model)
-    assert weighing.metrics == {"loss": 0.1411, "accuracy": 0.96}
-    assert weighing.source.short == "search-phase checkpoint" and weighing.differs_from_own
+    shown = figures.model_validation(model)
+    assert shown.metrics == {"loss": 0.1411, "accuracy": 0.96}  # not the stored 0.0366 of the detection run
+    assert shown.source.short == "search-phase checkpoint"
+    # The same figure from a leaderboard row (a dict with the trial's metrics) and as an ensemble weighs it.
+    row = {**vars(_model()), "trial__metrics": {"val_loss": 0.1411, "val_accuracy": 0.96}}
+    assert figures.model_validation(row) == shown == figures.validation(model)
 
 
-def test_promoted_models_and_trials_are_weighed_by_themselves():
-    promoted = figures.weighing_figures(_model(method="promote", epoch_source=""))
-    assert promoted.metrics == {"loss": 0.0366} and not promoted.differs_from_own
-    trial = figures.weighing_figures(SimpleNamespace(metrics={"val_loss": 0.2, "loss": 0.1}))
+def test_promoted_models_ensembles_and_trials_show_their_own_figures():
+    promoted = figures.model_validation(_model(method="promote", epoch_source=""))
+    assert promoted.metrics == {"loss": 0.0366}
+    ensemble = figures.model_validation(_model(kind="ensemble", method="mean", val_metrics={"loss": 0.2}))
+    assert ensemble.metrics == {"loss": 0.2} and ensemble.source.short == "members' blend"
+    trial = figures.validation(SimpleNamespace(metrics={"val_loss": 0.2, "loss": 0.1}))
     assert trial.metrics == {"loss": 0.2} and trial.source.short == "search-phase checkpoint"
-    recorded = figures.weighing_figures(_model(epoch_source="recorded"))
-    assert not recorded.differs_from_own  # its own figure already is the checkpoint's
+
+
+def test_an_ensemble_member_shows_its_models_figure():
+    model = _model(trial=SimpleNamespace(metrics={"val_loss": 0.1411}))
+    member = SimpleNamespace(model_id=1, model=model, trial_id=None, trial=None)
+    assert figures.member_validation(member) == figures.model_validation(model)
+    trial = SimpleNamespace(metrics={"val_loss": 0.3})
+    assert figures.member_validation(SimpleNamespace(model_id=None, model=None, trial=trial)).metrics == {"loss": 0.3}
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -100,3 +112,21 @@ def test_learning_curves_keep_the_marked_epochs_when_a_long_run_is_downsampled()
     assert len(drawn["epoch"]) <= study_charts.MAX_LEARNING_CURVE_POINTS + 1 and 777 in drawn["epoch"]
     assert drawn["epoch"][0] == 1 and drawn["epoch"][-1] == 1000
     assert study_charts.learning_curves(series, task="classification")["metric"] == "mae"  # what the rows hold
+
+
+def test_table_dates_are_short_with_the_full_date_in_the_tooltip():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from experiments.templatetags.tuneboard import when
+
+    now = timezone.now().replace(hour=14, minute=5)
+    today = when(now)
+    assert ">14:05</time>" in today and f'title="{now:%Y-%m-%d} 14:05"' in today
+    last_year = when(now.replace(year=now.year - 1))
+    assert f">{now.day} {now:%b} {now.year - 1}</time>" in last_year
+    earlier = now - timedelta(days=1)
+    if earlier.year == now.year:
+        assert f">{earlier.day} {earlier:%b} 14:05</time>" in when(earlier)
+    assert when(None) == "—"

@@ -40,6 +40,9 @@ TEAM_ACTIONS = {
 WEBHOOK_ROUTES = {"webhook_edit", "webhook_test", "webhook_secret", "webhook_remove"}
 # Answering an invitation: only the account it is addressed to (checked below).
 INVITATION_ROUTES = {"invitation_accept_mine", "invitation_decline"}
+# An image dataset's example images: cross-team and bad-id checks in tests/web/test_dataset_examples.py
+# (acme's dataset here is a table, which has none).
+IMAGE_ROUTES = {"dataset_examples"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
              *(WEBHOOK_ROUTES - {"webhook_edit"})}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
@@ -48,6 +51,7 @@ STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parall
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel,
          membership: Membership, invitation: Invitation, webhook: Webhook) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
+           "class_index": 0,
            "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
@@ -79,7 +83,8 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
     with_ids = {
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
-    assert with_ids == set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES, (
+    assert with_ids == (set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES
+                        | IMAGE_ROUTES), (
         "a new page or action needs its cross-team check here"
     )
 

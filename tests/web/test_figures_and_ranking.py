@@ -1,7 +1,8 @@
-"""Every validation figure says which model it comes from (models list, model page, leaderboard,
-ensemble picker, ensemble page), the picker shows the figure the weights will be fitted on,
-and one ranking rule, chosen per team on the leaderboard, ranks the leaderboard and the
-dashboard alike."""
+"""One model, one validation figure: the same number with the same source on the models list,
+the model page, the leaderboard, the ensemble picker (where it is what the weights are fitted
+on) and the ensemble page; a retrained model shows its search trial's checkpoint, since it
+trained on the validation split itself. And one ranking rule, chosen per team on the
+leaderboard, ranks the leaderboard and the dashboard alike."""
 
 import csv
 import io
@@ -29,7 +30,7 @@ def _row(page: str, marker: str) -> str:
 
 @pytest.fixture
 def retrained(acme, alice, acme_study):
-    """The issue's model: 0.0366 from its best-epoch run, 0.1411 from its trial's checkpoint."""
+    """The issue's model: 0.0366 from its best-epoch detection run, 0.1411 from its trial's checkpoint."""
     trial = finished_trial(acme_study, 1, metrics={"val_loss": 0.1411, "val_accuracy": 0.96, "loss": 0.05})
     return finished_model(acme, alice, acme_study, trial, name="retrained", val={"loss": 0.0366, "accuracy": 0.99},
                           test={"loss": 0.08, "accuracy": 0.97})
@@ -45,7 +46,8 @@ def promoted(acme, alice, acme_study):
 def test_the_models_list_names_each_validation_source_and_the_trial_by_number(alice_client, retrained, promoted):
     page = page_text(alice_client.get(reverse("model_list")))
     retrained_row = _row(page, 'data-model="retrained-v1"')
-    assert "loss 0.0366" in retrained_row and "(best-epoch run)" in retrained_row and "Trial 1</a>" in retrained_row
+    assert "loss 0.1411" in retrained_row and "(search-phase checkpoint)" in retrained_row
+    assert "0.0366" not in retrained_row and "Trial 1</a>" in retrained_row
     promoted_row = _row(page, 'data-model="promoted-v1"')
     assert "(the trial&#x27;s checkpoint)" in promoted_row and "Trial 2</a>" in promoted_row
     assert "· <a" in retrained_row and ">0</a>" not in page  # never "· 0": trials are named by number
@@ -58,21 +60,22 @@ def test_the_ensemble_picker_shows_the_figure_the_weights_will_be_fitted_on(alic
     page = page_text(alice_client.get(reverse("ensemble_new")))
     row = _row(page, f'data-candidate="model:{retrained.id}"')
     weighing = row.split('class="weighing">', 1)[1].split("</td>", 1)[0]
-    own = row.split('class="own">', 1)[1].split("</td>", 1)[0]
     assert "loss 0.1411" in weighing and "(search-phase checkpoint)" in weighing
-    assert "loss 0.0366" in own and "best-epoch run; not used for the weights" in own
+    assert "0.0366" not in row and 'class="own"' not in page  # one figure, no second "own" one
     promoted_weighing = _row(page, f'data-candidate="model:{promoted.id}"').split('class="weighing">', 1)[1]
     assert "loss 0.2000" in promoted_weighing and "(the trial&#x27;s checkpoint)" in promoted_weighing
     trial_row = _row(page, f'data-candidate="trial:{retrained.trial_id}"')
     assert "acme study trial 1" in trial_row and "loss 0.1411" in trial_row
 
 
-def test_the_model_page_shows_its_source_and_the_checkpoint_figure_ensembles_weigh_it_by(alice_client, retrained):
+def test_the_model_page_shows_the_one_figure_ensembles_weigh_it_by_and_says_why(alice_client, retrained):
     page = page_text(alice_client.get(reverse("model_detail", args=[retrained.id])))
     metrics = _section(page, 'id="model-metrics"', "</table>")
-    assert "(best-epoch run)" in metrics and "search-phase checkpoint: what ensembles weigh it by" in metrics
-    assert 'data-metric="val_loss">0.0366<' in metrics and 'data-metric="checkpoint_loss">0.1411<' in metrics
-    assert "the retrain&#x27;s best-epoch detection run, trained on train, validated on validation" in page
+    assert "(search-phase checkpoint)" in metrics and 'data-metric="val_loss">0.1411<' in metrics
+    assert "0.0366" not in metrics and "checkpoint_loss" not in metrics
+    note = _section(page, 'id="metrics-note">', "</p>")
+    assert "the search trial&#x27;s best-epoch checkpoint, trained on train, validated on validation" in note
+    assert "trained on train+validation, so no validation figure of its own would be honest" in note
 
 
 def test_a_promoted_model_needs_no_second_figure(alice_client, promoted):
@@ -100,11 +103,35 @@ def test_the_ensemble_page_names_its_members_and_where_their_figures_come_from(
 
 def test_the_leaderboard_names_the_source_of_each_validation_figure(alice_client, retrained, promoted):
     page = page_text(alice_client.get(reverse("leaderboard")))
-    assert "(best-epoch run)" in _row(page, 'data-model="retrained-v1"')
+    assert "(search-phase checkpoint)" in _row(page, 'data-model="retrained-v1"')
     assert "(the trial&#x27;s checkpoint)" in _row(page, 'data-model="promoted-v1"')
     rows = list(csv.DictReader(io.StringIO(page_text(alice_client.get(reverse("leaderboard"), {"format": "csv"})))))
-    assert {r["model"]: r["val_source"] for r in rows} == {"retrained": "best-epoch run",
+    assert {r["model"]: r["val_source"] for r in rows} == {"retrained": "search-phase checkpoint",
                                                            "promoted": "the trial's checkpoint"}
+
+
+def test_an_ensemble_of_one_model_shows_that_models_figure_everywhere(alice_client, acme, alice, retrained):
+    """The worker fits the weights on the member's checkpoint predictions, so the blend of a
+    single member scores what the checkpoint scores: every page shows one number for both."""
+    ensemble = finished_ensemble(acme, alice, retrained.dataset, [retrained], [1.0], name="solo",
+                                 test=retrained.test_metrics)
+    ensemble.val_metrics = {"loss": 0.1411, "accuracy": 0.96}
+    ensemble.save(update_fields=["val_metrics"])
+    model_page = _section(page_text(alice_client.get(reverse("model_detail", args=[retrained.id]))),
+                          'id="model-metrics"', "</table>")
+    assert 'data-metric="val_accuracy">0.9600<' in model_page and 'data-metric="val_loss">0.1411<' in model_page
+    ensemble_page = page_text(alice_client.get(reverse("model_detail", args=[ensemble.id])))
+    member_row = _row(_section(ensemble_page, 'id="ensemble-members"', "</table>"), "retrained v1")
+    assert 'data-metric="val_loss">0.1411<' in member_row and "search-phase checkpoint" in member_row
+    assert 'data-metric="val_accuracy">0.9600<' in _section(ensemble_page, 'id="model-metrics"', "</table>")
+    board = page_text(alice_client.get(reverse("leaderboard")))
+    val_cells = {slug: _row(board, f'data-model="{slug}"').split("</td>")[2] for slug in ("retrained-v1", "solo-v1")}
+    assert all("0.9600" in cell for cell in val_cells.values()), val_cells
+    rows = {r["model"]: r for r in csv.DictReader(io.StringIO(page_text(
+        alice_client.get(reverse("leaderboard"), {"format": "csv"}))))}
+    assert rows["retrained"]["val_accuracy"] == rows["solo"]["val_accuracy"] == "0.96"
+    card = alice_client.get(reverse("model_card", args=[retrained.id])).json()
+    assert card["metrics"]["validation"] == {"loss": 0.1411, "accuracy": 0.96}
 
 
 # --- one ranking rule ----------------------------------------------------------------------

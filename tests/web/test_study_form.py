@@ -243,3 +243,26 @@ def test_hyperband_with_fewer_than_three_epochs_is_rejected(alice_client, acme_d
     assert response.status_code == 200
     assert shows(response, "Hyperband needs at least 3 epochs to form brackets.")
     assert not Study.objects.exists()
+
+
+def test_hypermodels_are_chosen_by_name_with_the_chosen_ones_description_beside(alice_client, acme_dataset):
+    from experiments.hypermodel_catalog import BUILTIN
+
+    page = page_text(alice_client.get(reverse("study_new")))
+    select = page.split('id="id_hypermodel"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="dense" selected>dense</option>' in select
+    assert '<option value="cnn">cnn</option>' in select and "MLP" not in select  # no paragraph in the dropdown
+    assert 'aria-describedby="hypermodel-description"' in page
+    shown = page.split('id="hypermodel-description"', 1)[1].split("</p>", 1)[0]
+    assert BUILTIN["dense"].description in shown
+    assert json_script(alice_client.get(reverse("study_new")), "hypermodel-descriptions")["cnn"] == \
+        BUILTIN["cnn"].description
+
+
+def test_a_refused_form_describes_the_hypermodel_it_was_sent(alice_client, acme_dataset):
+    from experiments.hypermodel_catalog import BUILTIN
+
+    response = alice_client.post(reverse("study_new"), _form(acme_dataset, hypermodel="sequence", max_trials=0))
+    assert response.status_code == 200
+    shown = page_text(response).split('id="hypermodel-description"', 1)[1].split("</p>", 1)[0]
+    assert BUILTIN["sequence"].description in shown

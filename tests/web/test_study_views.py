@@ -40,8 +40,12 @@ def test_chart_data_draws_history_curves_parallel_coordinates_and_importance(ali
     best = [b for b in history["best"] if b is not None]
     assert best == sorted(best) and best[-1] == max(history["score"])  # val_accuracy is maximised
     assert len(data["curves"]) == 10 and data["curves"][0]["epoch"] == [1, 2, 3]
-    labels = [d["label"] for d in data["parallel"]["dimensions"]]
-    assert labels == ["log10 learning_rate", "units", "score"]  # "fixed" never varies; lr is log-sampled
+    parallel = data["parallel"]
+    assert [d["name"] for d in parallel["dimensions"]] == ["learning_rate", "units"]  # "fixed" never varies
+    assert parallel["order"] == ["learning_rate", "units"]  # by importance: the score depends on lr only
+    learning_rate = parallel["dimensions"][0]
+    assert learning_rate["log"] and learning_rate["ticktext"] == ["0.001", "0.01", "0.1"]  # log-sampled
+    assert len(parallel["score"]["values"]) == 12
     assert data["importance"][0]["name"] == "learning_rate"
     assert sum(row["importance"] for row in data["importance"]) == pytest.approx(1.0, abs=1e-3)
     assert data["eta_seconds"] is None  # the study is not running

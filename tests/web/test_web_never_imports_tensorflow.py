@@ -79,8 +79,11 @@ to_accept, _ = invitation_create(team=team_create(name="Invites A", owner=viewer
                                  created_by=viewer)
 to_decline, _ = invitation_create(team=team_create(name="Invites B", owner=viewer), username="alice",
                                   role="viewer", created_by=viewer)
+# An image dataset, whose example images are drawn in the web process.
+images = dataset_create_bundled(team=team, user=user, bundled_name="digits_images")
 ROUTE_IDS = {"invitation_accept_mine": {"invitation_id": to_accept.id},
-             "invitation_decline": {"invitation_id": to_decline.id}}
+             "invitation_decline": {"invitation_id": to_decline.id},
+             "dataset_examples": {"dataset_id": images.id, "class_index": 0}}
 ensemble = TrainedModel.objects.create(
     team=team, dataset=dataset, kind="ensemble", name="blend", version=1, method="mean", seed=1, status="completed")
 from experiments.services.webhooks import webhook_create
