@@ -7,11 +7,12 @@ import csv
 import hashlib
 
 import pytest
+from django.utils import timezone
 from sklearn.datasets import load_iris
 
 from experiments.models import Dataset, Study, TrainedModel, Trial
 from tests.browser.conftest import log_in
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
@@ -117,8 +118,13 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.get_by_label("zanzibar v1").check()
     page.get_by_label("zanzibar v2").check()
     page.get_by_label("Name").fill("zanzibar-blend")
+    clicked = timezone.now()  # the worker is idle: both retrains are done
     page.locator("#build-ensemble").click()
     page.wait_for_url("**/models/*/")
+    blend = wait_for(lambda: TrainedModel.objects.filter(name="zanzibar-blend", started__isnull=False).first(),
+                     timeout=30, interval=0.05, what="the ensemble to be claimed")
+    waited = (blend.started - clicked).total_seconds()
+    assert waited <= 3, f"the ensemble was claimed {waited:.1f} s after the click"
     page.locator("#model-status", has_text="Completed").wait_for(timeout=300_000)
     page.locator("#weights-chart .main-svg").first.wait_for()
     assert page.locator("#ensemble-comparison").is_visible()
