@@ -12,7 +12,7 @@ import io
 from django.conf import settings
 from django.core.files.base import File
 from django.core.files.storage import Storage
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.deconstruct import deconstructible
 
 
@@ -54,18 +54,27 @@ class _ChunkReader(io.RawIOBase):
 @deconstructible
 class DatabaseStorage(Storage):
     def get_available_name(self, name: str, max_length: int | None = None) -> str:
-        """Names are unique by construction (artifacts carry a uuid4), so the lookup Django
-        makes before every save is skipped; a clash would still fail on the unique name."""
+        """Checked by the INSERT in _save instead of a lookup before it: artifact names carry a
+        uuid4, so a clash is rare and costs a retry, not a query on every save."""
         if max_length is not None and len(name) > max_length:
             return super().get_available_name(name, max_length=max_length)
         return name
+
+    def _save(self, name: str, content) -> str:
+        try:
+            with transaction.atomic():  # a savepoint: a clash leaves the caller's transaction usable
+                return self._write(name, content)
+        except IntegrityError:
+            if self._blob(name) is None:
+                raise
+            return self._write(super().get_available_name(name), content)  # the name is taken
 
     def _blob(self, name: str):
         from experiments.models import StoredBlob
 
         return StoredBlob.objects.filter(name=name).first()
 
-    def _save(self, name: str, content) -> str:
+    def _write(self, name: str, content) -> str:
         from experiments.models import StoredBlob, StoredChunk
 
         chunk_bytes = settings.ARTIFACT_CHUNK_BYTES
