@@ -474,8 +474,10 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
             return Finish()  # finished trials are immutable (the reaper got there first)
         counts = _trial_counts(study)
         oracle = oracles.load(study)
-        failure_limit = counts.untold and _tell_tuner_of_lost(study, oracles, oracle).failure_limit
-        failure_limit = _record(study, row, outcome, oracles, oracle) or failure_limit
+        told = _tell_tuner_of_lost(study, oracles, oracle) if counts.untold else Told()
+        # As in _record: reaching the failure limit only ends a study that is still running.
+        failure_limit = _record(study, row, outcome, oracles, oracle) or (
+            told.failure_limit and study.status == StudyStatus.RUNNING)
         counts.running -= 1  # this trial
         finish = Finish()
         if failure_limit:

@@ -239,3 +239,20 @@ def test_bayesian_optimisation_closes_in_on_the_optimum_after_its_random_start(m
     # The guided trials find a point closer than the random start did (KerasTuner's own
     # implementation, same seed: 0.002; the random start: 0.051; log10 range 2 wide).
     assert min(distances[4:]) < min(min(distances[:4]), 0.05), distances
+
+
+def test_a_reaped_failure_told_after_a_cancel_leaves_the_study_cancelled(make_study):
+    """The reaper marked a lost attempt that counts; the study was cancelled before any claim
+    told the tuner. The other trial's release tells it then: the study stays CANCELLED (the
+    failure limit only ends a running study) and the lost values run again on resume."""
+    study = trial_runs.study_start(study=make_study(parallelism=2, max_retries_per_trial=1,
+                                                    max_consecutive_failed_trials=1))
+    lost, other = claim(study, "a").trial, claim(study, "b").trial
+    Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    assert trial_runs.trials_reap_stale() == 1
+    trial_runs.study_cancel(study=study)
+    finish(other, status="released")
+    study = fresh(study)
+    lost.refresh_from_db()
+    assert study.status == Study.Status.CANCELLED
+    assert trial_runs.TELL_TUNER not in lost.kt_state
