@@ -27,12 +27,12 @@ def seed(label: str, n_trials: int, n_models: int):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from experiments.hypermodel_catalog import DENSE_DEFAULT_SPACE
     from experiments.models import Study, TrainedModel, Trial
     from experiments.services.api_tokens import api_token_create
     from experiments.services.datasets import dataset_create_bundled
     from experiments.services.studies import study_create
     from experiments.services.teams import team_create
+    from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
 
     rng = random.Random(0)
     user = get_user_model().objects.create_user(f"api-{label}", password="x" * 12)

@@ -53,7 +53,7 @@ def measure_fit_seconds() -> dict:
 
 
 def _digits_splits():
-    from experiments.dataset_parsing import load_bundled, split_indices
+    from experiments.datasets.parsing import load_bundled, split_indices
 
     parsed = load_bundled("digits")
     train, val, test = split_indices(parsed, val_fraction=0.15, test_fraction=0.15, seed=0)

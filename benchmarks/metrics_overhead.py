@@ -131,7 +131,7 @@ def measure_middleware_alone(calls: int = 20_000) -> dict:
     from django.test import RequestFactory
     from django.urls import resolve
 
-    from experiments.health import RequestMetricsMiddleware
+    from experiments.views.probes import RequestMetricsMiddleware
 
     request = RequestFactory().get("/healthz")
     request.resolver_match = resolve("/healthz")

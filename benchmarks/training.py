@@ -107,7 +107,7 @@ class _FileReporter:
 
 
 def _tuneboard(options: dict) -> list[float]:
-    from experiments.compute_options import ComputeSettings
+    from experiments.tuning.compute_options import ComputeSettings
     from workers.training import DatasetArrays, TrialSpec, run_trial
 
     x, y, x_val, y_val = _data()

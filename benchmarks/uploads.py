@@ -35,7 +35,7 @@ MB = 1_000_000
 def zeros_npz(path: Path, rows: int = NPZ_ROWS, columns: int = NPZ_COLUMNS, classes: int = 10) -> Path:
     """What numpy.savez_compressed writes for x = rows × columns float32 zeros and y = row % classes
     (0.4 MB for 400 MB of zeros), written a block at a time: this process never holds x either."""
-    from experiments.array_files import write_npz
+    from experiments.datasets.arrays import write_npz
 
     x = np.broadcast_to(np.zeros(columns, dtype=np.float32), (rows, columns))  # no memory behind it
     with open(path, "wb") as out:

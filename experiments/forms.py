@@ -4,31 +4,9 @@ from django import forms
 from django.conf import settings
 from django.core import validators
 
-from experiments.bounds import (
-    MAX_FILENAME_CHARS,
-    InputError,
-    load_json,
-    no_control_characters,
-    seed_field,
-    whole_number_field,
-)
-from experiments.dataset_parsing import BUNDLED
-from experiments.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
+from experiments.datasets.parsing import BUNDLED
 from experiments.models import Dataset, Study, TrainedModel
-from experiments.pruning_options import APPLIES as PRUNING_APPLIES
-from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
-from experiments.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
-from experiments.pruning_options import LIMITS as PRUNING_LIMITS
-from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
-from experiments.pruning_options import SETTINGS as PRUNING_SETTINGS
-from experiments.pruning_options import model_field as pruning_field
-from experiments.ranking import metric_direction
-from experiments.search_space import (
-    SearchSpaceError,
-    default_initial_random_trials,
-    fixed_type_errors,
-    validate_search_space,
-)
+from experiments.presentation.ranking_rule import metric_direction
 from experiments.services.datasets import UploadOptions
 from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
 from experiments.services.ensembles import METHODS as ENSEMBLE_METHODS
@@ -40,6 +18,28 @@ from experiments.services.warm_starts import (
     WarmStartError,
     seed_count_error,
     warm_start_seeds,
+)
+from experiments.tuning.bounds import (
+    MAX_FILENAME_CHARS,
+    InputError,
+    load_json,
+    no_control_characters,
+    seed_field,
+    whole_number_field,
+)
+from experiments.tuning.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
+from experiments.tuning.pruning_options import APPLIES as PRUNING_APPLIES
+from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
+from experiments.tuning.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
+from experiments.tuning.pruning_options import LIMITS as PRUNING_LIMITS
+from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
+from experiments.tuning.pruning_options import model_field as pruning_field
+from experiments.tuning.search_space import (
+    SearchSpaceError,
+    default_initial_random_trials,
+    fixed_type_errors,
+    validate_search_space,
 )
 
 METRICS_BY_TASK = {

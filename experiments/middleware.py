@@ -4,9 +4,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpResponse, JsonResponse, QueryDict
 
-from experiments.bounds import parse_id
 from experiments.selectors import membership_current
 from experiments.services.audit import audit_acting_request
+from experiments.tuning.bounds import parse_id
 
 SESSION_KEY = "current_team_id"
 

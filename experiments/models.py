@@ -6,16 +6,16 @@ from django.db import models
 from django.utils import timezone
 from knox.models import AbstractAuthToken
 
-from experiments.compute_options import JIT_COMPILE, PRECISIONS
-from experiments.pruning_options import DEFAULTS as PRUNING_DEFAULTS
-from experiments.pruning_options import PRUNERS
 from experiments.states import TRIAL_FINISHED, DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import JIT_COMPILE, PRECISIONS
+from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
+from experiments.tuning.pruning_options import PRUNERS
 
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created = models.DateTimeField(default=timezone.now)
-    # The test metric the leaderboard and the dashboard rank models by (experiments/ranking.py);
+    # The test metric the leaderboard and the dashboard rank models by (experiments/presentation/ranking_rule.py);
     # empty: accuracy for classification, the loss for regression.
     ranking_metric = models.CharField(max_length=50, blank=True, default="")
 
@@ -215,7 +215,7 @@ class Study(models.Model):
     # Bayesian optimisation's random trials before its Gaussian process takes over; empty
     # means KerasTuner's default, 3 x the number of hyperparameters.
     initial_random_trials = models.PositiveIntegerField(null=True, blank=True)
-    # Compute settings (experiments/compute_options.py): retrains and ensembles reuse them.
+    # Compute settings (experiments/tuning/compute_options.py): retrains and ensembles reuse them.
     precision = models.CharField(max_length=16, choices=list(PRECISIONS.items()), default="float32")
     jit_compile = models.CharField(max_length=4, choices=list(JIT_COMPILE.items()), default="auto")
     steps_per_execution = models.PositiveIntegerField(default=1)
@@ -224,7 +224,7 @@ class Study(models.Model):
     # first and in order; `seeds_used` of them have been claimed (written under the row lock).
     seeds = models.JSONField(default=list, blank=True)
     seeds_used = models.PositiveIntegerField(default=0)
-    # Pruning (experiments/pruning_options.py): stop trials that are clearly behind at an epoch.
+    # Pruning (experiments/tuning/pruning_options.py): stop trials that are clearly behind at an epoch.
     pruner = models.CharField(max_length=20, choices=list(PRUNERS.items()), default="none")
     pruning_startup_trials = models.PositiveIntegerField(default=PRUNING_DEFAULTS["startup_trials"])
     pruning_warmup_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["warmup_epochs"])
@@ -282,12 +282,12 @@ class Trial(models.Model):
     claim_ms = models.FloatField(null=True, blank=True)
     # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
     compute = models.JSONField(default=dict, blank=True)
-    # What it takes to reproduce it (experiments/reproducibility.py): dataset hash and split,
+    # What it takes to reproduce it (experiments/tuning/reproducibility.py): dataset hash and split,
     # seed, package versions, host and devices, the hypermodel's code identity.
     environment = models.JSONField(default=dict, blank=True)
     # Epochs it trained, over all its executions (set when it finishes).
     epochs_trained = models.PositiveIntegerField(null=True, blank=True)
-    # A pruned trial's decision: experiments.pruners.Decision.record().
+    # A pruned trial's decision: experiments.tuning.pruners.Decision.record().
     pruning = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
@@ -337,7 +337,7 @@ class TrialEpoch(models.Model):
 class PruningReference(models.Model):
     """A finished (completed or pruned) trial's best-so-far objective at one epoch of a pruning
     study, copied from its TrialEpoch rows when it finishes: what the pruner compares a running
-    trial with (experiments/pruners.py). Kept apart so one index-only read per epoch report
+    trial with (experiments/tuning/pruners.py). Kept apart so one index-only read per epoch report
     finds them, however many epochs and trials the study has; rows of finished trials never
     change, so neither do these."""
 

@@ -5,7 +5,6 @@ from collections.abc import Iterator
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from experiments import figures
 from experiments.models import (
     AuditEvent,
     Dataset,
@@ -19,14 +18,15 @@ from experiments.models import (
     Trial,
     Webhook,
 )
-from experiments.ranking import (
+from experiments.presentation import figures
+from experiments.presentation.ranking_rule import (
     effective_ranking_metric,
     metric_direction,
     rank_models,
     recorded_test_metrics,
     tie_breaks,
 )
-from experiments.search_space import default_initial_random_trials
+from experiments.tuning.search_space import default_initial_random_trials
 
 # Trials that produced a result (a pruned one is cut short, not failed).
 WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
@@ -140,8 +140,8 @@ def model_epoch_rows(*, model: TrainedModel) -> list[dict]:
 def model_learning_curves(*, model: TrainedModel, epoch_rows: list[dict]) -> dict | None:
     """The model page's chart: per phase for a retrain (best-epoch detection, then the retrain
     on train+validation); a promoted model's are its trial's (it trained no further)."""
-    from experiments import study_charts
     from experiments.models import TrainedModelEpoch
+    from experiments.presentation import study_charts
 
     if model.is_ensemble:
         return None
@@ -235,8 +235,8 @@ def study_trials_export(*, study: Study) -> tuple[list[str], Iterator[list]]:
 
 def trials_compared(*, study: Study, trial_pks: list[int]) -> dict:
     """The picked trials of the study, the hyperparameter names among them, and their curves."""
-    from experiments import study_charts
     from experiments.models import TrialEpoch
+    from experiments.presentation import study_charts
 
     trials = list(Trial.objects.filter(study=study, pk__in=trial_pks).order_by("number"))
     labels = {t.pk: figures.trial_label(t.number) for t in trials}
@@ -248,7 +248,7 @@ def trials_compared(*, study: Study, trial_pks: list[int]) -> dict:
 def study_eta_seconds(*, study: Study, capacity: dict | None = None) -> float | None:
     """Seconds until the study's last trial should end: the trials actually running, the
     observed durations and the slots it really gets (study_capacity), not the parallelism asked."""
-    from experiments import study_charts
+    from experiments.presentation import study_charts
 
     if not study.is_active:
         return None
@@ -295,7 +295,7 @@ def trial_epoch_rows(*, trial: Trial) -> list[dict]:
 def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list | None = None) -> dict:
     """The trial page's chart: one series per execution, the best epoch and the study's last
     marked; each finished re-run's curves beside the trial's own."""
-    from experiments import study_charts
+    from experiments.presentation import study_charts
 
     executions = {row["execution"] for row in epoch_rows}
     series = study_charts.series_by(
@@ -314,9 +314,9 @@ def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list 
 
 def trial_reruns(*, trial: Trial) -> list:
     """The trial's re-runs, newest first; each carries its epoch rows and, once completed, how
-    close it came to the trial (experiments/reproducibility.py)."""
+    close it came to the trial (experiments/tuning/reproducibility.py)."""
     from experiments.models import TrialRerun, TrialRerunEpoch
-    from experiments.reproducibility import rerun_comparison
+    from experiments.tuning.reproducibility import rerun_comparison
 
     reruns = list(TrialRerun.objects.filter(trial=trial).order_by("-number"))
     rows: dict[int, list[dict]] = {}
@@ -382,8 +382,8 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     """Everything the study page's charts draw, in four queries whatever the study's size.
     Hyperparameters are read for an even sample of the finished trials only (parallel
     coordinates and importance need no more), which keeps a 10,000-trial study fast."""
-    from experiments import study_charts
     from experiments.models import TrialEpoch
+    from experiments.presentation import study_charts
 
     trials = list(Trial.objects.filter(study=study).order_by("number").values(
         "pk", "number", "trial_id", "status", "score", "duration_seconds"))
@@ -475,7 +475,7 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
                 author_id: int | None = None, since=None, until=None, sort: str = "test",
                 descending: bool | None = None) -> dict:
     """The team's finished models and ensembles of one dataset, ranked by the team's ranking
-    metric (experiments/ranking.py), each validation figure with its source beside it."""
+    metric (experiments/presentation/ranking_rule.py), each validation figure with its source beside it."""
     models = TrainedModel.objects.filter(team=team, dataset=dataset, status=TrainedModel.Status.COMPLETED)
     if study_id:
         models = models.filter(study_id=study_id)
@@ -541,24 +541,24 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
 
 
 def studies_compared(*, studies: list[Study]) -> dict:
-    """Two to four studies side by side (experiments/study_comparison.py), in three queries
+    """Two to four studies side by side (experiments/presentation/comparison.py), in three queries
     whatever their size: every trial's row without its JSON, the hyperparameters of the sample
     the importance is estimated on, and the best trials' metrics and hyperparameters."""
-    from experiments import importance, study_comparison
+    from experiments.presentation import comparison, importance
 
-    study_comparison.check_selection(studies)
+    comparison.check_selection(studies)
     trials: dict[int, list[dict]] = {s.id: [] for s in studies}
     for row in (Trial.objects.filter(study__in=list(trials)).order_by("study_id", "number", "pk")
                 .values("pk", "study_id", "number", "status", "score")):
         trials[row["study_id"]].append(row)
-    histories = {s.id: study_comparison.study_history(trials[s.id], s.objective_direction) for s in studies}
+    histories = {s.id: comparison.study_history(trials[s.id], s.objective_direction) for s in studies}
     samples = {sid: importance.sample(h["completed"]) for sid, h in histories.items()}
     best_pks = [h["best"]["pk"] for h in histories.values() if h["best"]]
     sampled_pks = [t["pk"] for sample in samples.values() for t in sample]
     values = dict(Trial.objects.filter(pk__in=sampled_pks).values_list("pk", "hyperparameters"))
     best_rows = {row["pk"]: row for row in Trial.objects.filter(pk__in=best_pks).values(
         "pk", "number", "score", "metrics", "hyperparameters")}
-    return study_comparison.comparison(
+    return comparison.comparison(
         studies=[{"id": s.id, "name": s.name, "tuner": s.tuner, "tuner_label": s.get_tuner_display(),
                   "hypermodel": s.hypermodel, "status": s.status, "objective_metric": s.objective_metric,
                   "objective_direction": s.objective_direction} for s in studies],

@@ -23,7 +23,7 @@ class TrialStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     LOST = "lost", "Lost"
-    # Stopped early by the study's pruner (experiments/pruners.py): a result, not a failure.
+    # Stopped early by the study's pruner (experiments/tuning/pruners.py): a result, not a failure.
     PRUNED = "pruned", "Pruned"
 
 

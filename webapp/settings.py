@@ -75,7 +75,7 @@ INSTALLED_APPS = [
 # TUNEBOARD_METRICS=off takes request counting off every request and /metrics answers 404
 # (trials still record their claim time: one float in a row written anyway).
 METRICS_ENABLED = env_bool("TUNEBOARD_METRICS", True)
-METRICS_MIDDLEWARE = "experiments.health.RequestMetricsMiddleware"
+METRICS_MIDDLEWARE = "experiments.views.probes.RequestMetricsMiddleware"
 MIDDLEWARE = [
     *([METRICS_MIDDLEWARE] if METRICS_ENABLED else []),
     "django.middleware.security.SecurityMiddleware",
@@ -159,7 +159,7 @@ LOGOUT_REDIRECT_URL = "login"
 # address, that pair is refused, even with the right password, until LOGIN_LOCKOUT_MINUTES
 # have passed since its last failed attempt.
 AUTHENTICATION_BACKENDS = [
-    "experiments.login_limits.LoginLimitBackend",
+    "experiments.security.login_limits.LoginLimitBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_FAILURE_LIMIT = env_int("TUNEBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
@@ -170,8 +170,8 @@ TRUSTED_PROXY_COUNT = env_int("TUNEBOARD_TRUSTED_PROXIES", 0, minimum=0)
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "experiments.login_limits.client_ip"
-AXES_LOCKOUT_CALLABLE = "experiments.login_limits.locked_out"
+AXES_CLIENT_IP_CALLABLE = "experiments.security.login_limits.client_ip"
+AXES_LOCKOUT_CALLABLE = "experiments.security.login_limits.locked_out"
 AXES_RESET_ON_SUCCESS = True
 # A wrong current password on /password/change/ counts too; what was typed is never stored.
 AXES_SENSITIVE_PARAMETERS = ["old_password", "new_password1", "new_password2"]
@@ -286,7 +286,7 @@ STORAGES = {
 UPLOAD_MAX_MB = env_int("TUNEBOARD_UPLOAD_MAX_MB", 50, minimum=1)
 # Uploads above this go to a temp file instead of memory; parsing reads that file in blocks.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-# What an upload may become once parsed (experiments.dataset_parsing.DatasetLimits): its arrays
+# What an upload may become once parsed (experiments.datasets.parsing.DatasetLimits): its arrays
 # unpacked (they stay on disk, not in the web process), its rows (the web holds ~100 bytes a
 # row while splitting) and the classes of a classification target.
 MAX_DATASET_MB = env_int("TUNEBOARD_MAX_DATASET_MB", 2048, minimum=1)

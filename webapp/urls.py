@@ -3,19 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from experiments import health
-from experiments.scaling import scaling_view
-from experiments.views import accounts
+from experiments.views import accounts, probes
 from experiments.views.notifications import notification_settings
+from experiments.views.scaling import scaling_view
 from experiments.views.teams import invitation_accept_view
 from experiments.views.tokens import api_tokens
 
 # Account pages work without a team; an invitation link works without an account (the
 # token is the credential), so it lives here and not among the team pages.
 urlpatterns = [
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
-    path("metrics", health.metrics, name="metrics"),
+    path("healthz", probes.healthz, name="healthz"),
+    path("readyz", probes.readyz, name="readyz"),
+    path("metrics", probes.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password/change/", accounts.LimitedPasswordChangeView.as_view(), name="password_change"),

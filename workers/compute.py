@@ -2,7 +2,7 @@
 tf.distribute strategy), the dtype policy its layers are built with, the compile options
 Keras trains with, and the tf.data pipeline that feeds it.
 
-experiments/compute_options.py holds the same settings as the web sees them (no TensorFlow).
+experiments/tuning/compute_options.py holds the same settings as the web sees them (no TensorFlow).
 """
 
 import contextlib
@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from experiments.compute_options import ComputeSettings
+from experiments.tuning.compute_options import ComputeSettings
 from workers.devices import discover_tpus
 
 DEFAULT = ComputeSettings()

@@ -1,4 +1,4 @@
-"""The environment record of a run in this worker child: what experiments/reproducibility.py
+"""The environment record of a run in this worker child: what experiments/tuning/reproducibility.py
 describes (dataset hash and split, seed, versions, host, devices, hypermodel code identity)."""
 
 import functools
@@ -8,8 +8,8 @@ import socket
 import sys
 from dataclasses import asdict
 
-from experiments.hypermodel_catalog import BUILTIN
-from experiments.reproducibility import dataset_identity
+from experiments.tuning.hypermodel_catalog import BUILTIN
+from experiments.tuning.reproducibility import dataset_identity
 from workers import hypermodels
 from workers.training import TrialSpec
 from workers.versions import package_versions

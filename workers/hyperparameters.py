@@ -1,4 +1,4 @@
-"""Search-space rows (experiments/search_space.py) -> keras_tuner.HyperParameters, and back.
+"""Search-space rows (experiments/tuning/search_space.py) -> keras_tuner.HyperParameters, and back.
 
 How KerasTuner 1.4.8 treats what we register (checked in
 keras_tuner/src/engine/hyperparameters/hyperparameters.py):
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import keras_tuner
 from keras_tuner.engine import hyperparameters as hp_types
 
-from experiments.search_space import parents_first, validate_search_space
+from experiments.tuning.search_space import parents_first, validate_search_space
 
 
 def _declare(hp: keras_tuner.HyperParameters, row: dict) -> None:

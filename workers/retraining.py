@@ -14,7 +14,6 @@ import numpy as np
 from django.conf import settings
 from django.db import close_old_connections
 
-from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, TrainedModel, TrainedModelEpoch
 from experiments.services.artifacts import artifact_create_from_path, artifacts_delete
 from experiments.services.model_runs import (
@@ -25,6 +24,7 @@ from experiments.services.model_runs import (
     model_record_epoch,
     model_release,
 )
+from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
 from workers.ensembling import build_ensemble
 from workers.environment import environment_record

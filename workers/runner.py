@@ -12,7 +12,6 @@ from pathlib import Path
 from django.conf import settings
 from django.db import close_old_connections
 
-from experiments.compute_options import ComputeSettings
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
 from experiments.services.trial_runs import (
@@ -24,6 +23,7 @@ from experiments.services.trial_runs import (
     trial_heartbeat,
     trial_record_epoch,
 )
+from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints, hypermodels
 from workers.environment import environment_record, training_settings
 from workers.model_building import build_model, study_hyperparameters

@@ -15,8 +15,8 @@ from typing import Protocol
 import keras
 import numpy as np
 
-from experiments.compute_options import ComputeSettings
 from experiments.errors import TuneboardError
+from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints
 from workers.compute import Placement, apply_compile_options, pipeline, placement_for, precision
 

@@ -7,10 +7,10 @@ import copy
 
 from rest_framework import exceptions, permissions
 
-from experiments.bounds import parse_id
 from experiments.middleware import SESSION_KEY
 from experiments.models import ApiToken, Membership, lower_role
 from experiments.selectors import membership_current
+from experiments.tuning.bounds import parse_id
 
 TEAM_HEADER = "HTTP_X_TUNEBOARD_TEAM"
 

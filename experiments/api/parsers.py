@@ -1,10 +1,10 @@
-"""The API's JSON bodies go through the same bounds as the pages' JSON (experiments.bounds):
+"""The API's JSON bodies go through the same bounds as the pages' JSON (experiments.tuning.bounds):
 a body nested 100,000 deep or holding a 5,000-digit number is a 400, not a RecursionError."""
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from experiments.bounds import InputError, load_json
+from experiments.tuning.bounds import InputError, load_json
 
 
 class BoundedJSONParser(JSONParser):

@@ -7,8 +7,8 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch, TrialRerun
-from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
-from experiments.pruning_options import PRUNERS
+from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.pruning_options import PRUNERS
 
 MAX_ID = 2**63 - 1
 

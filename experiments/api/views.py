@@ -21,8 +21,6 @@ from experiments.api.auth import OwnerOnly
 from experiments.api.bodies import body_object, form_input, with_initial
 from experiments.api.errors import NON_FIELD, Conflict, error_body
 from experiments.api.pagination import Pagination
-from experiments.bounds import parse_id
-from experiments.cloning import clone_values
 from experiments.forms import (
     BundledDatasetForm,
     DatasetUploadForm,
@@ -32,6 +30,7 @@ from experiments.forms import (
     StudyForm,
 )
 from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
+from experiments.presentation.comparison import ComparisonError, parse_study_ids
 from experiments.selectors import (
     fleet_rows,
     leaderboard,
@@ -50,7 +49,8 @@ from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trained_models import ModelFileUnavailable, trained_models_request
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import StudyError, study_cancel, study_resume, study_start
-from experiments.study_comparison import ComparisonError, parse_study_ids
+from experiments.tuning.bounds import parse_id
+from experiments.tuning.cloning import clone_values
 from experiments.views.access import (
     get_dataset_for_user,
     get_model_for_user,

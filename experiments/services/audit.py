@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db.models.signals import pre_save
 from django.utils import timezone
 
-from experiments.login_limits import client_ip
 from experiments.models import ApiToken, AuditEvent, Invitation, Membership, Webhook
+from experiments.security.login_limits import client_ip
 
 _request: ContextVar = ContextVar("audit_request", default=None)
 

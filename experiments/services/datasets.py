@@ -12,8 +12,9 @@ from typing import BinaryIO
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from experiments.array_files import write_npz
-from experiments.dataset_parsing import (
+from experiments.datasets.arrays import write_npz
+from experiments.datasets.image_reader import parse_image_zip
+from experiments.datasets.parsing import (
     DatasetError,
     DatasetLimits,
     ParsedDataset,
@@ -25,11 +26,10 @@ from experiments.dataset_parsing import (
     parse_npz,
     split_indices,
 )
-from experiments.image_parsing import parse_image_zip
+from experiments.datasets.sequence_reader import parse_time_series_csv
+from experiments.datasets.text_reader import parse_text_csv
 from experiments.models import Artifact, Dataset, Team
-from experiments.sequence_parsing import parse_time_series_csv
 from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error
-from experiments.text_parsing import parse_text_csv
 
 __all__ = ["DatasetError", "UploadOptions", "dataset_create_bundled", "dataset_create_upload"]
 

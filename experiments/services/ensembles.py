@@ -3,10 +3,10 @@ TrainedModel of kind ENSEMBLE with the same downloads and card as single models.
 
 from django.db import transaction
 
-from experiments.bounds import parse_id
 from experiments.models import EnsembleMember, Team, TrainedModel, Trial
 from experiments.services.model_runs import model_send
 from experiments.services.trained_models import ModelRequestError, check_model_name, last_version_locked
+from experiments.tuning.bounds import parse_id
 
 METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY)
 MAX_ROUNDS = 1000

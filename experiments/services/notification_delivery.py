@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from experiments.models import NotificationDelivery
 from experiments.security import egress
+from experiments.security.webhook_signing import body_bytes, signed_headers
 from experiments.states import DeliveryStatus
-from experiments.webhook_signing import body_bytes, signed_headers
 
 log = logging.getLogger(__name__)
 DELIVER_TASK = "workers.tasks.deliver_notification"

@@ -30,7 +30,7 @@ from experiments.models import (
     Trial,
     Webhook,
 )
-from experiments.ranking import default_ranking_metric
+from experiments.presentation.ranking_rule import default_ranking_metric
 from experiments.selectors import study_best_trial
 from experiments.services.notification_delivery import deliveries_enqueue
 

@@ -4,15 +4,15 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from experiments.bounds import MAX_SEED
-from experiments.compute_options import compute_errors
-from experiments.hypermodel_catalog import hypermodels_for_kind
 from experiments.models import Dataset, Study, Team, Trial
-from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
-from experiments.pruning_options import pruning_errors
-from experiments.search_space import grid_size, validate_search_space
 from experiments.services.trial_runs import StudyError, study_wake
 from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed_count_error, warm_start_seeds
+from experiments.tuning.bounds import MAX_SEED
+from experiments.tuning.compute_options import compute_errors
+from experiments.tuning.hypermodel_catalog import hypermodels_for_kind
+from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.pruning_options import pruning_errors
+from experiments.tuning.search_space import grid_size, validate_search_space
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),

@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
-from experiments.reproducibility import trial_seed
 from experiments.services.model_runs import (
     job_claim,
     job_move,
@@ -25,6 +24,7 @@ from experiments.services.model_runs import (
 )
 from experiments.services.queueing import rerun_task_enqueue
 from experiments.states import MODEL_ACTIVE, ModelStatus
+from experiments.tuning.reproducibility import trial_seed
 
 
 class RerunRequestError(TuneboardError):

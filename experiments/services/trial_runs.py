@@ -26,14 +26,14 @@ from django.db.models import BooleanField, Count, F, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from experiments import pruners
 from experiments.errors import TuneboardError
 from experiments.models import PruningReference, Study, Trial, TrialEpoch
-from experiments.pruning_options import PruningSettings
 from experiments.services.audit import audit_record
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
+from experiments.tuning import pruners
+from experiments.tuning.pruning_options import PruningSettings
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
@@ -80,7 +80,7 @@ class Outcome:
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
     compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
-    environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/reproducibility.py)
+    environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/tuning/reproducibility.py)
     epochs_trained: int | None = None
     pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())
 

@@ -6,11 +6,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from experiments import figures
 from experiments.errors import TuneboardError
 from experiments.models import Study, Team
-from experiments.search_space import ConfigurationError, fit_configuration
+from experiments.presentation import figures
 from experiments.selectors import study_top_trials
+from experiments.tuning.search_space import ConfigurationError, fit_configuration
 
 DEFAULT_TOP_K = 3
 MAX_TOP_K = 20

@@ -9,7 +9,7 @@ from django.db import transaction
 from experiments.errors import TuneboardError
 from experiments.models import SUBSCRIBABLE_EVENTS, Team, Webhook
 from experiments.security.egress import EgressBlocked, destination
-from experiments.webhook_signing import MIN_SECRET_LENGTH, new_secret
+from experiments.security.webhook_signing import MIN_SECRET_LENGTH, new_secret
 
 MAX_URL = 500
 MAX_SECRET = 128

@@ -5,8 +5,8 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
-from experiments import figures
 from experiments.models import ModelFile
+from experiments.presentation import figures
 
 register = template.Library()
 
@@ -86,7 +86,7 @@ def metric_list(metrics) -> str:
 
 @register.filter
 def source_long(key: str) -> str:
-    """The long description of a validation-figure source (experiments/figures.py SOURCES)."""
+    """The long description of a validation-figure source (experiments/presentation/figures.py SOURCES)."""
     source = figures.SOURCES.get(key)
     return source.long if source else ""
 

@@ -1,10 +1,10 @@
 """Password change and reset, with the limits that keep a stolen session or a stranger from
-abusing them (experiments/login_limits.py, experiments/services/password_resets.py)."""
+abusing them (experiments/security/login_limits.py, experiments/services/password_resets.py)."""
 
 from django.contrib.auth import views as auth_views
 from django.http import HttpResponseRedirect
 
-from experiments.login_limits import LimitedPasswordChangeForm, client_ip
+from experiments.security.login_limits import LimitedPasswordChangeForm, client_ip
 from experiments.services.password_resets import password_reset_allowed
 
 

@@ -4,11 +4,10 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
-from experiments.bounds import parse_id
-from experiments.csv_export import csv_response
 from experiments.forms import RankingForm
 from experiments.models import Dataset
-from experiments.ranking import default_ranking_metric
+from experiments.presentation.csv_export import csv_response
+from experiments.presentation.ranking_rule import default_ranking_metric
 from experiments.selectors import (
     LEADERBOARD_COLUMNS,
     leaderboard,
@@ -17,6 +16,7 @@ from experiments.selectors import (
     team_recorded_test_metrics,
 )
 from experiments.services.ranking import RankingError, team_set_ranking_metric
+from experiments.tuning.bounds import parse_id
 from experiments.views.access import forbidden, team_required
 
 PAGE_SIZE = 50

@@ -5,10 +5,10 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments import figures
 from experiments.forms import ModelRequestForm
-from experiments.model_cards import model_card
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.presentation import figures
+from experiments.presentation.model_cards import model_card
 from experiments.selectors import (
     ensemble_members,
     model_epoch_rows,

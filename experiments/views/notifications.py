@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
+from experiments.security.webhook_signing import MIN_SECRET_LENGTH
 from experiments.selectors import team_deliveries, team_webhooks
 from experiments.services.notifications import (
     NotificationError,
@@ -28,7 +29,6 @@ from experiments.services.webhooks import (
     webhook_update,
 )
 from experiments.views.access import editor_required
-from experiments.webhook_signing import MIN_SECRET_LENGTH
 
 # A webhook's secret just made, shown once on the next team page and then forgotten.
 NEW_SECRET_KEY = "new_webhook_secret"

@@ -5,15 +5,10 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments import figures, pruners
-from experiments.bounds import parse_id
-from experiments.cloning import clone_values
-from experiments.csv_export import csv_response
 from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
-from experiments.hypermodel_catalog import hypermodel_entries
 from experiments.models import Study, Trial
-from experiments.pruning_options import PruningSettings
-from experiments.pruning_options import describe as describe_pruning
+from experiments.presentation import figures
+from experiments.presentation.csv_export import csv_response
 from experiments.selectors import (
     study_best_trial,
     study_capacity,
@@ -36,6 +31,12 @@ from experiments.services.studies import StudyError, study_create, study_update_
 from experiments.services.trained_models import default_model_name
 from experiments.services.trial_runs import study_cancel, study_start
 from experiments.services.trials import TrialNotesError, trial_annotate
+from experiments.tuning import pruners
+from experiments.tuning.bounds import parse_id
+from experiments.tuning.cloning import clone_values
+from experiments.tuning.hypermodel_catalog import hypermodel_entries
+from experiments.tuning.pruning_options import PruningSettings
+from experiments.tuning.pruning_options import describe as describe_pruning
 from experiments.views.access import (
     editor_required,
     get_studies_for_user,

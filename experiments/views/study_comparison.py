@@ -1,8 +1,8 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from experiments.presentation.comparison import ComparisonError, parse_study_ids
 from experiments.selectors import studies_compared
-from experiments.study_comparison import ComparisonError, parse_study_ids
 from experiments.views.access import get_studies_for_user, team_required
 
 

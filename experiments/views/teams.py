@@ -11,7 +11,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from experiments.bounds import no_control_characters, parse_id
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership, Study
 from experiments.selectors import dashboard_data, invitations_for_user
@@ -32,6 +31,7 @@ from experiments.services.teams import (
     membership_set_role,
     team_create,
 )
+from experiments.tuning.bounds import no_control_characters, parse_id
 from experiments.views.access import forbidden, team_required
 from experiments.views.audit import audit_context
 from experiments.views.notifications import notifications_context

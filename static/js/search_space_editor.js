@@ -4,7 +4,7 @@
  * The <textarea name="search_space"> holding the JSON rows stays the source of truth the
  * server reads: this script turns it into one editable row per hyperparameter and writes
  * the JSON back on every change. Without JavaScript the textarea is the editor.
- * Rules and messages live on the server (experiments/search_space.py); this script only
+ * Rules and messages live on the server (experiments/tuning/search_space.py); this script only
  * shapes the JSON and shows the server's per-row errors.
  */
 (function () {
@@ -13,7 +13,7 @@
   const TYPES = [["int", "Int"], ["float", "Float"], ["choice", "Choice"],
     ["boolean", "Boolean"], ["fixed", "Fixed"]];
   const SAMPLINGS = { int: ["linear", "log"], float: ["linear", "log", "reverse_log"] };
-  // Same patterns as experiments/search_space.py, so both sides infer the same types.
+  // Same patterns as experiments/tuning/search_space.py, so both sides infer the same types.
   const INT_TEXT = /^[+-]?\d+$/;
   const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 

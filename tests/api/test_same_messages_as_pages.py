@@ -1,5 +1,5 @@
 """The API refuses what the pages refuse, with the same words: both bind the pages' forms (and
-the bounds of experiments/bounds.py). Seeds that used to pass the API and fail on the worker
+the bounds of experiments/tuning/bounds.py). Seeds that used to pass the API and fail on the worker
 (-1, 2**40, 2**62), names the pages refuse, and names sent as lists."""
 
 import pytest

@@ -13,8 +13,8 @@ from django.contrib.messages.storage.base import Message
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.http import HttpRequest
 
-from experiments import chart_ticks, dataset_examples
 from experiments.models import Study, Trial
+from experiments.presentation import chart_ticks, dataset_examples
 from experiments.services.datasets import dataset_create_bundled
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD

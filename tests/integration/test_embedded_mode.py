@@ -17,7 +17,7 @@ pytestmark = pytest.mark.worker
 SCRIPT = """
 import json, sys, time
 from experiments.models import Dataset, Study, Team
-from experiments.hypermodel_catalog import DENSE_DEFAULT_SPACE
+from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
 from experiments.services.studies import study_create
 from experiments.services.trial_runs import study_start
 team = Team.objects.get(name="Demo team")

@@ -18,9 +18,9 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 
 from experiments.models import EventKind, NotificationDelivery, NotificationPreference, Study
+from experiments.security.webhook_signing import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from experiments.services.notifications import notify_webhook_test
 from experiments.services.webhooks import webhook_create
-from experiments.webhook_signing import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.conftest import LOOPBACK_RECEIVERS, ROOT, wait_for
 from tests.fixtures.webhook_receiver import Receiver, closed_port_url
 from tests.integration.helpers import digits, started_study

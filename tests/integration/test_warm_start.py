@@ -8,10 +8,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from experiments.hypermodel_catalog import CNN_DEFAULT_SPACE
 from experiments.models import Study, Trial
 from experiments.selectors import study_top_trials
 from experiments.services.datasets import dataset_create_bundled
+from experiments.tuning.hypermodel_catalog import CNN_DEFAULT_SPACE
 from tests.conftest import TEST_HYPERMODELS, wait_for
 from tests.integration.helpers import digits, started_study
 from tests.web.pages import shows

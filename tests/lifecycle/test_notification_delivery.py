@@ -10,10 +10,16 @@ from django.core import mail
 from django.utils import timezone
 
 from experiments.models import EventKind, NotificationDelivery, NotificationPreference
+from experiments.security.webhook_signing import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    verify,
+)
 from experiments.services.notification_delivery import delivery_attempt
 from experiments.services.notifications import Message, notify, notify_webhook_test
 from experiments.services.webhooks import webhook_create
-from experiments.webhook_signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from tests.fixtures.webhook_receiver import Receiver, closed_port_url
 
 pytestmark = pytest.mark.django_db

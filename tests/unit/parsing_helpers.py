@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 
-from experiments.dataset_parsing import DatasetError
+from experiments.datasets.parsing import DatasetError
 
 
 def npz_bytes(**arrays: np.ndarray) -> bytes:

@@ -6,7 +6,7 @@ import io
 import numpy as np
 import psutil
 
-from experiments.array_files import BLOCK_BYTES, ArrayWriter, blocks, converted, write_npz
+from experiments.datasets.arrays import BLOCK_BYTES, ArrayWriter, blocks, converted, write_npz
 
 MB = 1024 * 1024
 

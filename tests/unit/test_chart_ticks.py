@@ -1,11 +1,11 @@
-"""Axis ticks people can read (experiments/chart_ticks.py): steps of 1, 2 or 5 × 10^k, decades
+"""Axis ticks people can read (experiments/presentation/chart_ticks.py): steps of 1, 2 or 5 × 10^k, decades
 on log axes, short labels; the parallel coordinates' default axes are the most important."""
 
 import math
 
 import pytest
 
-from experiments import chart_ticks, study_charts
+from experiments.presentation import chart_ticks, study_charts
 
 
 @pytest.mark.parametrize("low, high, labels", [

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments.compute_options import ComputeSettings
+from experiments.tuning.compute_options import ComputeSettings
 from workers import compute
 from workers.compute import apply_compile_options, pipeline, placement_for, precision
 from workers.training import DatasetArrays, TrialFailed, TrialSpec, describe, evaluate, run_trial

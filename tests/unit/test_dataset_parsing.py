@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from experiments.dataset_parsing import (
+from experiments.datasets.parsing import (
     BUNDLED,
     ParsedDataset,
     check_upload_size,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from experiments.hypermodel_catalog import BUILTIN
+from experiments.tuning.hypermodel_catalog import BUILTIN
 from workers import hypermodels
 from workers.export import TFLITE_TEXT_REASON, describe_input, export_model
 from workers.hypermodels.base import DataInfo

@@ -1,11 +1,11 @@
-"""What each figure is (experiments/figures.py), the one rounding filter, and the limits that
+"""What each figure is (experiments/presentation/figures.py), the one rounding filter, and the limits that
 decided a result; pure functions, no database."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from experiments import figures
+from experiments.presentation import figures
 from experiments.templatetags.tuneboard import figure, metric_list, trial_name
 
 
@@ -101,7 +101,7 @@ def test_an_ensemble_that_is_one_member_is_found():
 
 
 def test_learning_curves_keep_the_marked_epochs_when_a_long_run_is_downsampled():
-    from experiments import study_charts
+    from experiments.presentation import study_charts
 
     rows = [{"phase": "best_epoch", "epoch": e, "metrics": {"loss": 1 / (e + 1), "val_loss": 1.0, "mae": 0.5,
                                                             "val_mae": 0.6}} for e in range(1000)]

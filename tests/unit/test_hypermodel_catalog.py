@@ -4,8 +4,8 @@ kinds of data it takes, and a team hypermodel may declare its kinds with an "@ki
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from experiments import dataset_parsing
-from experiments.hypermodel_catalog import (
+from experiments.datasets import parsing
+from experiments.tuning.hypermodel_catalog import (
     BUILTIN,
     KINDS,
     HypermodelEntry,
@@ -14,11 +14,11 @@ from experiments.hypermodel_catalog import (
     kind_mismatch,
     parse_hypermodel_setting,
 )
-from experiments.search_space import validate_search_space
+from experiments.tuning.search_space import validate_search_space
 
 
 def test_the_catalog_knows_the_same_kinds_as_the_dataset_parsers():
-    assert KINDS == dataset_parsing.KINDS
+    assert KINDS == parsing.KINDS
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

@@ -8,7 +8,7 @@ import keras_tuner
 import numpy as np
 import pytest
 
-from experiments.hypermodel_catalog import BUILTIN
+from experiments.tuning.hypermodel_catalog import BUILTIN
 from workers import hypermodels
 from workers.hypermodels import base
 from workers.hypermodels.base import DataInfo

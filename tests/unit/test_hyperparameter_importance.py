@@ -1,4 +1,4 @@
-"""Hyperparameter importance (experiments/importance.py): the hyperparameter the score depends
+"""Hyperparameter importance (experiments/presentation/importance.py): the hyperparameter the score depends
 on ranks first, one that never varies gets 0, categories and conditional (absent) values are
 handled, and too few trials say so instead of inventing a ranking."""
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from experiments import importance
+from experiments.presentation import importance
 
 
 def _trials(n: int, score, seed: int = 3) -> list[dict]:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import image_parsing
-from experiments.dataset_parsing import parse_npz
-from experiments.image_parsing import parse_image_zip
+from experiments.datasets import image_reader
+from experiments.datasets.image_reader import parse_image_zip
+from experiments.datasets.parsing import parse_npz
 from tests.unit.parsing_helpers import npz_bytes, rejects
 
 
@@ -313,17 +313,17 @@ def test_it_refuses_a_zip_that_declares_more_than_a_gigabyte_without_unpacking_i
 
 
 def test_it_refuses_too_many_images(monkeypatch, no_unpacking):
-    monkeypatch.setattr(image_parsing, "_MAX_IMAGES", 4)
+    monkeypatch.setattr(image_reader, "_MAX_IMAGES", 4)
     rejects(["holds 5 images; the limit is 4"], parse_image_zip, two_classes())
 
 
 def test_it_refuses_images_that_would_not_fit_in_one_array(monkeypatch):
-    monkeypatch.setattr(image_parsing, "_MAX_ARRAY_BYTES", 100)
+    monkeypatch.setattr(image_reader, "_MAX_ARRAY_BYTES", 100)
     rejects(["The 5 images of 6×8×1 would take", "Choose a smaller image size"], parse_image_zip, two_classes())
 
 
 def test_it_refuses_an_image_with_too_many_pixels_before_decoding_it(monkeypatch):
-    monkeypatch.setattr(image_parsing, "_MAX_SOURCE_PIXELS", 47)
+    monkeypatch.setattr(image_reader, "_MAX_SOURCE_PIXELS", 47)
     rejects(["'cats/1.png' is 8×6 pixels", "at most 47 pixels"], parse_image_zip, two_classes())
 
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from experiments import pruners
-from experiments.pruning_options import PruningSettings
+from experiments.tuning import pruners
+from experiments.tuning.pruning_options import PruningSettings
 
 MEDIAN = PruningSettings(pruner="median", startup_trials=0, warmup_epochs=0, min_trials=1)
 

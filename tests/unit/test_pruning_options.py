@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments.pruning_options import PruningSettings, describe, pruning_errors
+from experiments.tuning.pruning_options import PruningSettings, describe, pruning_errors
 
 
 def errors(**values):

@@ -1,4 +1,4 @@
-"""The one ranking rule (experiments/ranking.py): the chosen test metric in its direction,
+"""The one ranking rule (experiments/presentation/ranking_rule.py): the chosen test metric in its direction,
 ties broken by test loss, then the validation figure, then the newest; models without the
 metric last; the task's default when a team chose nothing."""
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from experiments.ranking import (
+from experiments.presentation.ranking_rule import (
     default_ranking_metric,
     effective_ranking_metric,
     metric_direction,

@@ -3,7 +3,7 @@ the environment differed, with changed inputs (dataset, code, seed) called out."
 
 import pytest
 
-from experiments.reproducibility import difference, environment_differences, rerun_comparison
+from experiments.tuning.reproducibility import difference, environment_differences, rerun_comparison
 from tests.fixtures.environments import changed
 
 ENVIRONMENT = {

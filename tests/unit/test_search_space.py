@@ -1,4 +1,4 @@
-"""experiments.search_space: validation messages, normalisation, choice parsing, grid size."""
+"""experiments.tuning.search_space: validation messages, normalisation, choice parsing, grid size."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.hypermodel_catalog import DENSE_DEFAULT_SPACE
-from experiments.search_space import (
+from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
+from experiments.tuning.search_space import (
     SearchSpaceError,
     grid_size,
     parents_first,
@@ -502,7 +502,7 @@ def test_grid_size_none_for_a_conditional_float_without_step() -> None:
 
 def test_web_module_does_not_import_tensorflow() -> None:
     # A fresh interpreter: this test process may already hold TensorFlow from other tests.
-    code = ("import sys, experiments.search_space; "
+    code = ("import sys, experiments.tuning.search_space; "
             "print(sorted(m for m in ('tensorflow', 'keras', 'keras_tuner') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, cwd=Path(__file__).resolve().parents[2])

@@ -1,4 +1,4 @@
-"""Building the study comparison from rows (experiments/study_comparison.py): which selections
+"""Building the study comparison from rows (experiments/presentation/comparison.py): which selections
 are refused and why, each study's history by trial number with its best so far in its own
 direction, the best trials side by side, and studies with different objectives kept apart."""
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.study_comparison import (
+from experiments.presentation.comparison import (
     MAX_ID,
     ComparisonError,
     best_trial_entry,

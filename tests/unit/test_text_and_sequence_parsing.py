@@ -6,9 +6,9 @@ import io
 import numpy as np
 import pytest
 
-from experiments.dataset_parsing import ParsedDataset, parse_npz, split_indices
-from experiments.sequence_parsing import parse_time_series_csv
-from experiments.text_parsing import parse_text_csv
+from experiments.datasets.parsing import ParsedDataset, parse_npz, split_indices
+from experiments.datasets.sequence_reader import parse_time_series_csv
+from experiments.datasets.text_reader import parse_text_csv
 from tests.unit.parsing_helpers import npz_bytes, rejects
 
 REVIEWS = (

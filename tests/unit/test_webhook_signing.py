@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from experiments.services.notification_delivery import retry_delay
-from experiments.webhook_signing import (
+from experiments.security.webhook_signing import (
     DELIVERY_HEADER,
     EVENT_HEADER,
     SIGNATURE_HEADER,
@@ -19,6 +18,7 @@ from experiments.webhook_signing import (
     signed_headers,
     verify,
 )
+from experiments.services.notification_delivery import retry_delay
 
 SECRET = "s3cret-s3cret-s3cret"
 PAYLOAD = {"text": "[Acme] Study “digits” finished", "event": "study.completed", "study": {"id": 7}}

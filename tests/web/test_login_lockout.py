@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from experiments.login_limits import client_ip
+from experiments.security.login_limits import client_ip
 from tests.conftest import PASSWORD
 from tests.web.pages import page_text
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.hypermodel_catalog import BUILTIN
+from experiments.tuning.hypermodel_catalog import BUILTIN
 from tests.web.fresh_process import run_in_fresh_process
 
 # Loads the settings (and the hypermodel catalog, which reads them) in a fresh interpreter.
@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 try:
     from django.conf import settings
-    from experiments.hypermodel_catalog import hypermodel_entries
+    from experiments.tuning.hypermodel_catalog import hypermodel_entries
 
     result = {
         "engine": settings.DATABASES["default"]["ENGINE"],

@@ -8,9 +8,9 @@ import json
 import pytest
 from django.urls import reverse
 
-from experiments.hypermodel_catalog import CNN_DEFAULT_SPACE
 from experiments.models import Study, Trial
 from experiments.services.datasets import dataset_create_bundled
+from experiments.tuning.hypermodel_catalog import CNN_DEFAULT_SPACE
 from tests.integration.helpers import TINY_SPACE, saved_study
 from tests.web.pages import page_text, shows
 

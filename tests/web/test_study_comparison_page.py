@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from experiments import importance
+from experiments.presentation import importance
 from experiments.services.datasets import dataset_create_bundled
 from tests.integration.helpers import saved_study
 from tests.web.comparison_rows import scored_study

@@ -246,7 +246,7 @@ def test_hyperband_with_fewer_than_three_epochs_is_rejected(alice_client, acme_d
 
 
 def test_hypermodels_are_chosen_by_name_with_the_chosen_ones_description_beside(alice_client, acme_dataset):
-    from experiments.hypermodel_catalog import BUILTIN
+    from experiments.tuning.hypermodel_catalog import BUILTIN
 
     page = page_text(alice_client.get(reverse("study_new")))
     select = page.split('id="id_hypermodel"', 1)[1].split("</select>", 1)[0]
@@ -260,7 +260,7 @@ def test_hypermodels_are_chosen_by_name_with_the_chosen_ones_description_beside(
 
 
 def test_a_refused_form_describes_the_hypermodel_it_was_sent(alice_client, acme_dataset):
-    from experiments.hypermodel_catalog import BUILTIN
+    from experiments.tuning.hypermodel_catalog import BUILTIN
 
     response = alice_client.post(reverse("study_new"), _form(acme_dataset, hypermodel="sequence", max_trials=0))
     assert response.status_code == 200

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments import study_charts
 from experiments.models import Study, Trial, TrialEpoch, Worker
+from experiments.presentation import study_charts
 from tests.web.pages import page_text, shows
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.db import DatabaseError, connection
 
-from experiments.dataset_parsing import parse_npz
+from experiments.datasets.parsing import parse_npz
 from experiments.models import Artifact, Dataset, StoredBlob
 from experiments.services.datasets import dataset_create_upload
 from tests.web.pages import page_text, shows

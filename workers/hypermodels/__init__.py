@@ -4,7 +4,7 @@ A hypermodel is `build_model(hp)` or `build_model(hp, data)` returning a compile
 model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training;
 `data` (a DataInfo) tells the kind of data, shapes, task and training-split statistics, so
 one function serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS; the
-kinds of data each family takes are in experiments/hypermodel_catalog.py.
+kinds of data each family takes are in experiments/tuning/hypermodel_catalog.py.
 """
 
 import importlib
@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from experiments.errors import TuneboardError
-from experiments.hypermodel_catalog import hypermodel_entries, kind_mismatch
+from experiments.tuning.hypermodel_catalog import hypermodel_entries, kind_mismatch
 from workers.hypermodels.applications import build_resnet, build_xception
 from workers.hypermodels.base import DataInfo
 from workers.hypermodels.cnn import build_cnn

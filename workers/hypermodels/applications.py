@@ -5,7 +5,7 @@ Each takes raw uint8 pixels, rescales them to 0..1 and enlarges images smaller t
 MIN_SIDE, uses the application without its top (`include_top=False`), and ends like the other
 built-ins: our float32 output layer, loss and optimizer hyperparameters, which also gives
 them a regression head. The application's own hyperparameters (version, conv3_depth, ...)
-keep KerasTuner's names, which experiments/hypermodel_catalog.py lists.
+keep KerasTuner's names, which experiments/tuning/hypermodel_catalog.py lists.
 
 HyperEfficientNet is not offered. Its build() calls
 keras.applications.EfficientNetBx(include_top=False, input_tensor=x) without a `weights`

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.hypermodel_catalog import KINDS
+from experiments.tuning.hypermodel_catalog import KINDS
 
 # TextVectorization's adapt keeps this many tokens, the two special ones ('' and '[UNK]')
 # included; a study's max_tokens hyperparameter then takes a prefix of them.

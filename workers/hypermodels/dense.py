@@ -1,5 +1,5 @@
 """The built-in `dense` family: an MLP for vector data, and for images and sequences
-flattened (the default space is in experiments/hypermodel_catalog.py so the web can show it
+flattened (the default space is in experiments/tuning/hypermodel_catalog.py so the web can show it
 without TensorFlow)."""
 
 import keras

@@ -1,7 +1,7 @@
 """What a clone of a study takes from the original: one list for the clone page and the API."""
 
 from experiments.models import Study
-from experiments.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 
 # Everything that defines the search except where it runs (the dataset, which may change)
 # and its name: space, tuner and its settings, objective, budget, training and compute.

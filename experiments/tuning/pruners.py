@@ -19,7 +19,7 @@ trials (itself included) that reached the rung; with fewer than r, only if it is
 import math
 from dataclasses import asdict, dataclass
 
-from experiments.pruning_options import PruningSettings
+from experiments.tuning.pruning_options import PruningSettings
 
 # Why a trial was (not) judged: the codes of Decision.reason.
 DISABLED, LAST_EPOCH, STARTUP, WARMUP, NOT_A_RUNG, NO_VALUE, TOO_FEW = (

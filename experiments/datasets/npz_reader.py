@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.dataset_parsing import DatasetError
+from experiments.datasets.parsing import DatasetError
 
 _NPY_MAGIC = b"\x93NUMPY"
 _READ_BYTES = 1024 * 1024

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from experiments import chart_ticks
+from experiments.presentation import chart_ticks
 
 MAX_HISTORY_POINTS = 2000
 MAX_CURVE_POINTS = 100

@@ -4,10 +4,10 @@ reads the rows). Trials are numbered by start order, 1-based, as everywhere."""
 
 import math
 
-from experiments import figures, study_charts
 from experiments.errors import TuneboardError
-from experiments.importance import METHOD as IMPORTANCE_METHOD
-from experiments.importance import hyperparameter_importance
+from experiments.presentation import figures, study_charts
+from experiments.presentation.importance import METHOD as IMPORTANCE_METHOD
+from experiments.presentation.importance import hyperparameter_importance
 
 MIN_COMPARED, MAX_COMPARED = 2, 4
 MAX_ID = 2**63 - 1  # the largest primary key PostgreSQL's bigint holds

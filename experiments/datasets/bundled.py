@@ -30,8 +30,8 @@ from collections.abc import Callable
 import numpy as np
 from sklearn import datasets
 
-from experiments.dataset_parsing import DatasetError, ParsedDataset
-from experiments.text_parsing import text_details
+from experiments.datasets.parsing import DatasetError, ParsedDataset
+from experiments.datasets.text_reader import text_details
 
 BUNDLED: dict[str, str] = {
     "digits": "Handwritten digits: 1,797 8×8 grayscale images as 64 pixel values, 10 classes.",

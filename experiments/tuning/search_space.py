@@ -14,8 +14,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from experiments.bounds import MAX_CHOICES, MAX_GRID_STEPS, MAX_HP_INT, MAX_HP_MAGNITUDE
 from experiments.errors import TuneboardError
+from experiments.tuning.bounds import MAX_CHOICES, MAX_GRID_STEPS, MAX_HP_INT, MAX_HP_MAGNITUDE
 
 MAX_ROWS = 100
 MAX_NAME_LENGTH = 64

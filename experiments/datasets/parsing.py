@@ -128,7 +128,7 @@ class ParsedDataset:
 
 
 def load_bundled(name: str) -> ParsedDataset:
-    from experiments import bundled_data  # it builds on this module; see the module docstring
+    from experiments.datasets import bundled as bundled_data  # it builds on this module; see the module docstring
 
     return bundled_data.load_bundled(name)
 
@@ -137,7 +137,7 @@ def __getattr__(name: str) -> object:
     # BUNDLED (name -> description) and BUNDLED_KINDS (name -> kind) are defined next to their
     # loaders in bundled_data and read from here on first use, which avoids a circular import.
     if name in ("BUNDLED", "BUNDLED_KINDS"):
-        from experiments import bundled_data
+        from experiments.datasets import bundled as bundled_data
 
         return getattr(bundled_data, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -161,8 +161,8 @@ def check_upload_size(size_bytes: int, limit_mb: int) -> None:
 def parse_csv(
     data: bytes | BinaryIO, *, target_column: str, task: str = "auto", limits: DatasetLimits = DEFAULT_LIMITS
 ) -> ParsedDataset:
-    from experiments.array_files import ArrayWriter  # they build on this module
-    from experiments.csv_reading import CsvTable, NumericColumns, missing_column_message
+    from experiments.datasets.arrays import ArrayWriter  # they build on this module
+    from experiments.datasets.csv_reader import CsvTable, NumericColumns, missing_column_message
 
     _check_task(task)
     table = CsvTable(data)
@@ -261,7 +261,7 @@ def parse_npz(
 
     Everything that can be known from the arrays' headers (types, shapes, sizes) is checked
     before any array is unpacked; then y is read, then x, a block at a time."""
-    from experiments.npz_reading import NpzArchive  # it builds on this module
+    from experiments.datasets.npz_reader import NpzArchive  # it builds on this module
 
     _check_task(task)
     if kind not in ("auto", "tabular", "image", "sequence"):
@@ -284,12 +284,12 @@ def parse_npz(
         x = archive.unpack(x_header)
 
     if kind == "image":
-        from experiments.image_parsing import image_array  # it builds on this module
+        from experiments.datasets.image_reader import image_array  # it builds on this module
 
         images, details = image_array(x, image_size=image_size, limits=limits)
         return ParsedDataset(images, y_encoded, [], task, classes, "y", kind="image", details=details)
     if kind == "sequence":
-        from experiments.sequence_parsing import sequence_array  # it builds on this module
+        from experiments.datasets.sequence_reader import sequence_array  # it builds on this module
 
         sequences, details = sequence_array(x, limits=limits)
         names = [f"f{i}" for i in range(sequences.shape[2])]
@@ -330,7 +330,7 @@ def _check_npz_shapes(x, y, kind: str, limits: DatasetLimits) -> str:
 
 
 def _npz_labels(y: np.ndarray, task: str, limits: DatasetLimits) -> tuple[np.ndarray, str, list[str]]:
-    from experiments.array_files import blocks  # it builds on this module
+    from experiments.datasets.arrays import blocks  # it builds on this module
 
     y = y.reshape(len(y))
     if y.dtype.kind in "US":
@@ -376,7 +376,7 @@ def _npz_kind(x, kind: str) -> str:
 def _float32_rows(x: np.ndarray, limits: DatasetLimits = DEFAULT_LIMITS) -> np.ndarray:
     """x as float32 on disk; refuses rows that are not all finite numbers (NaN, infinity, or
     too large for 32-bit floats)."""
-    from experiments.array_files import converted  # it builds on this module
+    from experiments.datasets.arrays import converted  # it builds on this module
 
     check_bytes(x.size * 4, limits, "The inputs as 32-bit floats")
     bad = NonFinite()

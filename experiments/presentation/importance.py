@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from experiments.study_charts import downsample_indices
+from experiments.presentation.study_charts import downsample_indices
 
 MIN_TRIALS = 5
 MAX_TRIALS = 500  # an even sample of a larger study: the ranking settles long before this

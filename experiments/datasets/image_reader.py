@@ -26,8 +26,8 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image
 
-from experiments.array_files import ArrayWriter, blocks, converted
-from experiments.dataset_parsing import (
+from experiments.datasets.arrays import ArrayWriter, blocks, converted
+from experiments.datasets.parsing import (
     _MB,
     DEFAULT_LIMITS,
     DatasetError,

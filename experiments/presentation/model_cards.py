@@ -1,8 +1,8 @@
 """The model card: everything a user needs to load, serve and trust a trained model, as one
 JSON document built from the rows (no TensorFlow in the web process)."""
 
-from experiments import figures
 from experiments.models import ModelFile, TrainedModel
+from experiments.presentation import figures
 
 PREPROCESSING = {
     "tabular": "None needed: the model takes raw features. Standardisation is a Normalization layer inside the "
@@ -107,7 +107,8 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
         "inputs_by_format": format_inputs(kind=dataset.kind, files=files,
                                           unavailable=model.signature.get("unavailable", {})),
         "compute": model.compute,
-        # Dataset hash and split, seed, versions, host and devices, hypermodel code (experiments/reproducibility.py).
+        # Dataset hash and split, seed, versions, host and devices, hypermodel code
+        # (experiments/tuning/reproducibility.py).
         "reproducibility": model.environment,
         "signature": model.signature,
         "package_versions": model.versions,

@@ -12,9 +12,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.array_files import ArrayWriter
-from experiments.csv_reading import Batch, CsvTable, missing_column_message
-from experiments.dataset_parsing import (
+from experiments.datasets.arrays import ArrayWriter
+from experiments.datasets.csv_reader import Batch, CsvTable, missing_column_message
+from experiments.datasets.parsing import (
     DEFAULT_LIMITS,
     DatasetError,
     DatasetLimits,

@@ -5,7 +5,7 @@ import csv
 
 from django.http import HttpResponse
 
-from experiments.bounds import header_filename
+from experiments.tuning.bounds import header_filename
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 

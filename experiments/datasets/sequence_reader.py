@@ -15,9 +15,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.array_files import ArrayWriter, converted, release, rows_per_block
-from experiments.csv_reading import CsvTable, NumericColumns, missing_column_message
-from experiments.dataset_parsing import (
+from experiments.datasets.arrays import ArrayWriter, converted, release, rows_per_block
+from experiments.datasets.csv_reader import CsvTable, NumericColumns, missing_column_message
+from experiments.datasets.parsing import (
     DEFAULT_LIMITS,
     DatasetError,
     DatasetLimits,

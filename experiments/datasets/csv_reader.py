@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.dataset_parsing import DatasetError, Occurrences, _as_number, _is_missing, _rows, binary_file
+from experiments.datasets.parsing import DatasetError, Occurrences, _as_number, _is_missing, _rows, binary_file
 
 _DELIMITERS = (",", ";", "\t")
 _SNIFF_CHARS = 65536
