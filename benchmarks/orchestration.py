@@ -50,8 +50,7 @@ def _space(sleep: float) -> list[dict]:
 
 def _study(team, dataset, *, trials: int, sleep: float, parallelism: int = 1, start: bool = True,
            tuner: str = "random", epochs: int = 1, space: list | None = None):
-    from experiments.services.studies import study_create
-    from experiments.services.trial_runs import study_start
+    from experiments.services.studies import study_create, study_start
 
     study = study_create(
         team=team, user=None, dataset=dataset, name=f"bench {tuner} {trials}x{sleep}s p{parallelism}",
@@ -240,7 +239,7 @@ def measure_lost_trial_recovery(env, team, dataset, runs: int = 3, loaded: bool 
     import signal
 
     from experiments.models import Trial
-    from experiments.services.trial_runs import study_cancel
+    from experiments.services.studies import study_cancel
 
     seconds = []
     hog = CpuHog() if loaded else None
@@ -280,7 +279,7 @@ def measure_lost_slot_recovery(env, team, dataset, runs: int = 2) -> list[float]
     wake-up in it lost, those sent meanwhile refused). Time from Redis being back to both slots
     running trials again."""
     from experiments.models import Trial
-    from experiments.services.trial_runs import study_cancel
+    from experiments.services.studies import study_cancel
     from tests.integration.restarts import start_redis, stop_redis
 
     seconds = []

@@ -50,8 +50,7 @@ STORED_TRIALS, STORED_EPOCHS, SAMPLES_PER_KIND = 1000, 20, 600
 
 
 def _search(team, dataset, name: str, **pruning):
-    from experiments.services.studies import study_create
-    from experiments.services.trial_runs import study_start
+    from experiments.services.studies import study_create, study_start
 
     study = study_create(team=team, user=None, dataset=dataset, name=name, hypermodel="dense", search_space=SPACE,
                          tuner="random", objective_metric="val_loss", objective_direction="min", max_trials=TRIALS,
@@ -154,7 +153,7 @@ def _seed_finished_trials(team, dataset):
 def measure_latency(team, dataset) -> dict:
     from django.db import connection
 
-    from experiments.services.trial_runs import StudyPruning, trial_record_epoch
+    from experiments.services.trial_epochs import StudyPruning, trial_record_epoch
 
     study, running = _seed_finished_trials(team, dataset)
     with connection.cursor() as cursor:  # as autovacuum leaves them: statistics and visibility maps

@@ -1,8 +1,9 @@
 """The states of every job Tuneboard runs, and the moves between them, in one place.
 
 A study runs trials; a trial run is one attempt of a KerasTuner trial (a retried trial gets
-a new row); a model run makes a TrainedModel (a retrain, a promotion or an ensemble). The
-lifecycle services (`services/trial_runs.py`, `services/model_runs.py`) only make the moves
+a new row); a job makes a TrainedModel (a retrain, a promotion or an ensemble) or re-runs a
+trial. The lifecycle services (`services/studies.py`, `services/trial_runs.py`,
+`services/jobs.py`) only make the moves
 listed here, each as a conditional UPDATE on the state it leaves, so two processes racing
 for the same row cannot both win."""
 

@@ -14,15 +14,8 @@ from django.db import close_old_connections
 
 from experiments.models import Artifact, Study, Trial
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
-from experiments.services.trial_runs import (
-    Claimant,
-    Outcome,
-    StudyPruning,
-    claim_trial,
-    finish_trial,
-    trial_heartbeat,
-    trial_record_epoch,
-)
+from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
+from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
 from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints, hypermodels
 from workers.environment import environment_record, training_settings

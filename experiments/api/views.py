@@ -45,10 +45,16 @@ from experiments.selectors import (
 from experiments.services.audit import VERB_LABELS
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
 from experiments.services.ensembles import EnsembleError, ensemble_create
-from experiments.services.studies import study_create, study_update_budget
+from experiments.services.studies import (
+    StudyError,
+    study_cancel,
+    study_create,
+    study_resume,
+    study_start,
+    study_update_budget,
+)
 from experiments.services.trained_models import ModelFileUnavailable, trained_models_request
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
-from experiments.services.trial_runs import StudyError, study_cancel, study_resume, study_start
 from experiments.tuning.bounds import parse_id
 from experiments.tuning.cloning import clone_values
 from experiments.views.access import (

@@ -21,6 +21,7 @@ from django.utils import timezone
 from experiments.models import NotificationDelivery
 from experiments.security import egress
 from experiments.security.webhook_signing import body_bytes, signed_headers
+from experiments.services.jobs import resend_due
 from experiments.states import DeliveryStatus
 
 log = logging.getLogger(__name__)
@@ -154,8 +155,6 @@ def deliveries_resend_due(*, now=None) -> int:
     """The reaper's sweep: pending deliveries overdue by more than RESEND_AFTER_SECONDS (their
     task was lost with a broker restart, or their worker died mid-send) get a task again;
     repeated resends of one delivery back off as wake-ups do."""
-    from experiments.services.trial_runs import resend_due  # trial_runs notifies through this module
-
     now = now or timezone.now()
     overdue = NotificationDelivery.objects.filter(
         status=DeliveryStatus.PENDING, next_attempt__lt=now - timedelta(seconds=settings.RESEND_AFTER_SECONDS))

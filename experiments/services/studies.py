@@ -1,12 +1,20 @@
-"""Studies: create and change budgets (starting, cancelling and running them: trial_runs)."""
+"""Studies: create, start, resume, cancel and change budgets, and the wake-ups that fill a running
+study's slots. Running its trials (claims, finishes, the reaper) is services/trial_runs.py, which
+builds on this module."""
 
 from collections.abc import Iterable
 
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
 
+from experiments.errors import TuneboardError
 from experiments.models import Dataset, Study, Team, Trial
-from experiments.services.trial_runs import StudyError, study_wake
+from experiments.services.audit import audit_record
+from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed_count_error, warm_start_seeds
+from experiments.states import STUDY_MOVES, StudyStatus
 from experiments.tuning.bounds import MAX_SEED
 from experiments.tuning.compute_options import compute_errors
 from experiments.tuning.hypermodel_catalog import hypermodels_for_kind
@@ -23,6 +31,81 @@ HYPERBAND_MIN_EPOCHS = 3
 COMPUTE_DEFAULTS = {"queue": "cpu", "precision": "float32", "jit_compile": "auto", "steps_per_execution": 1,
                     "devices_per_trial": 1}
 COMPUTE_FIELDS = tuple(COMPUTE_DEFAULTS)
+
+
+class StudyError(TuneboardError, ValueError):
+    pass
+
+
+def study_move(study: Study, target: str, **fields) -> None:
+    if target not in STUDY_MOVES[study.status]:
+        raise StudyError(f"A {study.get_status_display().lower()} study cannot become {target}.")
+    study.status = target
+    for name, value in fields.items():
+        setattr(study, name, value)
+    study.save(update_fields=["status", *fields])
+
+
+def study_locked(study_id: int) -> Study:
+    return Study.objects.select_for_update().get(pk=study_id)
+
+
+def study_wake(study: Study, count: int, *, countdown: float | None = None) -> None:
+    """Send `count` wake-ups once the transaction commits; the caller holds the study's lock."""
+    if count <= 0:
+        return
+    study.wakeups_pending += count
+    study.last_wakeup = timezone.now()
+    study.save(update_fields=["wakeups_pending", "last_wakeup", "wakeup_resends"])
+    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown,
+                        unsent=_wakeups_unsent(study.id))
+
+
+def _wakeups_unsent(study_id: int):
+    """Wake-ups the broker refused are not in flight: they stop covering slots, the study
+    counts as never woken (the reaper's next pass sends them) and the attempt is not an
+    unanswered resend (no backoff while the broker is down)."""
+
+    def unsent(count: int) -> None:
+        Study.objects.filter(pk=study_id).update(
+            wakeups_pending=Greatest(F("wakeups_pending") - count, 0), last_wakeup=None,
+            wakeup_resends=Greatest(F("wakeup_resends") - 1, 0))
+
+    return unsent
+
+
+def study_start(*, study: Study) -> Study:
+    """Start a new study, or resume a cancelled or failed one where it left off. Failures
+    before this start no longer count towards max_consecutive_failed_trials."""
+    with transaction.atomic():
+        study = study_locked(study.pk)
+        if not study.can_start:
+            raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
+        now = timezone.now()
+        study_move(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
+                    last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
+                    wakeups_pending=0, wakeup_resends=0)
+        study_wake(study, study.parallelism)
+    return study
+
+
+def study_resume(*, study: Study) -> Study:
+    """study_start for a study that ran before (the API's resume refuses a first start)."""
+    if study.started is None:
+        raise StudyError("The study has never started; start it instead.")
+    return study_start(study=study)
+
+
+def study_cancel(*, study: Study) -> Study:
+    """Stop the study; each running trial notices at its next epoch end and stops (a trial
+    that completes meanwhile keeps its result)."""
+    with transaction.atomic():
+        study = study_locked(study.pk)
+        if study.status != StudyStatus.RUNNING:
+            raise StudyError("Only a running study can be cancelled.")
+        study_move(study, StudyStatus.CANCELLED, message="Cancelled by a user.", finished=timezone.now())
+        audit_record(verb="study.cancel", obj=study, team_id=study.team_id)
+    return study
 
 
 def study_settings_errors(*, search_space: list | None = None, **options) -> dict[str, str]:

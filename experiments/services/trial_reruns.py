@@ -1,12 +1,11 @@
 """Re-runs: a finished trial's configuration trained again with the same seed, settings and data
 split, to see how close the result comes.
 
-A re-run is a job with a model run's lifecycle (services/model_runs.py, states in
-experiments/states.py): a request saves a QUEUED row and sends its task on the study's queue;
-a worker claims it as a new attempt and every later write names that attempt (the fence);
-the reaper queues a lost one again and re-sends one whose task never arrived. It never
-touches the study's oracle or trials, so the tuner does not hear of it and it costs the
-study's budget nothing."""
+A re-run is a job (services/jobs.py, states in experiments/states.py): a request saves a QUEUED
+row and sends its task on the study's queue; a worker claims it as a new attempt and every later
+write names that attempt (the fence); the reaper queues a lost one again and re-sends one whose
+task never arrived. It never touches the study's oracle or trials, so the tuner does not hear of
+it and it costs the study's budget nothing."""
 
 from django.db import transaction
 from django.db.models import Max
@@ -14,13 +13,15 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
-from experiments.services.model_runs import (
+from experiments.services.jobs import (
     job_claim,
+    job_fail,
+    job_heartbeat,
     job_move,
     job_record_epoch,
+    job_sent,
     job_unsent,
     jobs_reap,
-    model_heartbeat,
 )
 from experiments.services.queueing import rerun_task_enqueue
 from experiments.states import MODEL_ACTIVE, ModelStatus
@@ -33,7 +34,7 @@ class RerunRequestError(TuneboardError):
 
 def rerun_send(*, rerun: TrialRerun) -> None:
     """Send the re-run's task on its study's queue once the transaction commits, and note when."""
-    TrialRerun.objects.filter(pk=rerun.pk).update(last_sent=timezone.now())
+    job_sent(table=TrialRerun, pk=rerun.pk)
     rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.queue, unsent=job_unsent(TrialRerun, rerun.pk))
 
 
@@ -64,7 +65,7 @@ def rerun_claim(*, rerun_pk: int, worker_host: str) -> TrialRerun | None:
 
 
 def rerun_heartbeat(*, rerun_pk: int, attempt: int) -> bool:
-    return model_heartbeat(model_pk=rerun_pk, attempt=attempt, table=TrialRerun)
+    return job_heartbeat(table=TrialRerun, pk=rerun_pk, attempt=attempt)
 
 
 def rerun_record_epoch(*, rerun_pk: int, attempt: int, execution: int, epoch: int, metrics: dict) -> bool:
@@ -77,14 +78,13 @@ def rerun_record_epoch(*, rerun_pk: int, attempt: int, execution: int, epoch: in
 def rerun_complete(*, rerun_pk: int, attempt: int, score: float, best_epoch: int | None, metrics: dict,
                    compute: dict, environment: dict, duration_seconds: float) -> bool:
     """The result, once; False (and nothing written) when this attempt no longer owns the re-run."""
-    return job_move(rerun_pk, ModelStatus.COMPLETED, attempt=attempt, table=TrialRerun, score=score,
+    return job_move(table=TrialRerun, pk=rerun_pk, target=ModelStatus.COMPLETED, attempt=attempt, score=score,
                     best_epoch=best_epoch, metrics=metrics, compute=compute, environment=environment,
                     duration_seconds=duration_seconds, finished=timezone.now())
 
 
 def rerun_fail(*, rerun_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
-    return job_move(rerun_pk, ModelStatus.FAILED, attempt=attempt, table=TrialRerun, error=error,
-                    environment=environment or {}, finished=timezone.now())
+    return job_fail(table=TrialRerun, pk=rerun_pk, attempt=attempt, error=error, environment=environment or {})
 
 
 def reruns_reap(*, now=None) -> dict:

@@ -13,7 +13,6 @@ a worker within RESEND_AFTER_SECONDS (a Redis restart, a worker killed with the 
 counted as lost and sent again, with backoff while nobody picks them up; duplicates are
 harmless, because a task that finds every slot busy exits."""
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,24 +20,20 @@ from time import perf_counter
 from typing import Protocol
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import BooleanField, Count, F, Q, Value
-from django.db.models.functions import Greatest
+from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from experiments.errors import TuneboardError
-from experiments.models import PruningReference, Study, Trial, TrialEpoch
-from experiments.services.audit import audit_record
+from experiments.models import Study, Trial
+from experiments.services.jobs import resend_due
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
-from experiments.services.queueing import trial_tasks_enqueue
-from experiments.states import STUDY_MOVES, StudyStatus, TrialStatus
-from experiments.tuning import pruners
-from experiments.tuning.pruning_options import PruningSettings
+from experiments.services.studies import study_locked, study_move, study_wake
+from experiments.services.trial_epochs import trial_keep_as_reference
+from experiments.states import StudyStatus, TrialStatus
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
 IDLE_POLL_SECONDS = 2.0
-MAX_RESEND_DOUBLINGS = 5
 
 
 class Oracles(Protocol):
@@ -85,84 +80,6 @@ class Outcome:
     pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())
 
 
-# --- studies ---------------------------------------------------------------------------
-
-
-class StudyError(TuneboardError, ValueError):
-    pass
-
-
-def _move_study(study: Study, target: str, **fields) -> None:
-    if target not in STUDY_MOVES[study.status]:
-        raise StudyError(f"A {study.get_status_display().lower()} study cannot become {target}.")
-    study.status = target
-    for name, value in fields.items():
-        setattr(study, name, value)
-    study.save(update_fields=["status", *fields])
-
-
-def _locked(study_id: int) -> Study:
-    return Study.objects.select_for_update().get(pk=study_id)
-
-
-def study_wake(study: Study, count: int, *, countdown: float | None = None) -> None:
-    """Send `count` wake-ups once the transaction commits; the caller holds the study's lock."""
-    if count <= 0:
-        return
-    study.wakeups_pending += count
-    study.last_wakeup = timezone.now()
-    study.save(update_fields=["wakeups_pending", "last_wakeup", "wakeup_resends"])
-    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown,
-                        unsent=_wakeups_unsent(study.id))
-
-
-def _wakeups_unsent(study_id: int):
-    """Wake-ups the broker refused are not in flight: they stop covering slots, the study
-    counts as never woken (the reaper's next pass sends them) and the attempt is not an
-    unanswered resend (no backoff while the broker is down)."""
-
-    def unsent(count: int) -> None:
-        Study.objects.filter(pk=study_id).update(
-            wakeups_pending=Greatest(F("wakeups_pending") - count, 0), last_wakeup=None,
-            wakeup_resends=Greatest(F("wakeup_resends") - 1, 0))
-
-    return unsent
-
-
-def study_start(*, study: Study) -> Study:
-    """Start a new study, or resume a cancelled or failed one where it left off. Failures
-    before this start no longer count towards max_consecutive_failed_trials."""
-    with transaction.atomic():
-        study = _locked(study.pk)
-        if not study.can_start:
-            raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
-        now = timezone.now()
-        _move_study(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
-                    last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
-                    wakeups_pending=0, wakeup_resends=0)
-        study_wake(study, study.parallelism)
-    return study
-
-
-def study_resume(*, study: Study) -> Study:
-    """study_start for a study that ran before (the API's resume refuses a first start)."""
-    if study.started is None:
-        raise StudyError("The study has never started; start it instead.")
-    return study_start(study=study)
-
-
-def study_cancel(*, study: Study) -> Study:
-    """Stop the study; each running trial notices at its next epoch end and stops (a trial
-    that completes meanwhile keeps its result)."""
-    with transaction.atomic():
-        study = _locked(study.pk)
-        if study.status != StudyStatus.RUNNING:
-            raise StudyError("Only a running study can be cancelled.")
-        _move_study(study, StudyStatus.CANCELLED, message="Cancelled by a user.", finished=timezone.now())
-        audit_record(verb="study.cancel", obj=study, team_id=study.team_id)
-    return study
-
-
 def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
     if not oracle_done or running or study.status != StudyStatus.RUNNING:
         return False
@@ -171,10 +88,10 @@ def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
         # failures in a row (a wrong Fixed value in a small budget ended "completed" before).
         last = Trial.objects.filter(study=study, status=TrialStatus.FAILED).order_by("-number").first()
         reason = f" The last error — trial {last.trial_id}: {last.error}" if last else ""
-        _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
+        study_move(study, StudyStatus.FAILED, finished=timezone.now(),
                     message=f"The budget is spent and no trial completed.{reason}")
     else:
-        _move_study(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+        study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
     notify_study_ended(study=study)
     return True
 
@@ -185,7 +102,7 @@ def _fail_after_failures(study: Study) -> None:
         .order_by("-number").values_list("trial_id", "error")[: study.max_consecutive_failed_trials]
     )
     detail = "; ".join(f"trial {tid}: {err}" for tid, err in errors)
-    _move_study(study, StudyStatus.FAILED, finished=timezone.now(),
+    study_move(study, StudyStatus.FAILED, finished=timezone.now(),
                 message=f"{study.max_consecutive_failed_trials} trials failed in a row. Last errors — {detail}")
     notify_study_ended(study=study)
 
@@ -246,7 +163,7 @@ def _next_seed(study: Study) -> dict | None:
     return study.seeds[study.seeds_used] if study.seeds_used < len(study.seeds) else None
 
 
-def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, counts: _Counts,
+def _claimstudy_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, counts: _Counts,
                   claim_started: float | None = None) -> Claim:
     # Warm-start seeds go before the tuner's proposals: the tuner registers each as if it had
     # proposed it (a retry waiting in the tuner still goes first and leaves the seed for later).
@@ -272,7 +189,7 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
     """A wake-up arrived: take a free slot's next trial, if the study has one to give."""
     started = perf_counter()  # before the lock: waiting for it is part of a claim's latency
     with transaction.atomic():
-        study = _locked(study_id)
+        study = study_locked(study_id)
         arrived = study.wakeups_pending > 0
         if arrived:
             study.wakeups_pending -= 1
@@ -286,133 +203,12 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
             if told.failure_limit:
                 _fail_after_failures(study)
             else:
-                claim = _claim_locked(study, oracles, oracle, claimant, counts, started)
+                claim = _claimstudy_locked(study, oracles, oracle, claimant, counts, started)
         if claim.status == "running" or told.count:
             _save_oracle(study, oracles, oracle)
         elif arrived:
             study.save(update_fields=["wakeups_pending"])
         return claim
-
-
-def trial_heartbeat(*, trial_pk: int) -> bool:
-    return bool(Trial.objects.filter(pk=trial_pk, status=TrialStatus.RUNNING).update(heartbeat=timezone.now()))
-
-
-@dataclass(frozen=True)
-class StudyPruning:
-    """What the per-epoch record call needs of a pruning study; a worker reads it once per
-    trial (a study's settings never change once created)."""
-
-    study_id: int
-    settings: PruningSettings
-    objective: str
-    direction: str
-    epochs: int
-    executions: int
-
-    @classmethod
-    def for_study(cls, study: Study) -> "StudyPruning | None":
-        settings = PruningSettings.from_study(study)
-        if not settings.enabled:
-            return None
-        return cls(study.id, settings, study.objective_metric, study.objective_direction, study.epochs,
-                   study.executions_per_trial)
-
-
-@dataclass(frozen=True)
-class EpochVerdict:
-    """The answer to an epoch report; truthy while the trial should go on."""
-
-    keep_going: bool
-    pruned: dict | None = None  # the pruner's decision when it stopped the trial
-
-    def __bool__(self) -> bool:
-        return self.keep_going
-
-
-def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict,
-                       pruning: StudyPruning | None = None) -> EpochVerdict:
-    """Store one epoch's metrics and bump the heartbeat; with `pruning`, also ask the study's
-    pruner. The verdict is falsy when the trial should stop: its study was cancelled, the trial
-    is no longer running, or the pruner stopped it (then `pruned` holds why)."""
-    if pruning is None and connection.vendor == "postgresql":
-        return EpochVerdict(_record_epoch_postgres(trial_pk, execution, epoch, metrics))
-    alive = Trial.objects.filter(
-        pk=trial_pk, status=TrialStatus.RUNNING, study__status=StudyStatus.RUNNING
-    ).update(heartbeat=timezone.now())
-    if not alive:
-        return EpochVerdict(False)
-    best, decision = None, None
-    if pruning is not None:
-        best, decision = _judge(pruning, trial_pk, execution, epoch, metrics)
-    # One INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row.
-    TrialEpoch.objects.bulk_create(
-        [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics, best_objective=best)],
-        update_conflicts=True, unique_fields=["trial", "execution", "epoch"],
-        update_fields=["metrics", "best_objective"],
-    )
-    if decision is not None and decision.prune:
-        return EpochVerdict(False, pruned=decision.record())
-    return EpochVerdict(True)
-
-
-def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: dict) -> bool:
-    """trial_record_epoch without a pruner, in one statement (one round trip instead of two,
-    on the path every epoch of every trial takes): the heartbeat UPDATE, and the epoch's row
-    only if the trial and its study are still running. True when they are."""
-    trial, study, epochs = Trial._meta.db_table, Study._meta.db_table, TrialEpoch._meta.db_table
-    sql = (f'WITH alive AS (UPDATE "{trial}" t SET heartbeat = %s FROM "{study}" s WHERE t.id = %s '
-           f"AND t.status = %s AND s.id = t.study_id AND s.status = %s RETURNING t.id) "
-           f'INSERT INTO "{epochs}" (trial_id, execution, epoch, metrics, best_objective, created) '
-           f"SELECT id, %s, %s, %s, NULL, %s FROM alive ON CONFLICT (trial_id, execution, epoch) "
-           f"DO UPDATE SET metrics = EXCLUDED.metrics, best_objective = NULL RETURNING 1")
-    now = timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [now, trial_pk, TrialStatus.RUNNING, StudyStatus.RUNNING, execution, epoch,
-                             json.dumps(metrics), now])
-        return cursor.fetchone() is not None
-
-
-def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
-           metrics: dict) -> tuple[float | None, pruners.Decision | None]:
-    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision.
-    One query reads the trial's previous best and the finished trials' bests at this epoch; the
-    completed trials are counted by a second only while the ones at this epoch are too few to
-    pass the startup rule themselves."""
-    settings, number = pruning.settings, epoch + 1
-    last = execution == pruning.executions - 1 and number >= pruning.epochs
-    judged = pruners.judged(settings, number, last=last) is None
-    # (value, None) for the trial's own previous epoch, (value, completed) for finished trials.
-    rows = (TrialEpoch.objects.filter(trial_id=trial_pk, execution=execution, epoch=epoch - 1)
-            .order_by().values_list("best_objective", Value(None, output_field=BooleanField())))
-    if judged:
-        rows = rows.union(PruningReference.objects.filter(study_id=pruning.study_id, execution=execution, epoch=epoch)
-                          .order_by().values_list("best_objective", "completed"), all=True)
-    previous, others, completed = None, [], 0
-    for value, finished_completed in rows:
-        if finished_completed is None:
-            previous = value
-        else:
-            others.append(value)
-            completed += finished_completed
-    best = pruners.best_so_far(previous, pruners.objective_value(metrics, pruning.objective), pruning.direction)
-    if not judged or best is None or len(others) < settings.min_trials:
-        return best, None
-    if completed < settings.startup_trials:
-        completed = Trial.objects.filter(study_id=pruning.study_id, status=TrialStatus.COMPLETED).count()
-    return best, pruners.decide(settings=settings, direction=pruning.direction, execution=execution, epoch=number,
-                                value=best, others=others, completed=completed, last=last)
-
-
-def _keep_as_reference(study: Study, row: Trial, completed: bool) -> None:
-    """A pruning study's finished trial becomes one its later trials are compared with."""
-    if study.pruner == "none":
-        return
-    epochs = TrialEpoch.objects.filter(trial=row, best_objective__isnull=False).values_list(
-        "execution", "epoch", "best_objective")
-    PruningReference.objects.bulk_create(
-        [PruningReference(study=study, trial=row, execution=execution, epoch=epoch, best_objective=value,
-                          completed=completed) for execution, epoch, value in epochs], ignore_conflicts=True)
 
 
 def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome: Outcome, **fields) -> None:
@@ -443,7 +239,7 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
                     best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
                     metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute,
                     environment=outcome.environment, epochs_trained=outcome.epochs_trained, pruning=outcome.pruning)
-        _keep_as_reference(study, row, completed=status == TrialStatus.COMPLETED)
+        trial_keep_as_reference(study, row, completed=status == TrialStatus.COMPLETED)
     elif outcome.status == "failed":
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
@@ -467,7 +263,7 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
     with transaction.atomic():
         if study_id is None:
             study_id = Trial.objects.values_list("study_id", flat=True).get(pk=trial_pk)
-        study = _locked(study_id)
+        study = study_locked(study_id)
         row = Trial.objects.select_for_update().get(pk=trial_pk)
         row.study = study
         if row.status != TrialStatus.RUNNING:
@@ -494,7 +290,7 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
         return Finish()
     claim = None
     if next_claimant is not None and running < study.parallelism:
-        claim = _claim_locked(study, oracles, oracle, next_claimant, counts)
+        claim = _claimstudy_locked(study, oracles, oracle, next_claimant, counts)
         if claim.status == "running":
             running += 1
         else:
@@ -556,7 +352,7 @@ def trials_reap_stale(*, now=None) -> int:
 
 def _reap_trial(pk: int, study_id: int, stale_before, error: str) -> bool:
     with transaction.atomic():
-        study = _locked(study_id)
+        study = study_locked(study_id)
         row = Trial.objects.select_for_update().get(pk=pk)
         if row.status != TrialStatus.RUNNING or row.heartbeat >= stale_before:
             return False  # it finished, or heartbeat, since the reaper looked: its worker is alive
@@ -571,13 +367,6 @@ def _reap_trial(pk: int, study_id: int, stale_before, error: str) -> bool:
         if counts:
             study_wake(study, study.parallelism - trial_running_count(study=study) - study.wakeups_pending)
         return True
-
-
-def resend_due(last_sent, resends: int, now) -> bool:
-    """True when a message sent at `last_sent` and still not picked up counts as lost. The wait
-    doubles with each unanswered resend (capped), so a queue nobody serves does not fill up."""
-    wait = settings.RESEND_AFTER_SECONDS * 2 ** min(resends, MAX_RESEND_DOUBLINGS)
-    return last_sent is None or last_sent < now - timedelta(seconds=wait)
 
 
 def studies_refill(*, now=None) -> int:

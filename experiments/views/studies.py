@@ -27,9 +27,8 @@ from experiments.selectors import (
 from experiments.selectors import (
     study_chart_data as study_chart_data_for,
 )
-from experiments.services.studies import StudyError, study_create, study_update_budget
+from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
 from experiments.services.trained_models import default_model_name
-from experiments.services.trial_runs import study_cancel, study_start
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
 from experiments.tuning.bounds import parse_id

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from experiments.api import serializers as s
 from experiments.models import AuditEvent, Dataset, Study, TrainedModel, Trial, TrialRerun
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_start
 from tests.integration.helpers import TINY_SPACE
 from tests.web.figures_rows import finished_model, finished_trial
 

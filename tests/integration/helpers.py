@@ -1,7 +1,6 @@
 from experiments.models import Study
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.studies import study_create
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_create, study_start
 
 TINY_SPACE = [
     {"name": "units", "type": "int", "min": 4, "max": 16, "step": 4, "sampling": "linear",

@@ -19,7 +19,7 @@ import json, sys, time
 from experiments.models import Dataset, Study, Team
 from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
 from experiments.services.studies import study_create
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_start
 team = Team.objects.get(name="Demo team")
 dataset = Dataset.objects.get(team=team, bundled_name="iris")
 study = study_start(study=study_create(

@@ -5,8 +5,7 @@ import signal
 import pytest
 
 from experiments.models import Worker
-from experiments.services.studies import study_create
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_create, study_start
 from tests.conftest import wait_for
 from tests.integration.helpers import TINY_SPACE, digits, started_study
 

@@ -98,7 +98,7 @@ def test_a_study_resumes_after_everything_was_stopped(acme, alice, start_worker,
 
 
 def test_cancel_stops_every_running_trial_and_resume_continues(acme, alice, start_worker):
-    from experiments.services.trial_runs import study_cancel, study_start
+    from experiments.services.studies import study_cancel, study_start
 
     start_worker("w1", concurrency=2)
     study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=4, epochs=50,

@@ -68,7 +68,7 @@ def test_a_nan_loss_fails_the_trial_with_a_readable_reason(acme, alice, start_wo
 
 
 def test_cancel_stops_the_running_trial_within_one_epoch(acme, alice, start_worker):
-    from experiments.services.trial_runs import study_cancel
+    from experiments.services.studies import study_cancel
 
     start_worker()
     study = started_study(acme, alice, digits(acme, alice), max_trials=1, epochs=500, patience=500)

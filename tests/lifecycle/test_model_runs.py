@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch, Trial
-from experiments.services import model_runs
+from experiments.services import jobs, model_runs
 from experiments.services.trained_models import trained_models_request
 
 pytestmark = pytest.mark.django_db
@@ -94,12 +94,12 @@ def test_a_completed_model_cannot_be_cancelled(model):
 
 
 def test_a_model_lost_on_its_last_attempt_fails_with_the_reason(model):
-    for _ in range(model_runs.MAX_ATTEMPTS):
+    for _ in range(jobs.MAX_ATTEMPTS):
         assert claim(model)
         lose(model)
         model_runs.models_reap()
     row = TrainedModel.objects.get(pk=model.pk)
-    assert row.status == TrainedModel.Status.FAILED and f"Lost {model_runs.MAX_ATTEMPTS} times" in row.error
+    assert row.status == TrainedModel.Status.FAILED and f"Lost {jobs.MAX_ATTEMPTS} times" in row.error
 
 
 def test_a_model_released_by_a_stopping_worker_is_requeued_without_penalty(model, django_capture_on_commit_callbacks):

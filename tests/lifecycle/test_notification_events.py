@@ -18,7 +18,7 @@ from experiments.models import (
     TrainedModel,
     Trial,
 )
-from experiments.services import model_runs, notifications, trial_runs
+from experiments.services import model_runs, notifications, studies, trial_runs
 from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.teams import membership_add
 from experiments.services.trained_models import trained_models_request
@@ -73,7 +73,7 @@ def test_a_completed_study_notifies_the_members_who_opted_in_and_the_webhooks_th
     opt_in(alice, acme)
     opt_in(bob, acme, events=[EventKind.STUDY_FAILED])  # a viewer who wants failures only
     opt_in(charlie, charlie.memberships.get().team)  # another team
-    study = trial_runs.study_start(study=make_study(max_trials=2, objective_metric="val_accuracy",
+    study = studies.study_start(study=make_study(max_trials=2, objective_metric="val_accuracy",
                                                     objective_direction="max"))
     with django_capture_on_commit_callbacks() as callbacks:
         study = run_to_the_end(study, [0.25, 0.75])
@@ -95,14 +95,14 @@ def test_a_completed_study_notifies_the_members_who_opted_in_and_the_webhooks_th
 
 
 def test_nobody_listening_writes_nothing(make_study):
-    study = run_to_the_end(trial_runs.study_start(study=make_study(max_trials=1)), [0.5])
+    study = run_to_the_end(studies.study_start(study=make_study(max_trials=1)), [0.5])
     assert study.status == Study.Status.COMPLETED
     assert not NotificationEvent.objects.exists()
 
 
 def test_a_finish_that_rolls_back_sends_nothing(make_study, acme, alice, hook, django_capture_on_commit_callbacks):
     opt_in(alice, acme)
-    study = trial_runs.study_start(study=make_study(max_trials=1))
+    study = studies.study_start(study=make_study(max_trials=1))
     trial = claim(study).trial
     with django_capture_on_commit_callbacks() as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
@@ -122,14 +122,14 @@ def test_a_failing_notification_never_undoes_the_study_finishing(make_study, acm
         raise RuntimeError("notification bug")
 
     monkeypatch.setattr(notifications, "_record", broken)
-    study = run_to_the_end(trial_runs.study_start(study=make_study(max_trials=1)), [0.5])
+    study = run_to_the_end(studies.study_start(study=make_study(max_trials=1)), [0.5])
     assert study.status == Study.Status.COMPLETED
     assert "could not record the study.completed notification" in caplog.text
 
 
 def test_a_study_failing_after_too_many_failed_trials_sends_study_failed(make_study, acme, alice):
     opt_in(alice, acme, events=[EventKind.STUDY_FAILED])
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_consecutive_failed_trials=2))
+    study = studies.study_start(study=make_study(parallelism=1, max_consecutive_failed_trials=2))
     trial = claim(study).trial
     trial = finish(trial, status="failed", next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim.trial
     finish(trial, status="failed")
@@ -144,7 +144,7 @@ def test_only_mine_keeps_other_peoples_studies_out(make_study, acme, alice, djan
     membership_add(team=acme, user=dora, role=Membership.Role.EDITOR)
     opt_in(dora, acme, only_mine=True)
     opt_in(alice, acme, only_mine=True)
-    run_to_the_end(trial_runs.study_start(study=make_study(max_trials=1)), [0.5])  # alice's study
+    run_to_the_end(studies.study_start(study=make_study(max_trials=1)), [0.5])  # alice's study
     assert [d.target for d in deliveries(EventKind.STUDY_COMPLETED)] == ["alice@example.com"]
 
 
@@ -154,12 +154,12 @@ def test_members_without_an_address_or_who_left_get_nothing(make_study, acme, al
     alice.save(update_fields=["email"])
     opt_in(bob, acme)
     Membership.objects.filter(user=bob).delete()
-    run_to_the_end(trial_runs.study_start(study=make_study(max_trials=1)), [0.5])
+    run_to_the_end(studies.study_start(study=make_study(max_trials=1)), [0.5])
     assert not NotificationEvent.objects.exists()
 
 
 def test_a_trial_lost_with_its_worker_sends_worker_lost(make_study, acme, hook):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     assert trial_runs.trials_reap_stale() == 1

@@ -5,8 +5,9 @@ own state, told to the tuner as a completed result, and never counts as a failur
 import pytest
 
 from experiments.models import Study, Trial, TrialEpoch
-from experiments.services import trial_runs
-from experiments.services.trial_runs import Claimant, Outcome, StudyPruning
+from experiments.services import studies, trial_epochs, trial_runs
+from experiments.services.trial_epochs import StudyPruning
+from experiments.services.trial_runs import Claimant, Outcome
 from workers.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
@@ -19,7 +20,7 @@ MEDIAN = {"pruner": "median", "pruning_startup_trials": 2, "pruning_warmup_epoch
 @pytest.fixture
 def pruning_study(make_study):
     def make(**options):
-        return trial_runs.study_start(study=make_study(**{**MEDIAN, **options}))
+        return studies.study_start(study=make_study(**{**MEDIAN, **options}))
 
     return make
 
@@ -43,7 +44,7 @@ class Runner:
         """Each loss as one epoch's val_loss until the trial is told to stop; the last verdict."""
         verdict = None
         for epoch, loss in enumerate(losses):
-            verdict = trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=execution, epoch=epoch,
+            verdict = trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=execution, epoch=epoch,
                                                     metrics={"val_loss": loss, "loss": loss}, pruning=self.pruning)
             if not verdict:
                 break
@@ -74,7 +75,7 @@ def test_each_epoch_row_keeps_the_best_value_so_far(pruning_study):
 
 
 def test_a_study_without_a_pruner_records_no_best_values_and_never_prunes(make_study):
-    study = trial_runs.study_start(study=make_study(**{**MEDIAN, "pruner": "none"}))
+    study = studies.study_start(study=make_study(**{**MEDIAN, "pruner": "none"}))
     runner = Runner(study)
     assert runner.pruning is None
     for _ in range(3):
@@ -88,10 +89,10 @@ def test_a_trial_behind_the_median_of_finished_trials_is_pruned_after_the_warmup
     runner = Runner(pruning_study())
     runner.run(GOOD), runner.run([1.0, 0.7, 0.5, 0.35, 0.3])
     trial = runner.claim()
-    first = trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=0, metrics={"val_loss": 3.0},
+    first = trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=0, metrics={"val_loss": 3.0},
                                           pruning=runner.pruning)
     assert first and first.pruned is None  # epoch 1 is the warm-up
-    second = trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1, metrics={"val_loss": 2.0},
+    second = trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1, metrics={"val_loss": 2.0},
                                            pruning=runner.pruning)
     assert not second
     assert second.pruned == {"prune": True, "reason": "pruned", "pruner": "median", "execution": 0, "epoch": 2,
@@ -152,7 +153,7 @@ def test_the_last_epoch_is_never_judged(pruning_study):
     runner.run([0.5, 0.4, 0.3])
     trial = runner.claim()
     runner.report(trial, [0.5, 0.4])
-    last = trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 9.0},
+    last = trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 9.0},
                                          pruning=runner.pruning)
     assert last and last.pruned is None
 
@@ -189,15 +190,15 @@ def test_one_epoch_report_of_a_pruning_study_adds_one_query(pruning_study, djang
     # heartbeat UPDATE, one SELECT (own previous best and the finished trials' at this epoch),
     # the INSERT, and no count: the completed trials at this epoch already pass the startup rule.
     with django_assert_num_queries(3):
-        trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1,
+        trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1,
                                                           metrics={"val_loss": 0.5}, pruning=runner.pruning)
     with django_assert_num_queries(1):  # without pruning: heartbeat and row in one statement
-        assert trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.5})
+        assert trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.5})
     with django_assert_num_queries(1):  # a re-reported epoch replaces its row
-        assert trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.4})
+        assert trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.4})
     assert TrialEpoch.objects.get(trial=trial, execution=0, epoch=2).metrics == {"val_loss": 0.4}
-    trial_runs.study_cancel(study=runner.study)
-    assert not trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=3, metrics={"val_loss": 0.3})
+    studies.study_cancel(study=runner.study)
+    assert not trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=3, metrics={"val_loss": 0.3})
     assert not TrialEpoch.objects.filter(trial=trial, epoch=3).exists()
 
 
@@ -205,8 +206,8 @@ def test_a_cancelled_study_stops_the_trial_without_a_pruning_decision(pruning_st
     study = pruning_study(pruning_startup_trials=0, pruning_min_trials=1)
     runner = Runner(study)
     trial = runner.claim()
-    trial_runs.study_cancel(study=study)
-    verdict = trial_runs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1, metrics={"val_loss": 1.0},
+    studies.study_cancel(study=study)
+    verdict = trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=1, metrics={"val_loss": 1.0},
                                             pruning=runner.pruning)
     assert not verdict and verdict.pruned is None
     assert not TrialEpoch.objects.filter(trial=trial).exists()

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial, TrialRerun, TrialRerunEpoch
-from experiments.services import trial_reruns, trial_runs
+from experiments.services import studies, trial_reruns, trial_runs
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import Claimant, Outcome
 from workers.oracle import KerasTunerOracles
@@ -70,7 +70,7 @@ def test_one_rerun_at_a_time_and_the_next_one_is_numbered_after_it(trial, alice)
 
 
 def test_a_rerun_stays_out_of_the_search(make_study, alice):
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_trials=2))
+    study = studies.study_start(study=make_study(parallelism=1, max_trials=2))
     claimed = trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
                                      oracles=ORACLES).trial
     trial_runs.finish_trial(trial_pk=claimed.pk, oracles=ORACLES,
@@ -132,7 +132,7 @@ def test_a_failed_rerun_keeps_its_reason_and_environment(trial, alice):
 
 @pytest.mark.parametrize("status", ["completed", "failed"])
 def test_a_finished_trial_keeps_the_environment_its_worker_recorded(make_study, status):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     claimed = trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
                                      oracles=ORACLES).trial
     environment = {"seed": 8, "host": "h", "dataset": {"sha256": "a" * 64}}

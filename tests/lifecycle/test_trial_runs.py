@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial
-from experiments.services import trial_runs
+from experiments.services import studies, trial_epochs, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
 from workers.oracle import KerasTunerOracles
 
@@ -32,7 +32,7 @@ def fresh(study) -> Study:
 
 
 def test_a_claim_takes_a_slot_and_a_duplicated_wakeup_finds_none(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     assert fresh(study).wakeups_pending == 1
     first = claim(study, "a")
     assert first.status == "running" and first.trial.status == Trial.Status.RUNNING
@@ -42,7 +42,7 @@ def test_a_claim_takes_a_slot_and_a_duplicated_wakeup_finds_none(make_study):
 
 
 def test_a_finisher_claims_the_next_trial_under_the_same_lock_and_results_are_immutable(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     first = claim(study).trial
     following = finish(first, next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim
     assert following.status == "running" and following.trial.number == 2
@@ -56,7 +56,7 @@ def test_a_finisher_claims_the_next_trial_under_the_same_lock_and_results_are_im
 
 
 def test_the_last_trial_completes_the_study(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_trials=2))
+    study = studies.study_start(study=make_study(parallelism=1, max_trials=2))
     trial = claim(study).trial
     trial = finish(trial, next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim.trial
     assert finish(trial, next_claimant=Claimant(tuner_id="w3", worker_host="h")).claim is None
@@ -67,7 +67,7 @@ def test_the_last_trial_completes_the_study(make_study):
 def test_a_spent_budget_with_no_completed_trial_fails_the_study_with_the_last_error(make_study):
     # Two failures are below the consecutive-failure limit: the budget ends the study, and a
     # study where nothing succeeded is FAILED, not COMPLETED (a wrong Fixed value did that).
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_trials=2, max_retries_per_trial=0,
+    study = studies.study_start(study=make_study(parallelism=1, max_trials=2, max_retries_per_trial=0,
                                                     max_consecutive_failed_trials=5))
     trial = claim(study).trial
     trial = finish(trial, status="failed", next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim.trial
@@ -78,7 +78,7 @@ def test_a_spent_budget_with_no_completed_trial_fails_the_study_with_the_last_er
 
 
 def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     assert trial_runs.trials_reap_stale() == 1
@@ -90,21 +90,21 @@ def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(mak
 
 
 def test_a_heartbeating_trial_is_never_reaped(make_study, settings):
-    study = trial_runs.study_start(study=make_study(parallelism=1))
+    study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(
         heartbeat=timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS - 2))
     assert trial_runs.trials_reap_stale() == 0
-    assert trial_runs.trial_heartbeat(trial_pk=trial.pk)
+    assert trial_epochs.trial_heartbeat(trial_pk=trial.pk)
     trial.refresh_from_db()
     assert trial.status == Trial.Status.RUNNING
 
 
 def test_a_trial_completing_as_the_study_is_cancelled_keeps_its_result(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=2))
+    study = studies.study_start(study=make_study(parallelism=2))
     racing, stopped = claim(study, "a").trial, claim(study, "b").trial
-    trial_runs.study_cancel(study=study)
-    assert not trial_runs.trial_record_epoch(trial_pk=stopped.pk, execution=0, epoch=0, metrics={})
+    studies.study_cancel(study=study)
+    assert not trial_epochs.trial_record_epoch(trial_pk=stopped.pk, execution=0, epoch=0, metrics={})
     finish(racing, score=0.7, next_claimant=Claimant(tuner_id="a2", worker_host="h"))
     finish(stopped, status="released")
     racing.refresh_from_db()
@@ -113,26 +113,26 @@ def test_a_trial_completing_as_the_study_is_cancelled_keeps_its_result(make_stud
     assert stopped.status == Trial.Status.CANCELLED
     assert Trial.objects.filter(study=study, status=Trial.Status.RUNNING).count() == 0  # nothing new claimed
     # Resumed: the stopped trial runs again with the same values; the completed one does not.
-    trial_runs.study_start(study=study)
+    studies.study_start(study=study)
     again = claim(study, "c").trial
     assert (again.trial_id, again.attempt) == (stopped.trial_id, 2)
 
 
 def test_resume_refuses_a_study_that_never_started_and_changes_nothing(make_study):
     study = make_study()
-    with pytest.raises(trial_runs.StudyError, match="never started; start it instead"):
-        trial_runs.study_resume(study=study)
+    with pytest.raises(studies.StudyError, match="never started; start it instead"):
+        studies.study_resume(study=study)
     assert fresh(study).status == Study.Status.CREATED and fresh(study).wakeups_pending == 0
 
 
 def test_a_failed_study_resumes_for_real(make_study):
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_consecutive_failed_trials=2))
+    study = studies.study_start(study=make_study(parallelism=1, max_consecutive_failed_trials=2))
     trial = claim(study).trial
     trial = finish(trial, status="failed", next_claimant=Claimant(tuner_id="w2", worker_host="h")).claim.trial
     finish(trial, status="failed", next_claimant=Claimant(tuner_id="w3", worker_host="h"))
     study = fresh(study)
     assert study.status == Study.Status.FAILED and "2 trials failed in a row" in study.message
-    trial_runs.study_start(study=study)
+    studies.study_start(study=study)
     trial = claim(study, "after-resume").trial
     assert trial is not None
     finish(trial, status="failed", next_claimant=Claimant(tuner_id="w4", worker_host="h"))
@@ -144,7 +144,7 @@ def sent_ago(study, seconds: float) -> None:
 
 
 def test_a_lost_wakeup_is_sent_again_even_while_the_study_is_busy(make_study, settings):
-    study = trial_runs.study_start(study=make_study(parallelism=2))
+    study = studies.study_start(study=make_study(parallelism=2))
     claim(study, "a")  # one slot runs; the other wake-up was lost by the broker
     assert trial_runs.studies_refill() == 0  # sent just now: it may still arrive
     sent_ago(study, settings.RESEND_AFTER_SECONDS + 1)
@@ -163,8 +163,8 @@ def test_a_lost_wakeup_is_sent_again_even_while_the_study_is_busy(make_study, se
 
 
 def test_the_reaper_skips_a_bad_row_and_handles_the_rest(make_study, caplog):
-    broken = trial_runs.study_start(study=make_study(name="broken", parallelism=1))
-    healthy = trial_runs.study_start(study=make_study(name="healthy", parallelism=1))
+    broken = studies.study_start(study=make_study(name="broken", parallelism=1))
+    healthy = studies.study_start(study=make_study(name="healthy", parallelism=1))
     bad, good = claim(broken).trial, claim(healthy).trial
     Trial.objects.filter(pk=bad.pk).update(kt_state=["not", "a trial state"])  # cannot take the reaper's mark
     Trial.objects.filter(pk__in=[bad.pk, good.pk]).update(heartbeat=timezone.now() - timedelta(hours=1))
@@ -186,7 +186,7 @@ def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
-    study = trial_runs.study_start(study=make_study(parallelism=1, max_retries_per_trial=1))
+    study = studies.study_start(study=make_study(parallelism=1, max_retries_per_trial=1))
     lost = claim(study).trial
     Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     version = fresh(study).oracle_version
@@ -202,7 +202,7 @@ def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
 def test_grid_values_reach_the_hypermodel_in_their_own_type(make_study):
     space = [{"name": "units", "type": "int", "min": 8, "max": 64, "step": 2, "sampling": "log",
               "parent": None, "parent_values": []}]
-    study = trial_runs.study_start(study=make_study(tuner="grid", search_space=space, parallelism=1))
+    study = studies.study_start(study=make_study(tuner="grid", search_space=space, parallelism=1))
     seen = []
     trial = claim(study).trial
     while trial is not None:
@@ -225,7 +225,7 @@ def test_the_bayesian_tuner_uses_the_studys_initial_random_trials(make_study):
 def test_bayesian_optimisation_closes_in_on_the_optimum_after_its_random_start(make_study):
     import math
 
-    study = trial_runs.study_start(study=make_study(tuner="bayesian", initial_random_trials=4, max_trials=16,
+    study = studies.study_start(study=make_study(tuner="bayesian", initial_random_trials=4, max_trials=16,
                                                     parallelism=1))
     distances = []
     trial = claim(study).trial
@@ -245,12 +245,12 @@ def test_a_reaped_failure_told_after_a_cancel_leaves_the_study_cancelled(make_st
     """The reaper marked a lost attempt that counts; the study was cancelled before any claim
     told the tuner. The other trial's release tells it then: the study stays CANCELLED (the
     failure limit only ends a running study) and the lost values run again on resume."""
-    study = trial_runs.study_start(study=make_study(parallelism=2, max_retries_per_trial=1,
+    study = studies.study_start(study=make_study(parallelism=2, max_retries_per_trial=1,
                                                     max_consecutive_failed_trials=1))
     lost, other = claim(study, "a").trial, claim(study, "b").trial
     Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     assert trial_runs.trials_reap_stale() == 1
-    trial_runs.study_cancel(study=study)
+    studies.study_cancel(study=study)
     finish(other, status="released")
     study = fresh(study)
     lost.refresh_from_db()

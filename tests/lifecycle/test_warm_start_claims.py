@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial
-from experiments.services import trial_runs
+from experiments.services import studies, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
 from tests.integration.helpers import saved_study
 from workers.oracle import KerasTunerOracles
@@ -35,7 +35,7 @@ def source(acme, alice, iris):
 def _seeded(acme, alice, iris, source, **options) -> Study:
     options = {"max_trials": 6, "top_k": 3, **options}
     study = saved_study(acme, alice, iris, name="seeded", seed_from=[source], **options)
-    return trial_runs.study_start(study=study)
+    return studies.study_start(study=study)
 
 
 def claim(study, tuner):
@@ -178,7 +178,7 @@ def test_a_conditional_grid_is_walked_whole_and_once_with_or_without_seeds(acme,
             Trial.objects.create(study=source, trial_id=str(number), number=number, hyperparameters=values,
                                  status=Trial.Status.COMPLETED, score=1 - number / 10)
         options.update(seed_from=[source], top_k=3)
-    study = trial_runs.study_start(study=saved_study(acme, alice, iris, name="grid", **options))
+    study = studies.study_start(study=saved_study(acme, alice, iris, name="grid", **options))
     trials = []
     while (claimed := claim(study, f"t{len(trials)}")).status == "running":
         finish(claimed.trial, 0.5)

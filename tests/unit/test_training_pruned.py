@@ -3,7 +3,7 @@ checkpoint, the epochs trained), and the executions left are not run."""
 
 import numpy as np
 
-from experiments.services.trial_runs import EpochVerdict
+from experiments.services.trial_epochs import EpochVerdict
 from tests.unit.test_training_stops import build, data, spec
 from workers.training import run_trial
 

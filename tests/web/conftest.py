@@ -8,7 +8,7 @@ from django.utils import timezone
 from experiments.models import Artifact, ModelFile, Study, TrainedModel, Trial, TrialEpoch
 from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_start
 from tests.integration.helpers import saved_study
 
 

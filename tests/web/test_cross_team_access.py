@@ -7,8 +7,8 @@ from django.urls import reverse
 from experiments import urls as experiment_urls
 from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, TrialRerun, Webhook
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.studies import study_start
 from experiments.services.teams import invitation_create, membership_add
-from experiments.services.trial_runs import study_start
 from experiments.services.webhooks import webhook_create
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text

@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from experiments.models import Artifact, Dataset, Study
-from experiments.services.trial_runs import study_start
+from experiments.services.studies import study_start
 from tests.integration.helpers import TINY_SPACE
 from tests.web.pages import page_text, shows
 

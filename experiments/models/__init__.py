@@ -1,0 +1,36 @@
+"""The domain's tables, one module per area. Rules about one row live on the model as methods;
+writes live in services/, reads in selectors/. Every model is re-exported here because Django
+finds an app's models through this module (and `from experiments.models import Study` is the
+one way code names a table)."""
+
+from experiments.models.artifacts import Artifact, StoredBlob, StoredChunk
+from experiments.models.audit import AuditEvent
+from experiments.models.datasets import Dataset
+from experiments.models.fleet import Worker
+from experiments.models.jobs import Job
+from experiments.models.notifications import (
+    SUBSCRIBABLE_EVENTS,
+    EventKind,
+    NotificationDelivery,
+    NotificationEvent,
+    NotificationPreference,
+    Webhook,
+)
+from experiments.models.reruns import TrialRerun, TrialRerunEpoch
+from experiments.models.studies import PruningReference, Study, Trial, TrialEpoch
+from experiments.models.teams import ROLE_RANK, ApiToken, Invitation, Membership, PasswordResetRequest, Team, lower_role
+from experiments.models.trained_models import (
+    CachedPredictions,
+    EnsembleMember,
+    ModelFile,
+    TrainedModel,
+    TrainedModelEpoch,
+)
+
+__all__ = [
+    "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions", "Dataset",
+    "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelFile", "NotificationDelivery",
+    "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PruningReference", "StoredBlob",
+    "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun",
+    "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
+]

@@ -1,0 +1,32 @@
+"""Worker hosts, as their heartbeats report them."""
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Worker(models.Model):
+    """A Celery worker (one node, `concurrency` child processes); it heartbeats while alive."""
+
+    name = models.CharField(max_length=200, unique=True)
+    hostname = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    devices = models.JSONField(default=list)
+    concurrency = models.PositiveIntegerField(default=1)
+    versions = models.JSONField(default=dict)
+    started = models.DateTimeField(default=timezone.now)
+    last_heartbeat = models.DateTimeField(default=timezone.now)
+    stopped = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["hostname", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_alive(self, now=None) -> bool:
+
+        now = now or timezone.now()
+        stale_after = 3 * settings.WORKER_HEARTBEAT_SECONDS
+        return self.stopped is None and (now - self.last_heartbeat).total_seconds() < stale_after

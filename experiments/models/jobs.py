@@ -1,0 +1,39 @@
+"""The columns every job a worker claims besides trials shares: trained models (retrains,
+promotions, ensembles) and trial re-runs. One abstract model, so the job lifecycle
+(experiments/services/jobs.py) moves any of them the same way: claim with a new attempt,
+fenced writes, heartbeat, release, reap, re-send."""
+
+from django.db import models
+from django.utils import timezone
+
+from experiments.states import ModelStatus
+
+
+class Job(models.Model):
+    Status = ModelStatus
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(default=dict, blank=True)  # as Trial.environment
+    # Each claim is a new attempt; every write of the worker carries it (the fence).
+    attempts = models.PositiveIntegerField(default=0)
+    # Attempts handed back by a worker shutting down: not the job's fault, so not counted as lost.
+    releases = models.PositiveIntegerField(default=0)
+    worker_host = models.CharField(max_length=200, blank=True)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent to the broker: a QUEUED job unclaimed for long is re-sent.
+    last_sent = models.DateTimeField(null=True, blank=True)
+    resends = models.PositiveIntegerField(default=0)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)

@@ -1,0 +1,137 @@
+"""What a running trial reports, epoch by epoch: its heartbeat, each epoch's metrics and, in a
+pruning study, the pruner's verdict on the epoch (compared with the finished trials' bests at
+the same epoch, kept as pruning references when a trial finishes). Claims and finishes, which
+hold the study's lock, are in services/trial_runs.py; this path never takes that lock."""
+
+import json
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import BooleanField, Value
+from django.utils import timezone
+
+from experiments.models import PruningReference, Study, Trial, TrialEpoch
+from experiments.states import StudyStatus, TrialStatus
+from experiments.tuning import pruners
+from experiments.tuning.pruning_options import PruningSettings
+
+
+def trial_heartbeat(*, trial_pk: int) -> bool:
+    return bool(Trial.objects.filter(pk=trial_pk, status=TrialStatus.RUNNING).update(heartbeat=timezone.now()))
+
+
+@dataclass(frozen=True)
+class StudyPruning:
+    """What the per-epoch record call needs of a pruning study; a worker reads it once per
+    trial (a study's settings never change once created)."""
+
+    study_id: int
+    settings: PruningSettings
+    objective: str
+    direction: str
+    epochs: int
+    executions: int
+
+    @classmethod
+    def for_study(cls, study: Study) -> "StudyPruning | None":
+        settings = PruningSettings.from_study(study)
+        if not settings.enabled:
+            return None
+        return cls(study.id, settings, study.objective_metric, study.objective_direction, study.epochs,
+                   study.executions_per_trial)
+
+
+@dataclass(frozen=True)
+class EpochVerdict:
+    """The answer to an epoch report; truthy while the trial should go on."""
+
+    keep_going: bool
+    pruned: dict | None = None  # the pruner's decision when it stopped the trial
+
+    def __bool__(self) -> bool:
+        return self.keep_going
+
+
+def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict,
+                       pruning: StudyPruning | None = None) -> EpochVerdict:
+    """Store one epoch's metrics and bump the heartbeat; with `pruning`, also ask the study's
+    pruner. The verdict is falsy when the trial should stop: its study was cancelled, the trial
+    is no longer running, or the pruner stopped it (then `pruned` holds why)."""
+    if pruning is None and connection.vendor == "postgresql":
+        return EpochVerdict(_record_epoch_postgres(trial_pk, execution, epoch, metrics))
+    alive = Trial.objects.filter(
+        pk=trial_pk, status=TrialStatus.RUNNING, study__status=StudyStatus.RUNNING
+    ).update(heartbeat=timezone.now())
+    if not alive:
+        return EpochVerdict(False)
+    best, decision = None, None
+    if pruning is not None:
+        best, decision = _judge(pruning, trial_pk, execution, epoch, metrics)
+    # One INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row.
+    TrialEpoch.objects.bulk_create(
+        [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics, best_objective=best)],
+        update_conflicts=True, unique_fields=["trial", "execution", "epoch"],
+        update_fields=["metrics", "best_objective"],
+    )
+    if decision is not None and decision.prune:
+        return EpochVerdict(False, pruned=decision.record())
+    return EpochVerdict(True)
+
+
+def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: dict) -> bool:
+    """trial_record_epoch without a pruner, in one statement (one round trip instead of two,
+    on the path every epoch of every trial takes): the heartbeat UPDATE, and the epoch's row
+    only if the trial and its study are still running. True when they are."""
+    trial, study, epochs = Trial._meta.db_table, Study._meta.db_table, TrialEpoch._meta.db_table
+    sql = (f'WITH alive AS (UPDATE "{trial}" t SET heartbeat = %s FROM "{study}" s WHERE t.id = %s '
+           f"AND t.status = %s AND s.id = t.study_id AND s.status = %s RETURNING t.id) "
+           f'INSERT INTO "{epochs}" (trial_id, execution, epoch, metrics, best_objective, created) '
+           f"SELECT id, %s, %s, %s, NULL, %s FROM alive ON CONFLICT (trial_id, execution, epoch) "
+           f"DO UPDATE SET metrics = EXCLUDED.metrics, best_objective = NULL RETURNING 1")
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, trial_pk, TrialStatus.RUNNING, StudyStatus.RUNNING, execution, epoch,
+                             json.dumps(metrics), now])
+        return cursor.fetchone() is not None
+
+
+def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
+           metrics: dict) -> tuple[float | None, pruners.Decision | None]:
+    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision.
+    One query reads the trial's previous best and the finished trials' bests at this epoch; the
+    completed trials are counted by a second only while the ones at this epoch are too few to
+    pass the startup rule themselves."""
+    settings, number = pruning.settings, epoch + 1
+    last = execution == pruning.executions - 1 and number >= pruning.epochs
+    judged = pruners.judged(settings, number, last=last) is None
+    # (value, None) for the trial's own previous epoch, (value, completed) for finished trials.
+    rows = (TrialEpoch.objects.filter(trial_id=trial_pk, execution=execution, epoch=epoch - 1)
+            .order_by().values_list("best_objective", Value(None, output_field=BooleanField())))
+    if judged:
+        rows = rows.union(PruningReference.objects.filter(study_id=pruning.study_id, execution=execution, epoch=epoch)
+                          .order_by().values_list("best_objective", "completed"), all=True)
+    previous, others, completed = None, [], 0
+    for value, finished_completed in rows:
+        if finished_completed is None:
+            previous = value
+        else:
+            others.append(value)
+            completed += finished_completed
+    best = pruners.best_so_far(previous, pruners.objective_value(metrics, pruning.objective), pruning.direction)
+    if not judged or best is None or len(others) < settings.min_trials:
+        return best, None
+    if completed < settings.startup_trials:
+        completed = Trial.objects.filter(study_id=pruning.study_id, status=TrialStatus.COMPLETED).count()
+    return best, pruners.decide(settings=settings, direction=pruning.direction, execution=execution, epoch=number,
+                                value=best, others=others, completed=completed, last=last)
+
+
+def trial_keep_as_reference(study: Study, row: Trial, completed: bool) -> None:
+    """A pruning study's finished trial becomes one its later trials are compared with."""
+    if study.pruner == "none":
+        return
+    epochs = TrialEpoch.objects.filter(trial=row, best_objective__isnull=False).values_list(
+        "execution", "epoch", "best_objective")
+    PruningReference.objects.bulk_create(
+        [PruningReference(study=study, trial=row, execution=execution, epoch=epoch, best_objective=value,
+                          completed=completed) for execution, epoch, value in epochs], ignore_conflicts=True)
