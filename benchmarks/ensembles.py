@@ -53,7 +53,8 @@ def measure_fit_seconds() -> dict:
 
 
 def _digits_splits():
-    from experiments.datasets.parsing import load_bundled, split_indices
+    from experiments.datasets.bundled import load_bundled
+    from experiments.datasets.splits import split_indices
 
     parsed = load_bundled("digits")
     train, val, test = split_indices(parsed, val_fraction=0.15, test_fraction=0.15, seed=0)

@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 from django.core import validators
 
-from experiments.datasets.parsing import BUNDLED
+from experiments.datasets.bundled import BUNDLED
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.presentation.ranking_rule import metric_direction
 from experiments.services.datasets import UploadOptions

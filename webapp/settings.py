@@ -286,7 +286,7 @@ STORAGES = {
 UPLOAD_MAX_MB = env_int("TUNEBOARD_UPLOAD_MAX_MB", 50, minimum=1)
 # Uploads above this go to a temp file instead of memory; parsing reads that file in blocks.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-# What an upload may become once parsed (experiments.datasets.parsing.DatasetLimits): its arrays
+# What an upload may become once parsed (experiments.datasets.core.DatasetLimits): its arrays
 # unpacked (they stay on disk, not in the web process), its rows (the web holds ~100 bytes a
 # row while splitting) and the classes of a classification target.
 MAX_DATASET_MB = env_int("TUNEBOARD_MAX_DATASET_MB", 2048, minimum=1)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn import datasets
 
-from experiments.datasets.parsing import DatasetError, ParsedDataset
+from experiments.datasets.core import DatasetError, ParsedDataset
 from experiments.datasets.text_reader import text_details
 
 BUNDLED: dict[str, str] = {

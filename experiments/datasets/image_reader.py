@@ -27,15 +27,16 @@ import numpy as np
 from PIL import Image
 
 from experiments.datasets.arrays import ArrayWriter, blocks, converted
-from experiments.datasets.parsing import (
-    _MB,
+from experiments.datasets.core import (
     DEFAULT_LIMITS,
+    GB,
+    MB,
     DatasetError,
     DatasetLimits,
     ParsedDataset,
-    _check_task,
     binary_file,
     check_bytes,
+    check_task,
 )
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
@@ -43,15 +44,14 @@ COLOR_MODES = ("auto", "grayscale", "rgb", "rgba")
 _CHANNELS = {"grayscale": 1, "rgb": 3, "rgba": 4}
 _PIL_MODES = {"grayscale": "L", "rgb": "RGB", "rgba": "RGBA"}
 _COLOR_MODE_OF_CHANNELS = {1: "grayscale", 3: "rgb", 4: "rgba"}
-_GB = 1024 * _MB
-_MAX_DECLARED_BYTES = 1 * _GB  # everything in the zip, unpacked
+_MAX_DECLARED_BYTES = 1 * GB  # everything in the zip, unpacked
 # A member that unpacks to more than this many times its packed size is a zip bomb; real images
 # are already compressed and barely shrink in a zip (uncompressed BMPs of flat drawings do, to
 # a few percent, hence the generous ratio and a floor below which nothing is refused).
 _MAX_MEMBER_RATIO = 1000
-_RATIO_FLOOR_BYTES = 10 * _MB
+_RATIO_FLOOR_BYTES = 10 * MB
 _MAX_IMAGES = 200_000
-_MAX_ARRAY_BYTES = 2 * _GB
+_MAX_ARRAY_BYTES = 2 * GB
 _MAX_AUTO_SIDE = 256  # the automatic size keeps models small enough to tune on a CPU
 _MAX_SIDE = 2048
 # One decoded image above this is refused before decoding: a tiny PNG can declare 50,000 ×
@@ -88,7 +88,7 @@ def parse_image_zip(
     unless color_mode is "rgba". Files that are not images (README.txt, .DS_Store,
     __MACOSX/…, files outside class folders) are skipped and listed in details["skipped"].
     """
-    _check_task(task)
+    check_task(task)
     if task == "regression":
         raise DatasetError(
             "A zip of class folders can only be used for classification: each image's label is "
@@ -186,15 +186,15 @@ def _image_members(archive: zipfile.ZipFile) -> tuple[list[_Member], list[dict[s
         if info.file_size > _RATIO_FLOOR_BYTES and info.file_size > _MAX_MEMBER_RATIO * max(info.compress_size, 1):
             raise DatasetError(
                 f"The zip entry {info.filename!r} would expand from {info.compress_size:,} bytes to "
-                f"{info.file_size / _MB:,.0f} MB, over {_MAX_MEMBER_RATIO:,} times its packed size: "
+                f"{info.file_size / MB:,.0f} MB, over {_MAX_MEMBER_RATIO:,} times its packed size: "
                 "this looks like a zip bomb, so nothing was unpacked. Remove that entry and upload "
                 "the zip again."
             )
     declared = sum(info.file_size for info in infos)
     if declared > _MAX_DECLARED_BYTES:
         raise DatasetError(
-            f"The zip would expand to {declared / _GB:.1f} GB; the limit is "
-            f"{_MAX_DECLARED_BYTES // _GB} GB. Upload fewer or smaller images."
+            f"The zip would expand to {declared / GB:.1f} GB; the limit is "
+            f"{_MAX_DECLARED_BYTES // GB} GB. Upload fewer or smaller images."
         )
     files = [info for info in infos if not info.is_dir()]
     if not files:
@@ -293,8 +293,8 @@ def _check_array_bytes(n: int, height: int, width: int, channels: int) -> None:
     nbytes = n * height * width * channels
     if nbytes > _MAX_ARRAY_BYTES:
         raise DatasetError(
-            f"The {n:,} images of {height}×{width}×{channels} would take {nbytes / _GB:.1f} GB as "
-            f"one array; the limit is {_MAX_ARRAY_BYTES // _GB} GB. Choose a smaller image size "
+            f"The {n:,} images of {height}×{width}×{channels} would take {nbytes / GB:.1f} GB as "
+            f"one array; the limit is {_MAX_ARRAY_BYTES // GB} GB. Choose a smaller image size "
             "or grayscale, or upload fewer images."
         )
 

@@ -16,20 +16,19 @@ from typing import BinaryIO
 import numpy as np
 
 from experiments.datasets.arrays import ArrayWriter, converted, release, rows_per_block
-from experiments.datasets.csv_reader import CsvTable, NumericColumns, missing_column_message
-from experiments.datasets.parsing import (
+from experiments.datasets.core import (
     DEFAULT_LIMITS,
     DatasetError,
     DatasetLimits,
     LabelColumn,
     NonFinite,
     ParsedDataset,
-    _check_task,
-    _rows,
     check_bytes,
     check_rows,
-    csv_target,
+    check_task,
+    rows_text,
 )
+from experiments.datasets.csv_table import CsvTable, NumericColumns, csv_target, missing_column_message
 
 _MIN_WINDOWS = 10  # fewer cannot fill training, validation and test blocks with a gap between
 _MAX_ARRAY_BYTES = 2 * 1024 * 1024 * 1024
@@ -51,7 +50,7 @@ def parse_time_series_csv(
     The file is read once, a batch of rows at a time: every column's values go to a temporary
     file as float32 (NaN where a cell is not a number), then the windows are cut from it a
     block at a time into another."""
-    _check_task(task)
+    check_task(task)
     for name, value in (("window", window), ("horizon", horizon)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise DatasetError(f"The {name} must be a whole number of time steps, at least 1; got {value!r}.")
@@ -83,12 +82,12 @@ def parse_time_series_csv(
     if window + horizon > n_rows:
         raise DatasetError(
             f"The window ({window}) plus the horizon ({horizon}) is longer than the series "
-            f"({_rows(n_rows)}). Use a smaller window or horizon, or a longer series."
+            f"({rows_text(n_rows)}). Use a smaller window or horizon, or a longer series."
         )
     n_windows = n_rows - window - horizon + 1
     if n_windows < _MIN_WINDOWS:
         raise DatasetError(
-            f"The series of {_rows(n_rows)} gives only {n_windows} window{'s' if n_windows > 1 else ''} "
+            f"The series of {rows_text(n_rows)} gives only {n_windows} window{'s' if n_windows > 1 else ''} "
             f"of {window} rows with a horizon of {horizon}; at least {_MIN_WINDOWS} are needed to "
             "train, validate and test. Use a smaller window or horizon, or a longer series."
         )

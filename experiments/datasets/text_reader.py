@@ -13,21 +13,20 @@ from typing import BinaryIO
 import numpy as np
 
 from experiments.datasets.arrays import ArrayWriter
-from experiments.datasets.csv_reader import Batch, CsvTable, missing_column_message
-from experiments.datasets.parsing import (
+from experiments.datasets.core import (
     DEFAULT_LIMITS,
     DatasetError,
     DatasetLimits,
     LabelColumn,
     Occurrences,
     ParsedDataset,
-    _check_task,
-    _first_few,
-    _rows,
     check_bytes,
     check_rows,
-    csv_target,
+    check_task,
+    first_few,
+    rows_text,
 )
+from experiments.datasets.csv_table import Batch, CsvTable, csv_target, missing_column_message
 
 # A unicode array stores every text at the length of the longest, 4 bytes a character.
 _MAX_ARRAY_BYTES = 1024 * 1024 * 1024
@@ -46,7 +45,7 @@ def parse_text_csv(
 
     The file is read twice, a batch of rows at a time: once to check it and find the longest
     text, once to write the texts at that width to a temporary file."""
-    _check_task(task)
+    check_task(task)
     table = CsvTable(data)
     header = table.header
     text_column, target_column = text_column.strip(), target_column.strip()
@@ -81,8 +80,8 @@ def parse_text_csv(
         )
     if empty.count:
         raise DatasetError(
-            f"{_rows(empty.count).capitalize()} {'has' if empty.count == 1 else 'have'} no text in the "
-            f"column {text_column!r} (row{'s' if empty.count > 1 else ''} {_first_few(empty.first)}). "
+            f"{rows_text(empty.count).capitalize()} {'has' if empty.count == 1 else 'have'} no text in the "
+            f"column {text_column!r} (row{'s' if empty.count > 1 else ''} {first_few(empty.first)}). "
             "Fill them in or remove those rows."
         )
     y, task, classes = csv_target(labels, target_column, task, limits)

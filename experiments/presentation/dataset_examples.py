@@ -75,7 +75,7 @@ def _read_header(stream) -> tuple[tuple[int, ...], np.dtype]:
     version = np.lib.format.read_magic(stream)
     read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran_order, dtype = read(stream)
-    if fortran_order:  # experiments/array_files.write_npz never writes one
+    if fortran_order:  # experiments/datasets/arrays.write_npz never writes one
         raise ValueError("the stored images are in Fortran order")
     return shape, dtype
 

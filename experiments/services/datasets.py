@@ -13,20 +13,20 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from experiments.datasets.arrays import write_npz
-from experiments.datasets.image_reader import parse_image_zip
-from experiments.datasets.parsing import (
+from experiments.datasets.bundled import load_bundled
+from experiments.datasets.core import (
     DatasetError,
     DatasetLimits,
     ParsedDataset,
     binary_file,
     check_upload_size,
     class_warnings,
-    load_bundled,
-    parse_csv,
-    parse_npz,
-    split_indices,
 )
+from experiments.datasets.image_reader import parse_image_zip
+from experiments.datasets.parsing import parse_npz
 from experiments.datasets.sequence_reader import parse_time_series_csv
+from experiments.datasets.splits import split_indices
+from experiments.datasets.tabular_reader import parse_csv
 from experiments.datasets.text_reader import parse_text_csv
 from experiments.models import Artifact, Dataset, Team
 from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error

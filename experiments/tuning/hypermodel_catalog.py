@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-# The same kinds as experiments/dataset_parsing.KINDS (a test keeps them equal); not
-# imported from there because that module brings scikit-learn along.
+# The same kinds as experiments/datasets/core.KINDS (a test keeps them equal); not
+# imported from there because that module brings NumPy along.
 KINDS = ("tabular", "image", "text", "sequence")
 _KIND_NOUNS = {"tabular": "tabular features", "image": "images", "text": "text", "sequence": "sequences"}
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from PIL import Image
 from sklearn.datasets import load_digits
 
-from experiments.datasets.parsing import load_bundled
+from experiments.datasets.bundled import load_bundled
 from experiments.models import Dataset, Study, TrainedModel, Trial
 from tests.conftest import wait_for
 from tests.integration.helpers import started_study

@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 
-from experiments.datasets.parsing import DatasetError
+from experiments.datasets.core import DatasetError
 
 
 def npz_bytes(**arrays: np.ndarray) -> bytes:

@@ -13,7 +13,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 from sklearn.tree import DecisionTreeClassifier
 
-from experiments.datasets.parsing import BUNDLED, BUNDLED_KINDS, load_bundled, split_indices
+from experiments.datasets.bundled import BUNDLED, BUNDLED_KINDS, load_bundled
+from experiments.datasets.splits import split_indices
 
 
 def test_every_bundled_dataset_has_a_description_and_a_kind_and_the_old_ones_come_first():

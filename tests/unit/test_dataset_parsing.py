@@ -5,15 +5,11 @@ import io
 import numpy as np
 import pytest
 
-from experiments.datasets.parsing import (
-    BUNDLED,
-    ParsedDataset,
-    check_upload_size,
-    load_bundled,
-    parse_csv,
-    parse_npz,
-    split_indices,
-)
+from experiments.datasets.bundled import BUNDLED, load_bundled
+from experiments.datasets.core import ParsedDataset, check_upload_size
+from experiments.datasets.parsing import parse_npz
+from experiments.datasets.splits import split_indices
+from experiments.datasets.tabular_reader import parse_csv
 from tests.unit.parsing_helpers import npz_bytes, rejects
 
 MB = 1024 * 1024

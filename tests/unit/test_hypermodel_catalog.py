@@ -4,7 +4,7 @@ kinds of data it takes, and a team hypermodel may declare its kinds with an "@ki
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from experiments.datasets import parsing
+from experiments.datasets import core
 from experiments.tuning.hypermodel_catalog import (
     BUILTIN,
     KINDS,
@@ -18,7 +18,7 @@ from experiments.tuning.search_space import validate_search_space
 
 
 def test_the_catalog_knows_the_same_kinds_as_the_dataset_parsers():
-    assert KINDS == parsing.KINDS
+    assert KINDS == core.KINDS
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN))

@@ -6,8 +6,10 @@ import io
 import numpy as np
 import pytest
 
-from experiments.datasets.parsing import ParsedDataset, parse_npz, split_indices
+from experiments.datasets.core import ParsedDataset
+from experiments.datasets.parsing import parse_npz
 from experiments.datasets.sequence_reader import parse_time_series_csv
+from experiments.datasets.splits import split_indices
 from experiments.datasets.text_reader import parse_text_csv
 from tests.unit.parsing_helpers import npz_bytes, rejects
 

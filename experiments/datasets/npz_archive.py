@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.datasets.parsing import DatasetError
+from experiments.datasets.core import DatasetError
 
 _NPY_MAGIC = b"\x93NUMPY"
 _READ_BYTES = 1024 * 1024
@@ -114,7 +114,7 @@ class NpzArchive:
 
     def unpack(self, header: ArrayHeader) -> np.ndarray:
         """The array, unpacked a block at a time into an anonymous temporary file and mapped
-        read-only (read it with array_files.blocks, which keeps resident memory small)."""
+        read-only (read it with arrays.blocks, which keeps resident memory small)."""
         if header.nbytes == 0:
             return np.empty(header.shape, dtype=header.dtype)
         spool = tempfile.TemporaryFile(prefix="tuneboard-npz-")

@@ -5,6 +5,8 @@ CsvTable checks that the file is UTF-8 text, picks its delimiter and reads its h
 batches() give the data rows with their line numbers in the file, and can be read again.
 NumericColumns turns batches of cells into numbers and remembers, per column, what was
 missing or not a number, so the message can name the column, the first row and how many.
+csv_target turns a target column into labels the same way for the tabular, text and sequence
+readers, which all read their CSV through this module.
 """
 
 from __future__ import annotations
@@ -18,7 +20,18 @@ from typing import BinaryIO
 
 import numpy as np
 
-from experiments.datasets.parsing import DatasetError, Occurrences, _as_number, _is_missing, _rows, binary_file
+from experiments.datasets.core import (
+    DatasetError,
+    DatasetLimits,
+    LabelColumn,
+    Occurrences,
+    as_number,
+    binary_file,
+    encode_target,
+    first_few,
+    is_missing,
+    rows_text,
+)
 
 _DELIMITERS = (",", ";", "\t")
 _SNIFF_CHARS = 65536
@@ -175,7 +188,7 @@ def _checked_header(header: list[str]) -> list[str]:
 def missing_column_message(column: str, header: list[str]) -> str:
     shown = ", ".join(header[:30]) + (f", … ({len(header) - 30} more)" if len(header) > 30 else "")
     message = f"There is no column named {column!r}. Available columns: {shown}."
-    if all(_as_number(name) is not None for name in header):
+    if all(as_number(name) is not None for name in header):
         message += " The first row looks like data: the file needs a header row of column names."
     return message
 
@@ -203,9 +216,9 @@ class NumericColumns:
             except ValueError:
                 pass
             for i, cell in enumerate(cells):
-                if _is_missing(cell):
+                if is_missing(cell):
                     self.missing[j].add(lines[i])
-                elif (number := _as_number(cell)) is None:
+                elif (number := as_number(cell)) is None:
                     self.non_numeric[j].add(lines[i], cell)
                 else:
                     values[i, j] = number
@@ -225,7 +238,8 @@ class NumericColumns:
             raise DatasetError(
                 f"Some {subject} are missing: "
                 + "; ".join(
-                    f"column {name!r} in {_rows(found.count)} (first row {found.first[0]})" for name, found in missing
+                    f"column {name!r} in {rows_text(found.count)} (first row {found.first[0]})"
+                    for name, found in missing
                 )
                 + f". {missing_advice}"
             )
@@ -235,6 +249,23 @@ def _non_numeric_message(name: str, found: Occurrences) -> str:
     message = f"Column {name!r} must contain numbers, but row {found.first[0]} has {found.value!r}"
     if found.count > 1:
         message += f" ({found.count - 1} more {'row has' if found.count == 2 else 'rows have'} non-numeric values)"
-    if _as_number(found.value.replace(",", ".")) is not None:
+    if as_number(found.value.replace(",", ".")) is not None:
         message += ". Use a point, not a comma, as the decimal separator"
     return message + ". Feature columns must be numeric: encode categories as numbers or drop them."
+
+
+def csv_target(
+    labels: LabelColumn, target_column: str, task: str, limits: DatasetLimits
+) -> tuple[np.ndarray, str, list[str]]:
+    """(y, task, classes) from a CSV target column; refuses rows without a label."""
+    if labels.missing.count:
+        count = labels.missing.count
+        raise DatasetError(
+            f"{rows_text(count).capitalize()} {'has' if count == 1 else 'have'} "
+            f"no value in the target column {target_column!r} "
+            f"(row{'s' if count > 1 else ''} {first_few(labels.missing.first)}). "
+            "Fill them in or remove those rows."
+        )
+    return encode_target(
+        labels, task, subject=f"The target column {target_column!r}", locate=lambda line: f"row {line}", limits=limits
+    )
