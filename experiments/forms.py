@@ -35,12 +35,8 @@ from experiments.tuning.pruning_options import LIMITS as PRUNING_LIMITS
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.tuning.pruning_options import model_field as pruning_field
-from experiments.tuning.search_space import (
-    SearchSpaceError,
-    default_initial_random_trials,
-    fixed_type_errors,
-    validate_search_space,
-)
+from experiments.tuning.search_space import SearchSpaceError, validate_search_space
+from experiments.tuning.space_values import default_initial_random_trials, fixed_type_errors
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],

@@ -26,7 +26,7 @@ from experiments.presentation.ranking_rule import (
     recorded_test_metrics,
     tie_breaks,
 )
-from experiments.tuning.search_space import default_initial_random_trials
+from experiments.tuning.space_values import default_initial_random_trials
 
 # Trials that produced a result (a pruned one is cut short, not failed).
 WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)

@@ -20,7 +20,8 @@ from experiments.tuning.compute_options import compute_errors
 from experiments.tuning.hypermodel_catalog import hypermodels_for_kind
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import pruning_errors
-from experiments.tuning.search_space import grid_size, validate_search_space
+from experiments.tuning.search_space import validate_search_space
+from experiments.tuning.space_values import grid_size
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),

@@ -10,7 +10,7 @@ from experiments.errors import TuneboardError
 from experiments.models import Study, Team
 from experiments.presentation import figures
 from experiments.selectors import study_top_trials
-from experiments.tuning.search_space import ConfigurationError, fit_configuration
+from experiments.tuning.space_values import ConfigurationError, fit_configuration
 
 DEFAULT_TOP_K = 3
 MAX_TOP_K = 20

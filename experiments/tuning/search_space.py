@@ -1,4 +1,5 @@
-"""Search spaces as the web stores them: validation, normalisation and grid counting.
+"""Search spaces as the web stores them: validation and normalisation (grid counting, defaults
+and fitting configurations: space_values.py).
 
 A search space is a JSON list of rows, one per hyperparameter (ROW_KEYS lists the canonical
 keys of each type). This module runs in the web process, so it must never import
@@ -12,7 +13,6 @@ wider than the range, conditions on values the parent can never take).
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from experiments.errors import TuneboardError
 from experiments.tuning.bounds import MAX_CHOICES, MAX_GRID_STEPS, MAX_HP_INT, MAX_HP_MAGNITUDE
@@ -54,7 +54,7 @@ class SearchSpaceError(TuneboardError, ValueError):
         return flat
 
 
-class _Invalid(Exception):
+class InvalidValue(Exception):
     """One field's problem, collected into its row's messages."""
 
 
@@ -90,7 +90,7 @@ def parse_choice_values(text: str) -> list:
     return items
 
 
-def _scalar_kind(value: object) -> str | None:
+def scalar_kind(value: object) -> str | None:
     # bool before int: True is an int to Python, but not to a person filling in a form.
     if isinstance(value, bool):
         return "bool"
@@ -103,7 +103,7 @@ def _scalar_kind(value: object) -> str | None:
     return None
 
 
-def _fmt(value: object) -> str:
+def format_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -121,22 +121,22 @@ def _to_number(value: object, label: str, whole: bool) -> int | float:
         text = value.strip()
         kind = _text_kind(text)
         if kind not in ("int", "float"):
-            raise _Invalid(f"{label} must be a number, not {value!r}.")
+            raise InvalidValue(f"{label} must be a number, not {value!r}.")
         if len(text) > 100:  # int() refuses over 4,300 digits; no bound here needs more than a few
-            raise _Invalid(f"{label} is too large ({len(text):,} characters).")
+            raise InvalidValue(f"{label} is too large ({len(text):,} characters).")
         value = int(text) if kind == "int" else float(text)
-    if _scalar_kind(value) not in ("int", "float"):
-        raise _Invalid(f"{label} must be a number, not {_fmt(value)}.")
+    if scalar_kind(value) not in ("int", "float"):
+        raise InvalidValue(f"{label} must be a number, not {format_value(value)}.")
     if not math.isfinite(value):
-        raise _Invalid(f"{label} must be a finite number.")
+        raise InvalidValue(f"{label} must be a finite number.")
     if whole and abs(value) > MAX_HP_INT:
-        raise _Invalid(f"{label} must be at most {MAX_HP_INT:,} in size, not {value:.4g}.")
+        raise InvalidValue(f"{label} must be at most {MAX_HP_INT:,} in size, not {value:.4g}.")
     if abs(value) > MAX_HP_MAGNITUDE:
-        raise _Invalid(f"{label} must be at most {MAX_HP_MAGNITUDE:.0e} in size, not {value:.4g}.")
+        raise InvalidValue(f"{label} must be at most {MAX_HP_MAGNITUDE:.0e} in size, not {value:.4g}.")
     if not whole:
         return float(value)
     if value != int(value):
-        raise _Invalid(f"{label} must be a whole number for an Int, not {value}.")
+        raise InvalidValue(f"{label} must be a whole number for an Int, not {value}.")
     return int(value)
 
 
@@ -149,12 +149,12 @@ def _coerce(value: object, kind: str, label: str) -> object:
             return value
         if isinstance(value, str) and value.strip().lower() in _BOOL_TEXT:
             return _BOOL_TEXT[value.strip().lower()]
-        raise _Invalid(f"{label} must be true or false, not {_fmt(value)}.")
+        raise InvalidValue(f"{label} must be true or false, not {format_value(value)}.")
     if isinstance(value, str):
         return value.strip()
-    if _scalar_kind(value) in ("int", "float"):  # the editor infers 32 from "32"
+    if scalar_kind(value) in ("int", "float"):  # the editor infers 32 from "32"
         return str(value)
-    raise _Invalid(f"{label} must be text, not {_fmt(value)}.")
+    raise InvalidValue(f"{label} must be text, not {format_value(value)}.")
 
 
 # --- One row ------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def _name(raw: dict, errors: list[str]) -> str | None:
         errors.append("Give this hyperparameter a name.")
     elif not isinstance(name, str) or not NAME_RE.match(name):
         errors.append(
-            f"The name {_fmt(name)} is not valid: start with a letter or underscore and use "
+            f"The name {format_value(name)} is not valid: start with a letter or underscore and use "
             "only letters, digits and underscores (like learning_rate)."
         )
     elif len(name) > MAX_NAME_LENGTH:
@@ -188,14 +188,14 @@ def _numeric(raw: dict, type_: str, errors: list[str]) -> dict:
             continue
         try:
             spec[key] = _to_number(raw[key], key.capitalize(), whole=type_ == "int")
-        except _Invalid as exc:
+        except InvalidValue as exc:
             errors.append(str(exc))
     sampling = raw.get("sampling")
     sampling = sampling.strip().lower() if isinstance(sampling, str) else sampling
     spec["sampling"] = sampling = sampling or "linear"
     if sampling not in SAMPLINGS[type_]:
         errors.append(
-            f"Sampling {_fmt(sampling)} is not available for {label}; "
+            f"Sampling {format_value(sampling)} is not available for {label}; "
             f"use {', '.join(SAMPLINGS[type_][:-1])} or {SAMPLINGS[type_][-1]}."
         )
     if not errors:
@@ -251,7 +251,7 @@ def _choice(raw: dict, errors: list[str]) -> dict:
         errors.append("Values must be a list, like relu, tanh.")
         return {"values": [], "ordered": False}
     values = [v.strip() if isinstance(v, str) else v for v in values]
-    kinds = {_scalar_kind(v) for v in values}
+    kinds = {scalar_kind(v) for v in values}
     if kinds == {"int", "float"}:
         # JSON.stringify writes 1.0 as 1, so a list of floats can arrive with ints in it.
         values, kinds = [float(v) for v in values], {"float"}
@@ -264,7 +264,7 @@ def _choice(raw: dict, errors: list[str]) -> dict:
     elif len(kinds) > 1:
         errors.append(
             "Values must all be of one type (all numbers, all text or all true/false); "
-            f"got {', '.join(_fmt(v) for v in values)}."
+            f"got {', '.join(format_value(v) for v in values)}."
         )
     elif "" in values:
         errors.append("One of the values is blank.")
@@ -273,7 +273,7 @@ def _choice(raw: dict, errors: list[str]) -> dict:
     else:
         repeated = [v for i, v in enumerate(values) if v in values[:i]]
         if repeated:
-            shown = ", ".join(dict.fromkeys(_fmt(v) for v in repeated))
+            shown = ", ".join(dict.fromkeys(format_value(v) for v in repeated))
             errors.append(f"Each value may appear only once; repeated: {shown}.")
     numeric = bool(kinds) and kinds <= {"int", "float"}
     ordered = raw.get("ordered")
@@ -291,7 +291,7 @@ def _fixed(raw: dict, errors: list[str]) -> dict:
     value = value.strip() if isinstance(value, str) else value
     if _blank(value):
         errors.append("Give the fixed value.")
-    elif _scalar_kind(value) is None:
+    elif scalar_kind(value) is None:
         errors.append("The fixed value must be a number, text or true/false.")
     elif isinstance(value, float) and not math.isfinite(value):
         errors.append("The fixed value must be a finite number.")
@@ -330,7 +330,7 @@ def _row(raw: object) -> tuple[dict | None, list[str]]:
     if _blank(type_):
         errors.append("Choose a type.")
     elif type_ not in TYPES:
-        errors.append(f"Type {_fmt(type_)} is unknown; use Int, Float, Choice, Boolean or Fixed.")
+        errors.append(f"Type {format_value(type_)} is unknown; use Int, Float, Choice, Boolean or Fixed.")
     elif type_ in ("int", "float"):
         spec = _numeric(raw, type_, errors)
     elif type_ == "choice":
@@ -354,7 +354,7 @@ def _loop_from(rows: list, first: dict[str, int], start: int) -> list[str] | Non
     return path + [current] if current == path[0] else None
 
 
-def _possible(row: dict, value: object) -> bool:
+def value_possible(row: dict, value: object) -> bool:
     """Whether a (coerced) value is one the row can take, for conditions on it."""
     if row["type"] == "choice":
         return value in row["values"]
@@ -369,14 +369,14 @@ def _possible(row: dict, value: object) -> bool:
         return True  # any integer in range (log without step samples freely)
     if row["sampling"] == "linear":
         return (value - low) % step == 0
-    return value in [int(v) for v in _log_grid(low, high, step)]
+    return value in [int(v) for v in log_grid(low, high, step)]
 
 
 def _parent_kind(parent: dict) -> str:
     if parent["type"] == "choice":
-        return _scalar_kind(parent["values"][0]) or "str"
+        return scalar_kind(parent["values"][0]) or "str"
     if parent["type"] == "fixed":
-        return _scalar_kind(parent["value"]) or "str"
+        return scalar_kind(parent["value"]) or "str"
     return {"int": "int", "boolean": "bool"}[parent["type"]]
 
 
@@ -385,21 +385,21 @@ def _condition_values(parent: dict, values: list) -> list:
     if parent["type"] == "float":
         # KerasTuner matches conditions by ==, and sampled floats (0.30000000000000004) are
         # not exact, so such a condition would silently never hold.
-        raise _Invalid(
+        raise InvalidValue(
             f"Conditions on a Float are not supported; make {name} a Choice of numbers."
         )
     kind = _parent_kind(parent)
-    coerced = [_coerce(v, kind, f"The value {_fmt(v)} of {name}") for v in values]
-    impossible = [_fmt(v) for v in coerced if not _possible(parent, v)]
+    coerced = [_coerce(v, kind, f"The value {format_value(v)} of {name}") for v in values]
+    impossible = [format_value(v) for v in coerced if not value_possible(parent, v)]
     if impossible:
         if parent["type"] == "int":
             hint = f"it runs from {parent['min']} to {parent['max']}"
             hint += f" with step {parent['step']}" if parent["step"] else ""
         elif parent["type"] == "choice":
-            hint = "it can be " + ", ".join(_fmt(v) for v in parent["values"])
+            hint = "it can be " + ", ".join(format_value(v) for v in parent["values"])
         else:
-            hint = f"it is always {_fmt(parent['value'])}"
-        raise _Invalid(f"{name} never takes {', '.join(impossible)} ({hint}).")
+            hint = f"it is always {format_value(parent['value'])}"
+        raise InvalidValue(f"{name} never takes {', '.join(impossible)} ({hint}).")
     return list(dict.fromkeys(coerced))  # drop repeats, keep order
 
 
@@ -430,7 +430,7 @@ def _check_conditions(rows: list, first: dict[str, int], errors: dict[int, list[
         elif first[parent] in sound and row["parent_values"]:
             try:
                 row["parent_values"] = _condition_values(rows[first[parent]], row["parent_values"])
-            except _Invalid as exc:
+            except InvalidValue as exc:
                 errors[index].append(str(exc))
 
 
@@ -457,30 +457,6 @@ def validate_search_space(rows: object) -> list[dict]:
     return normalised
 
 
-def fixed_type_errors(rows: list[dict], reference: list[dict], hypermodel: str) -> dict[int, list[str]]:
-    """Fixed values whose type the hypermodel cannot take for that name (its default space says
-    what it expects): caught here, not as every trial failing one by one."""
-    expected = {row["name"]: row for row in reference}
-    errors: dict[int, list[str]] = {}
-    for index, row in enumerate(rows):
-        want = expected.get(row["name"])
-        if row["type"] != "fixed" or want is None:
-            continue
-        value, kind = row["value"], _scalar_kind(row["value"])
-        if want["type"] == "int" and kind != "int":
-            message = "a whole number"
-        elif want["type"] == "float" and kind not in ("int", "float"):
-            message = "a number"
-        elif want["type"] == "boolean" and kind != "bool":
-            message = "true or false"
-        elif want["type"] == "choice" and value not in want["values"]:
-            message = "one of " + ", ".join(_fmt(v) for v in want["values"])
-        else:
-            continue
-        errors[index] = [f"The {hypermodel} hypermodel takes {row['name']} as {message}, not {_fmt(value)}."]
-    return errors
-
-
 def parents_first(rows: list[dict]) -> list[dict]:
     """Valid rows reordered so every parent comes before its children (otherwise stable)."""
     by_name = {row["name"]: row for row in rows}
@@ -500,171 +476,7 @@ def parents_first(rows: list[dict]) -> list[dict]:
     return ordered
 
 
-# --- Grid size ----------------------------------------------------------------------------
-
-
-def _log_grid(low: float, high: float, step: float) -> list[float]:
+def log_grid(low: float, high: float, step: float) -> list[float]:
     # KerasTuner's Numerical._get_n_values / _get_value_by_index for log sampling.
     count = int(math.log(high / low, step) + 1e-8) + 1
     return [low * math.pow(step, i) for i in range(count)]
-
-
-def _value_count(row: dict) -> int:
-    """How many values GridSearch tries for one row, computed the way KerasTuner does."""
-    if row["type"] == "choice":
-        return len(row["values"])
-    if row["type"] == "boolean":
-        return 2
-    if row["type"] == "fixed":
-        return 1
-    low, high, step = row["min"], row["max"], row["step"]
-    if row["type"] == "int" and step is None:
-        if row["sampling"] == "linear":
-            return high - low + 1  # KerasTuner's Int defaults step to 1 for linear
-        # Int with log sampling and no step: GridSearch tries 10 evenly spread samples.
-        samples = {int(low * math.pow((high + 1) / low, i * 0.1 + 0.05)) for i in range(10)}
-        return len(samples)
-    if row["sampling"] == "linear":
-        # Floor division on floats, like KerasTuner: 0.0 to 0.5 by 0.1 gives 5 values, not 6.
-        return int((high - low) // step + 1)
-    return len(_log_grid(low, high, step))
-
-
-def grid_size(rows: list[dict]) -> int | None:
-    """Number of combinations GridSearch would try; None when a Float has no step.
-
-    Conditional rows only multiply the combinations of the parent values they depend on.
-    Expects rows from validate_search_space.
-    """
-    if any(row["type"] == "float" and row["step"] is None for row in rows):
-        return None
-    children: dict[str | None, list[dict]] = defaultdict(list)
-    for row in rows:
-        children[row["parent"]].append(row)
-
-    def combinations(row: dict) -> int:
-        total = _value_count(row)
-        kids = children[row["name"]]
-        for value in dict.fromkeys(v for kid in kids for v in kid["parent_values"]):
-            product = 1
-            for kid in kids:
-                if value in kid["parent_values"]:
-                    product *= combinations(kid)
-            total += product - 1  # this value alone was counted once in _value_count
-        return total
-
-    return math.prod(combinations(row) for row in children[None])
-
-
-def default_initial_random_trials(rows: list[dict]) -> int:
-    """KerasTuner's BayesianOptimization default: 3 x the number of hyperparameters, at least 3
-    (each row is one KerasTuner hyperparameter)."""
-    return max(3 * len(rows), 3)
-
-
-# --- Configurations -----------------------------------------------------------------------
-
-
-class ConfigurationError(TuneboardError, ValueError):
-    """Why a set of values does not fit a search space, one message per hyperparameter."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__(" ".join(problems))
-
-
-@dataclass
-class FittedConfiguration:
-    values: dict  # the active hyperparameters' values, as KerasTuner would hold them
-    defaults: list[str] = field(default_factory=list)  # active, absent from the configuration
-    dropped: list[str] = field(default_factory=list)  # given, but inactive under its parents' values
-
-
-def row_default(row: dict) -> object:
-    """The value KerasTuner gives the row when nothing chose one (workers/hyperparameters.py
-    declares no defaults: Int and Float start at min, a Choice at its first value)."""
-    if row["type"] in ("int", "float"):
-        return row["min"]
-    if row["type"] == "choice":
-        return row["values"][0]
-    if row["type"] == "fixed":
-        return row["value"]
-    return False
-
-
-def _range_text(row: dict) -> str:
-    text = f"{_fmt(row['min'])} to {_fmt(row['max'])}"
-    if row["step"] is not None:
-        text += f" by {'×' if row['sampling'] != 'linear' else ''}{_fmt(row['step'])}"
-    return text
-
-
-def _on_float_steps(row: dict, value: float) -> bool:
-    low, step = row["min"], row["step"]
-    if step is None:
-        return True
-    if row["sampling"] == "linear":
-        grid = [low + step * round((value - low) / step)]
-    else:
-        grid = _log_grid(low, row["max"], step)
-    return any(math.isclose(value, point, rel_tol=1e-9, abs_tol=1e-12) for point in grid)
-
-
-def _fit_value(row: dict, value: object) -> object:
-    """The value in the row's own type, or _Invalid saying why the row cannot take it."""
-    kind, type_ = _scalar_kind(value), row["type"]
-    if type_ in ("int", "float"):
-        if kind not in ("int", "float") or (type_ == "int" and kind != "int"):
-            raise _Invalid(f"has the wrong type: {'an Int takes whole' if type_ == 'int' else 'a Float takes'} "
-                           "numbers")
-        value = value if type_ == "int" else float(value)
-        if not math.isfinite(value) or not row["min"] <= value <= row["max"]:
-            raise _Invalid(f"is outside the range {_range_text(row)}")
-        on_steps = _possible(row, value) if type_ == "int" else _on_float_steps(row, value)
-        if not on_steps:
-            raise _Invalid(f"is not one of the values the range {_range_text(row)} takes")
-        return value
-    if type_ == "boolean":
-        if kind != "bool":
-            raise _Invalid("has the wrong type: a Boolean takes true or false")
-        return value
-    allowed = row["values"] if type_ == "choice" else [row["value"]]
-    wanted = _scalar_kind(allowed[0])
-    if kind == "int" and wanted == "float":
-        value, kind = float(value), "float"
-    if kind != wanted:
-        raise _Invalid(f"has the wrong type: the space's values are {', '.join(_fmt(v) for v in allowed)}")
-    if value not in allowed:
-        if type_ == "fixed":
-            raise _Invalid(f"differs from the space's fixed value {_fmt(allowed[0])}")
-        raise _Invalid(f"is not one of the choices {', '.join(_fmt(v) for v in allowed)}")
-    return value
-
-
-def fit_configuration(rows: list[dict], values: dict) -> FittedConfiguration:
-    """A configuration (a trial's values) brought into a validated space: every value must be
-    one the space can take; active hyperparameters it lacks take the space's default, and
-    values of hyperparameters its own choices switch off are dropped, as KerasTuner's
-    ensure_active_values does. ConfigurationError names every hyperparameter that does not fit.
-    KerasTuner's bookkeeping values (tuner/epochs, ... from Hyperband) are not hyperparameters."""
-    by_name = {row["name"]: row for row in rows}
-    given = {name: value for name, value in values.items() if not name.startswith("tuner/")}
-    problems = [f"{name} is not a hyperparameter of the new search space." for name in given if name not in by_name]
-    fitted = FittedConfiguration(values={})
-    for row in parents_first(rows):
-        name, parent = row["name"], row["parent"]
-        if parent is not None and (parent not in fitted.values or fitted.values[parent] not in row["parent_values"]):
-            if name in given:
-                fitted.dropped.append(name)
-            continue
-        if name not in given:
-            fitted.values[name] = row_default(row)
-            fitted.defaults.append(name)
-            continue
-        try:
-            fitted.values[name] = _fit_value(row, given[name])
-        except _Invalid as exc:
-            problems.append(f"{name} = {_fmt(given[name])} {exc}.")
-    if problems:
-        raise ConfigurationError(problems)
-    return fitted

@@ -4,7 +4,8 @@ the space's default, and a message naming every hyperparameter that does not fit
 import pytest
 
 from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
-from experiments.tuning.search_space import ConfigurationError, fit_configuration, validate_search_space
+from experiments.tuning.search_space import validate_search_space
+from experiments.tuning.space_values import ConfigurationError, fit_configuration
 
 SPACE = validate_search_space(DENSE_DEFAULT_SPACE)
 GOOD = {"num_layers": 2, "units": 64, "activation": "tanh", "dropout": 0.3, "batch_norm": True,

@@ -7,7 +7,8 @@ import pytest
 from keras_tuner.engine import hyperparameters as hp_types
 
 from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
-from experiments.tuning.search_space import SearchSpaceError, grid_size, validate_search_space
+from experiments.tuning.search_space import SearchSpaceError, validate_search_space
+from experiments.tuning.space_values import grid_size
 from workers.hyperparameters import active_values, to_hyperparameters
 
 # KerasTuner's oracle calls threading.currentThread(), deprecated since Python 3.10.

@@ -7,13 +7,8 @@ from pathlib import Path
 import pytest
 
 from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
-from experiments.tuning.search_space import (
-    SearchSpaceError,
-    grid_size,
-    parents_first,
-    parse_choice_values,
-    validate_search_space,
-)
+from experiments.tuning.search_space import SearchSpaceError, parents_first, parse_choice_values, validate_search_space
+from experiments.tuning.space_values import grid_size
 
 
 def row(name: str = "units", type_: str = "int", **spec) -> dict:
