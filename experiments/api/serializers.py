@@ -7,6 +7,10 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from experiments.models import Dataset, Study, TrainedModel, Trial, TrialEpoch, TrialRerun
+from experiments.selectors.ensembles import ensemble_members
+from experiments.selectors.studies import PRUNED_TRAINED, pruning_savings, study_counts
+from experiments.selectors.trial_reruns import trial_reruns
+from experiments.selectors.trials import study_best_trial
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import PRUNERS
 
@@ -113,7 +117,6 @@ class TrialDetailSerializer(TrialSerializer):
         fields = [*TrialSerializer.Meta.fields, "reruns"]
 
     def get_reruns(self, obj) -> TrialRerunSerializer(many=True):  # type: ignore[valid-type]
-        from experiments.selectors import trial_reruns
         return TrialRerunSerializer(trial_reruns(trial=obj), many=True, context=self.context).data
 
 
@@ -165,7 +168,6 @@ class StudySerializer(serializers.ModelSerializer):
     def _counts(self, obj) -> dict:
         counts = self.context.get("progress", {}).get(obj.id)
         if counts is None:
-            from experiments.api.views import study_counts
             counts = study_counts([obj.id]).get(obj.id, {})
             self.context.setdefault("progress", {})[obj.id] = counts
         return counts
@@ -178,15 +180,12 @@ class StudySerializer(serializers.ModelSerializer):
                 "max_trials": obj.max_trials}
 
     def get_pruning_saved(self, obj) -> PruningSavedSerializer(allow_null=True):  # type: ignore[valid-type]
-        from experiments.api.views import PRUNED_TRAINED
-        from experiments.selectors import pruning_savings
         counts = self._counts(obj)
         return pruning_savings(obj, pruned=counts.get(Trial.Status.PRUNED, 0), trained=counts.get(PRUNED_TRAINED, 0))
 
     def get_best_trial(self, obj) -> TrialSerializer(allow_null=True):  # type: ignore[valid-type]
         if not self.context.get("with_best", True):
             return None
-        from experiments.selectors import study_best_trial
         best = study_best_trial(study=obj)
         return TrialSerializer(best, context=self.context).data if best is not None else None
 
@@ -235,7 +234,6 @@ class TrainedModelSerializer(serializers.ModelSerializer):
     def get_members(self, obj) -> MemberSerializer(many=True):  # type: ignore[valid-type]
         if not obj.is_ensemble:
             return []
-        from experiments.selectors import ensemble_members
         return [{"position": m.position, "key": f"model:{m.model_id}" if m.model_id else f"trial:{m.trial_id}",
                  "label": m.display_label, "weight": m.weight, "val_metrics": m.val_metrics,
                  "test_metrics": m.test_metrics} for m in ensemble_members(ensemble=obj)]

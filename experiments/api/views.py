@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import date
 
 from django.conf import settings
-from django.db.models import Count, F, Sum
+from django.db.models import F
 from django.db.models.fields.json import KeyTransform
 from django.http import Http404, QueryDict
 from django.urls import reverse
@@ -31,17 +31,14 @@ from experiments.forms import (
 )
 from experiments.models import Dataset, NotificationDelivery, Study, TrainedModel, Trial, TrialEpoch
 from experiments.presentation.comparison import ComparisonError, parse_study_ids
-from experiments.selectors import (
-    fleet_rows,
-    leaderboard,
-    studies_compared,
-    studies_tagged,
-    study_top_trials,
-    team_datasets,
-    team_deliveries,
-    team_models,
-    team_webhooks,
-)
+from experiments.selectors.datasets import team_datasets
+from experiments.selectors.notifications import team_deliveries
+from experiments.selectors.queueing import fleet_rows
+from experiments.selectors.ranking import leaderboard
+from experiments.selectors.studies import studies_compared, studies_tagged, study_counts
+from experiments.selectors.trained_models import team_models
+from experiments.selectors.trials import study_top_trials
+from experiments.selectors.webhooks import team_webhooks
 from experiments.services.audit import VERB_LABELS
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload
 from experiments.services.ensembles import EnsembleError, ensemble_create
@@ -142,21 +139,6 @@ def seed_studies(request, data: dict) -> list[int]:
     ids = _ids(data["seed_from"], "seed_from", "[12, 34]")
     get_studies_for_user(request, ids)
     return ids
-
-
-# In study_counts' rows: the epochs the study's pruned trials trained.
-PRUNED_TRAINED = "pruned_epochs_trained"
-
-
-def study_counts(study_ids) -> dict[int, dict]:
-    counts: dict[int, dict] = {}
-    rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
-            .annotate(n=Count("id"), trained=Sum("epochs_trained")))
-    for study_id, status_, n, trained in rows:
-        counts.setdefault(study_id, {})[status_] = n
-        if status_ == Trial.Status.PRUNED:
-            counts[study_id][PRUNED_TRAINED] = trained or 0
-    return counts
 
 
 def _accepted(data: dict, url: str | None = None) -> Response:

@@ -31,7 +31,7 @@ from experiments.models import (
     Webhook,
 )
 from experiments.presentation.ranking_rule import default_ranking_metric
-from experiments.selectors import study_best_trial
+from experiments.selectors.trials import study_best_trial
 from experiments.services.notification_delivery import deliveries_enqueue
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from experiments.forms import RankingForm
 from experiments.models import Dataset
 from experiments.presentation.csv_export import csv_response
 from experiments.presentation.ranking_rule import default_ranking_metric
-from experiments.selectors import (
+from experiments.selectors.ranking import (
     LEADERBOARD_COLUMNS,
     leaderboard,
     leaderboard_datasets,
