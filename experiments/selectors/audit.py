@@ -2,10 +2,7 @@
 
 
 
-from experiments.models import (
-    AuditEvent,
-    Team,
-)
+from experiments.models import AuditEvent, Team
 
 
 def team_audit_events(*, team: Team, actor_id: int | None = None, verb: str = "", since=None, until=None):

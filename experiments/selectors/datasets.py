@@ -3,10 +3,7 @@
 
 from django.db.models import QuerySet
 
-from experiments.models import (
-    Dataset,
-    Team,
-)
+from experiments.models import Dataset, Team
 
 
 def team_datasets(*, team: Team) -> QuerySet[Dataset]:

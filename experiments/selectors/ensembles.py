@@ -2,12 +2,7 @@
 
 
 
-from experiments.models import (
-    Study,
-    Team,
-    TrainedModel,
-    Trial,
-)
+from experiments.models import Study, Team, TrainedModel, Trial
 from experiments.presentation import figures
 from experiments.selectors.trials import WITH_RESULTS
 

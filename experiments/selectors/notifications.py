@@ -2,10 +2,7 @@
 
 
 
-from experiments.models import (
-    NotificationDelivery,
-    Team,
-)
+from experiments.models import NotificationDelivery, Team
 
 
 def team_deliveries(*, team: Team, limit: int | None = 25):

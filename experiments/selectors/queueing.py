@@ -3,12 +3,7 @@
 
 from django.utils import timezone
 
-from experiments.models import (
-    Study,
-    Team,
-    Trial,
-    Worker,
-)
+from experiments.models import Study, Team, Trial, Worker
 
 
 def queue_slots(*, now=None) -> dict[str, int]:

@@ -5,12 +5,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from experiments.models import (
-    Dataset,
-    Study,
-    Team,
-    TrainedModel,
-)
+from experiments.models import Dataset, Study, Team, TrainedModel
 from experiments.presentation import figures
 from experiments.presentation.ranking_rule import (
     effective_ranking_metric,

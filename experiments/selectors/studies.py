@@ -4,12 +4,7 @@
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from experiments.models import (
-    Study,
-    Team,
-    Trial,
-    TrialEpoch,
-)
+from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import comparison, figures, importance, study_charts
 from experiments.selectors.queueing import study_capacity
 from experiments.selectors.trials import WITH_RESULTS

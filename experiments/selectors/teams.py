@@ -4,13 +4,7 @@
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from experiments.models import (
-    Invitation,
-    Membership,
-    Study,
-    Team,
-    Trial,
-)
+from experiments.models import Invitation, Membership, Study, Team, Trial
 from experiments.selectors.queueing import fleet_rows
 from experiments.selectors.ranking import team_best_models
 

@@ -3,13 +3,7 @@
 
 from django.db.models import Count, QuerySet
 
-from experiments.models import (
-    ModelFile,
-    Study,
-    Team,
-    TrainedModel,
-    TrainedModelEpoch,
-)
+from experiments.models import ModelFile, Study, Team, TrainedModel, TrainedModelEpoch
 from experiments.presentation import study_charts
 from experiments.selectors.trials import trial_epoch_rows
 

@@ -2,11 +2,7 @@
 
 
 
-from experiments.models import (
-    Trial,
-    TrialRerun,
-    TrialRerunEpoch,
-)
+from experiments.models import Trial, TrialRerun, TrialRerunEpoch
 from experiments.tuning.reproducibility import rerun_comparison
 
 

@@ -4,12 +4,7 @@ from collections.abc import Iterator
 
 from django.db.models import F
 
-from experiments.models import (
-    Study,
-    Team,
-    Trial,
-    TrialEpoch,
-)
+from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import figures, study_charts
 
 # Trials that produced a result (a pruned one is cut short, not failed).

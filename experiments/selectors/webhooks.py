@@ -2,10 +2,7 @@
 
 
 
-from experiments.models import (
-    Team,
-    Webhook,
-)
+from experiments.models import Team, Webhook
 
 
 def team_webhooks(*, team: Team) -> list[Webhook]:
