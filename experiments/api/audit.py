@@ -1,6 +1,5 @@
 """The team's audit log (owners only)."""
 
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers

@@ -1,6 +1,5 @@
 """Datasets: list, upload or pick a bundled one, detail."""
 
-
 from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema

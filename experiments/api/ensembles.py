@@ -1,6 +1,5 @@
 """Ensembles: make one from models and trials, and read one."""
 
-
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers

@@ -1,6 +1,5 @@
 """The worker fleet and the trials of this team each worker runs."""
 
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 

@@ -1,6 +1,5 @@
 """A dataset's leaderboard, ranked like the page (JSON or CSV)."""
 
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers

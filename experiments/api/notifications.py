@@ -1,6 +1,5 @@
 """The team's webhooks and notification deliveries."""
 
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+from django.db.models.manager import BaseManager
 from django.http import QueryDict
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,9 +15,9 @@ from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute, accepted
 from experiments.api.trials import TrialSerializer
 from experiments.forms import StudyBudgetForm, StudyForm
-from experiments.models import Study, Trial
-from experiments.selectors.studies import PRUNED_TRAINED, pruning_savings, studies_tagged, study_counts
-from experiments.selectors.trials import study_best_trial
+from experiments.models import Study
+from experiments.selectors.studies import pruning_savings, studies_progress, studies_tagged
+from experiments.selectors.trials import studies_best_trials
 from experiments.services.studies import study_create, study_update_budget
 from experiments.services.trial_runs import StudyError, study_cancel, study_resume, study_start
 from experiments.tuning.bounds import parse_id
@@ -43,6 +44,19 @@ class PruningSavedSerializer(serializers.Serializer):
     unit = serializers.CharField(help_text="e.g. GPU-epochs")
 
 
+# Where a response keeps the studies' figures it read (StudySerializer.read_figures).
+FIGURES = "study_figures"
+
+
+class StudyListSerializer(serializers.ListSerializer):
+    """Many studies: the figures of all of them read at once, before any is shown."""
+
+    def to_representation(self, data):
+        studies = list(data.all() if isinstance(data, BaseManager) else data)
+        self.child.read_figures(studies)
+        return super().to_representation(studies)
+
+
 class StudySerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
@@ -51,6 +65,7 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
+        list_serializer_class = StudyListSerializer
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
@@ -60,28 +75,30 @@ class StudySerializer(serializers.ModelSerializer):
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
 
-    def _counts(self, obj) -> dict:
-        counts = self.context.get("progress", {}).get(obj.id)
-        if counts is None:
-            counts = study_counts([obj.id]).get(obj.id, {})
-            self.context.setdefault("progress", {})[obj.id] = counts
-        return counts
+    def read_figures(self, studies: list[Study]) -> dict:
+        """The progress and best trial of `studies` and of those read before for this response, in
+        two queries whatever their number (never one per study)."""
+        figures = self.context.setdefault(FIGURES, {"progress": {}, "best": {}})
+        unread = [study for study in studies if study.pk not in figures["progress"]]
+        if unread:
+            figures["progress"].update(studies_progress(studies=unread))
+            figures["best"].update(studies_best_trials(studies=unread))
+        return figures
+
+    def to_representation(self, instance):
+        self.read_figures([instance])
+        return super().to_representation(instance)
 
     def get_progress(self, obj) -> ProgressSerializer:
-        counts = {k: v for k, v in self._counts(obj).items() if k in Trial.Status.values}
-        return {"completed": counts.get(Trial.Status.COMPLETED, 0), "pruned": counts.get(Trial.Status.PRUNED, 0),
-                "failed": counts.get(Trial.Status.FAILED, 0),
-                "running": counts.get(Trial.Status.RUNNING, 0), "total": sum(counts.values()),
-                "max_trials": obj.max_trials}
+        progress = self.context[FIGURES]["progress"][obj.pk]
+        return {key: progress[key] for key in ("completed", "pruned", "failed", "running", "total", "max_trials")}
 
     def get_pruning_saved(self, obj) -> PruningSavedSerializer(allow_null=True):  # type: ignore[valid-type]
-        counts = self._counts(obj)
-        return pruning_savings(obj, pruned=counts.get(Trial.Status.PRUNED, 0), trained=counts.get(PRUNED_TRAINED, 0))
+        progress = self.context[FIGURES]["progress"][obj.pk]
+        return pruning_savings(obj, pruned=progress["pruned"], trained=progress["pruned_epochs_trained"])
 
     def get_best_trial(self, obj) -> TrialSerializer(allow_null=True):  # type: ignore[valid-type]
-        if not self.context.get("with_best", True):
-            return None
-        best = study_best_trial(study=obj)
+        best = self.context[FIGURES]["best"].get(obj.pk)
         return TrialSerializer(best, context=self.context).data if best is not None else None
 
 
@@ -183,9 +200,7 @@ class StudyList(generics.GenericAPIView):
             studies = studies.filter(name__icontains=value)
         ordering = choice_param(request, "ordering", sorted(STUDY_ORDERING)) or "-created"
         page = self.paginate_queryset(studies.order_by(ordering, "-id"))
-        context = {**self.get_serializer_context(), "progress": study_counts([st.id for st in page]),
-                   "with_best": True}
-        return self.get_paginated_response(StudySerializer(page, many=True, context=context).data)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     @extend_schema(request=StudyInput, responses={201: StudySerializer, 202: StudySerializer, **ERRORS})
     def post(self, request):

@@ -1,6 +1,5 @@
 """Two to four studies of one dataset side by side."""
 
-
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers

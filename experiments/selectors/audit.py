@@ -1,7 +1,5 @@
 """Reads of the team's audit log."""
 
-
-
 from experiments.models import AuditEvent, Team
 
 

@@ -1,6 +1,5 @@
 """Reads of the team's datasets."""
 
-
 from django.db.models import QuerySet
 
 from experiments.models import Dataset, Team

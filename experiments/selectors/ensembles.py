@@ -1,7 +1,5 @@
 """Reads for ensembles: what one may be made of, and an ensemble's members."""
 
-
-
 from experiments.models import Study, Team, TrainedModel, Trial
 from experiments.presentation import figures
 from experiments.selectors.trials import WITH_RESULTS

@@ -1,7 +1,5 @@
 """Reads of the team's notification deliveries."""
 
-
-
 from experiments.models import NotificationDelivery, Team
 
 

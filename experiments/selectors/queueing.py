@@ -1,6 +1,5 @@
 """Reads of the worker fleet: trial slots per queue, a study's capacity, who runs what."""
 
-
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial, Worker

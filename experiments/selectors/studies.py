@@ -1,7 +1,6 @@
 """Reads of studies: the study list, a study's figures and charts, and studies side by side."""
 
-
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial, TrialEpoch
@@ -10,47 +9,78 @@ from experiments.selectors.queueing import study_capacity
 from experiments.selectors.trials import WITH_RESULTS
 from experiments.tuning.search_space import default_initial_random_trials
 
+# What pages, the API and notifications show of a study's trials, as annotations of Study rows so
+# that one query reads them for any number of studies: the trials in each state, the epochs the
+# pruned ones trained, and the completed ones whose best epoch was the last (still improving).
+TRIAL_FIGURES = {
+    **{f"trials_{state}": Count("trials", filter=Q(trials__status=state)) for state in Trial.Status.values},
+    "pruned_epochs_trained": Sum("trials__epochs_trained", filter=Q(trials__status=Trial.Status.PRUNED)),
+    "trials_at_last_epoch": Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED,
+                                                     trials__best_epoch__gte=F("epochs"))),
+}
 
-def team_studies(*, team: Team) -> QuerySet[Study]:
-    return (
-        Study.objects.filter(team=team).select_related("dataset")
-        .annotate(finished_trials=Count("trials", filter=Q(trials__status__in=WITH_RESULTS)))
-        .order_by("-created")
-    )
 
-
-def study_progress(*, study: Study) -> dict:
-    counts = dict(
-        Trial.objects.filter(study=study).values_list("status").annotate(n=Count("id")).values_list("status", "n")
-    )
-    completed = counts.get(Trial.Status.COMPLETED, 0)
-    failed = counts.get(Trial.Status.FAILED, 0)
-    pruned = counts.get(Trial.Status.PRUNED, 0)
+def progress_from(study: Study, figures_row) -> dict:
+    """The study's progress from its TRIAL_FIGURES (a row of them, or the study annotated with them):
+    the one definition of every count, share and note the study list, dashboard, study page, API
+    and notifications show. Finished trials are the ones that ended (completed, pruned, failed);
+    those with results the completed and pruned ones (a pruned trial is cut short, not failed)."""
+    value = figures_row.get if isinstance(figures_row, dict) else lambda name: getattr(figures_row, name)
+    by_status = {state: value(f"trials_{state}") for state in Trial.Status.values if value(f"trials_{state}")}
+    completed = by_status.get(Trial.Status.COMPLETED, 0)
+    failed = by_status.get(Trial.Status.FAILED, 0)
+    pruned = by_status.get(Trial.Status.PRUNED, 0)
     finished = completed + failed + pruned
-    at_last_epoch = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED,
-                                         best_epoch__gte=study.epochs).count() if completed else 0
     return {
         "completed": completed,
         "failed": failed,
         "pruned": pruned,
-        "running": counts.get(Trial.Status.RUNNING, 0),
+        "running": by_status.get(Trial.Status.RUNNING, 0),
         "finished": finished,
-        "by_status": counts,
+        "with_results": completed + pruned,
+        "total": sum(by_status.values()),
+        "by_status": by_status,
         "max_trials": study.max_trials,
         "percent": min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0,
+        "pruned_epochs_trained": value("pruned_epochs_trained") or 0,
         "exploration": bayesian_exploration(study=study, completed=completed),
-        "still_improving": figures.study_still_improving(completed=completed, at_last_epoch=at_last_epoch,
+        "still_improving": figures.study_still_improving(completed=completed,
+                                                         at_last_epoch=value("trials_at_last_epoch"),
                                                          epochs=study.epochs),
     }
 
 
-def study_pruning_savings(*, study: Study) -> dict | None:
+def with_progress(studies) -> list[Study]:
+    """The studies of a queryset, each with its `progress` (progress_from), in the queryset's one query."""
+    rows = list(studies.annotate(**TRIAL_FIGURES))
+    for study in rows:
+        study.progress = progress_from(study, study)
+    return rows
+
+
+def studies_progress(*, studies: list[Study]) -> dict[int, dict]:
+    """The progress of studies already read, by id: one query whatever their number."""
+    rows = Study.objects.filter(pk__in=[study.pk for study in studies]).order_by().values("pk").annotate(
+        **TRIAL_FIGURES)
+    by_pk = {row["pk"]: row for row in rows}
+    return {study.pk: progress_from(study, by_pk[study.pk]) for study in studies if study.pk in by_pk}
+
+
+def study_progress(*, study: Study) -> dict:
+    return studies_progress(studies=[study])[study.pk]
+
+
+def team_studies(*, team: Team) -> list[Study]:
+    """The study list: the team's studies, newest first, each with its progress."""
+    return with_progress(Study.objects.filter(team=team).select_related("dataset").order_by("-created"))
+
+
+def study_pruning_savings(*, study: Study, progress: dict | None = None) -> dict | None:
     """What pruning saved (see pruning_savings); None when the study does not prune."""
     if study.pruner == "none":
         return None
-    totals = Trial.objects.filter(study=study, status=Trial.Status.PRUNED).aggregate(
-        trials=Count("id"), trained=Sum("epochs_trained"))
-    return pruning_savings(study, pruned=totals["trials"], trained=totals["trained"] or 0)
+    progress = progress or study_progress(study=study)
+    return pruning_savings(study, pruned=progress["pruned"], trained=progress["pruned_epochs_trained"])
 
 
 def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
@@ -171,18 +201,3 @@ def team_studies_by_id(*, team: Team, study_ids: list[int]) -> dict[int, Study]:
 
 def team_recent_studies(*, team: Team, limit: int = 10) -> QuerySet[Study]:
     return Study.objects.filter(team=team).select_related("dataset").order_by("-created")[:limit]
-
-
-# In study_counts' rows: the epochs the study's pruned trials trained.
-PRUNED_TRAINED = "pruned_epochs_trained"
-
-
-def study_counts(study_ids) -> dict[int, dict]:
-    counts: dict[int, dict] = {}
-    rows = (Trial.objects.filter(study_id__in=study_ids).order_by().values_list("study_id", "status")
-            .annotate(n=Count("id"), trained=Sum("epochs_trained")))
-    for study_id, status_, n, trained in rows:
-        counts.setdefault(study_id, {})[status_] = n
-        if status_ == Trial.Status.PRUNED:
-            counts[study_id][PRUNED_TRAINED] = trained or 0
-    return counts

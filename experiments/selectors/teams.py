@@ -1,12 +1,12 @@
 """Reads of teams: the membership a request acts in, invitations, members, the dashboard."""
 
-
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from experiments.models import Invitation, Membership, Study, Team, Trial
+from experiments.models import Invitation, Membership, Study, Team
 from experiments.selectors.queueing import fleet_rows
 from experiments.selectors.ranking import team_best_models
+from experiments.selectors.studies import with_progress
 
 
 def membership_current(*, user, team_id: int | None = None) -> Membership | None:
@@ -35,18 +35,8 @@ def invitations_for_user(*, user) -> list[Invitation]:
 
 def dashboard_data(*, team: Team) -> dict:
     """Running studies with their progress, the fleet at a glance, the team's best models."""
-    running = list(
-        Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
-        .annotate(completed_trials=Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED)),
-                  failed_trials=Count("trials", filter=Q(trials__status=Trial.Status.FAILED)),
-                  pruned_trials=Count("trials", filter=Q(trials__status=Trial.Status.PRUNED)),
-                  running_trials=Count("trials", filter=Q(trials__status=Trial.Status.RUNNING)))
-        .order_by("-started")
-    )
-    for study in running:
-        finished = study.completed_trials + study.failed_trials + study.pruned_trials
-        study.finished_trials = finished
-        study.percent = min(100, round(100 * finished / study.max_trials)) if study.max_trials else 0
+    running = with_progress(Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
+                            .order_by("-started"))
     fleet = fleet_rows(team=team)
     best = team_best_models(team=team)
     return {

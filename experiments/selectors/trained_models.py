@@ -1,6 +1,5 @@
 """Reads of trained models: the model list, a study's models and a model page's figures."""
 
-
 from django.db.models import Count, QuerySet
 
 from experiments.models import ModelFile, Study, Team, TrainedModel, TrainedModelEpoch

@@ -1,7 +1,5 @@
 """Reads of a trial's re-runs, each with how close it came to the trial."""
 
-
-
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
 from experiments.tuning.reproducibility import rerun_comparison
 

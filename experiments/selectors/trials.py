@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from django.db.models import F
+from django.db.models import F, OuterRef, Q, Subquery
 
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import figures, study_charts
@@ -34,9 +34,31 @@ def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -
     return best + running + pruned + rest, trials.count()
 
 
+def _best_trial_pks(study_ids: list[int], order: tuple[str, ...]):
+    """Each study's best completed trial by `order` (evaluated once per study, not per trial)."""
+    best = Trial.objects.filter(study_id=OuterRef("pk"), status=Trial.Status.COMPLETED).order_by(*order)
+    return Study.objects.filter(pk__in=study_ids).annotate(best_pk=Subquery(best.values("pk")[:1])).values("best_pk")
+
+
+def studies_best_trials(*, studies: list[Study]) -> dict[int, Trial]:
+    """Each study's best completed trial (by its objective's direction, then the earliest), by study
+    id; one query whatever the number of studies."""
+    if not studies:
+        return {}
+    maximised = [study.pk for study in studies if study.objective_direction == "max"]
+    minimised = [study.pk for study in studies if study.objective_direction != "max"]
+    wanted = Q()
+    if maximised:
+        wanted |= Q(pk__in=_best_trial_pks(maximised, ("-score", "number")))
+    if minimised:
+        wanted |= Q(pk__in=_best_trial_pks(minimised, ("score", "number")))
+    # The seed source is read with it: the API shows where a warm-start trial came from.
+    best = Trial.objects.filter(wanted).select_related("seeded_from").defer("seeded_from__kt_state")
+    return {trial.study_id: trial for trial in best}
+
+
 def study_best_trial(*, study: Study) -> Trial | None:
-    order = "-score" if study.objective_direction == "max" else "score"
-    return Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).order_by(order, "number").first()
+    return studies_best_trials(studies=[study]).get(study.pk)
 
 
 def study_top_trials(*, study: Study, n: int, include_pruned: bool = False) -> list[Trial]:

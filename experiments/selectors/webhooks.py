@@ -1,7 +1,5 @@
 """Reads of the team's webhooks."""
 
-
-
 from experiments.models import Team, Webhook
 
 

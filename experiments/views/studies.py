@@ -121,7 +121,7 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
         "trial_status": trial_status,
         "status_filters": [(value, label, progress["by_status"].get(value, 0))
                            for value, label in Trial.Status.choices if progress["by_status"].get(value)],
-        "pruning_savings": study_pruning_savings(study=study),
+        "pruning_savings": study_pruning_savings(study=study, progress=progress),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not capacity["slots"],
     }
