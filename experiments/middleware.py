@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpResponse, JsonResponse, QueryDict
 
-from experiments.selectors import membership_current
+from experiments.selectors.teams import membership_current
 from experiments.services.audit import audit_acting_request
 from experiments.tuning.bounds import parse_id
 

@@ -9,7 +9,7 @@ from rest_framework import exceptions, permissions
 
 from experiments.middleware import SESSION_KEY
 from experiments.models import ApiToken, Membership, lower_role
-from experiments.selectors import membership_current
+from experiments.selectors.teams import membership_current
 from experiments.tuning.bounds import parse_id
 
 TEAM_HEADER = "HTTP_X_TUNEBOARD_TEAM"

@@ -10,7 +10,7 @@ import json
 
 from django import forms
 from django.http import QueryDict
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 
 from experiments.api.errors import NON_FIELD
 
@@ -103,3 +103,46 @@ def body_object(request) -> dict:
     if not isinstance(data, dict):
         raise exceptions.ValidationError({NON_FIELD: [f"Send a JSON object, not {_what(data)}."]})
     return dict(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, and a body that is not an object."""
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if hasattr(self.initial_data, "keys") else []
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return attrs
+
+
+class NoFields(StrictSerializer):
+    """An action's body: none (any field is unknown)."""
+
+
+class FormError(exceptions.ValidationError):
+    """A form's errors as they are (so the messages are the page's)."""
+
+    def __init__(self, errors: dict):
+        super().__init__(errors)
+
+
+def strict(serializer_class, data: dict) -> None:
+    """Refuse unknown fields before the forms see the body."""
+    unknown = sorted(set(data) - set(serializer_class().fields))
+    if unknown:
+        raise exceptions.ValidationError({name: ["Unknown field."] for name in unknown})
+
+
+def validated(form_class, data: dict, *, files=None, json_fields: tuple[str, ...] = (), defaults: bool = True,
+              **kwargs):
+    """The page's form, bound to the body as the page would post it, and valid; else a 400 with the
+    form's own messages."""
+    fields = form_class(**kwargs).fields
+    values = form_input(fields, data, json_fields=json_fields)
+    form = form_class(with_initial(fields, values) if defaults else values, files, **kwargs)
+    if not form.is_valid():
+        errors = dict(form.errors)
+        for row, messages in getattr(form, "search_space_errors", {}).items():
+            errors[f"search_space.{row}"] = messages
+        raise FormError(errors)
+    return form

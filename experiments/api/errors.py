@@ -3,7 +3,8 @@ is about (or null), and every field's messages."""
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -61,3 +62,18 @@ def exception_handler(exc, context):
         detail = data.get("detail", "") if isinstance(data, dict) else " ".join(_flatten(data))
         body = error_body(str(detail))
     return Response(body, status=response.status_code, headers={k: v for k, v in response.items()})
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+# The error responses every endpoint may give, for the schema.
+ERRORS = {code: OpenApiResponse(ErrorSerializer) for code in (400, 401, 403, 404)}
+
+
+def invalid(field: str | None, message: str) -> exceptions.ValidationError:
+    """A 400 about one field (None: about the request as a whole)."""
+    return exceptions.ValidationError({field or NON_FIELD: [message]})

@@ -31,7 +31,8 @@ from experiments.models import (
     Webhook,
 )
 from experiments.presentation.ranking_rule import default_ranking_metric
-from experiments.selectors import study_best_trial
+from experiments.selectors.studies import study_progress
+from experiments.selectors.trials import study_best_trial
 from experiments.services.notification_delivery import deliveries_enqueue
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def _study_ended(study: Study) -> Message:
         return Message(f"Study “{study.name}” failed: {study.message}", reverse("study_detail", args=[study.pk]),
                        {"study": {**fields, "message": study.message}})
     best = study_best_trial(study=study)
-    completed = Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).count()
+    completed = study_progress(study=study)["completed"]
     fields.update(objective=study.objective_metric, direction=study.objective_direction, trials_completed=completed,
                   best_score=best.score if best else None, best_trial=best.number if best else None)
     # "Trial N" as every page numbers trials (1-based start order), not KerasTuner's id.

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Invitation, Membership, Team
-from experiments.selectors import invitations_for_user
+from experiments.selectors.teams import invitations_for_user
 
 User = get_user_model()
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from experiments.errors import TuneboardError
 from experiments.models import Study, Team
 from experiments.presentation import figures
-from experiments.selectors import study_top_trials
+from experiments.selectors.trials import study_top_trials
 from experiments.tuning.space_values import ConfigurationError, fit_configuration
 
 DEFAULT_TOP_K = 3

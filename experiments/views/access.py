@@ -2,10 +2,14 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from experiments.models import Dataset, Study, TrainedModel, Trial
-from experiments.selectors import invitations_for_user
+from experiments.selectors.datasets import team_dataset
+from experiments.selectors.studies import team_studies_by_id, team_study
+from experiments.selectors.teams import invitations_for_user
+from experiments.selectors.trained_models import team_model
+from experiments.selectors.trials import team_trial
 
 
 def team_required(view):
@@ -39,29 +43,32 @@ def editor_required(view):
     return wrapped
 
 
+def found_or_404(row, model):
+    """The row a selector read, or the 404 get_object_or_404 would raise (same message)."""
+    if row is None:
+        raise Http404(f"No {model._meta.object_name} matches the given query.")
+    return row
+
+
 def get_dataset_for_user(request, dataset_id: int) -> Dataset:
-    return get_object_or_404(Dataset, pk=dataset_id, team=request.team)
+    return found_or_404(team_dataset(team=request.team, dataset_id=dataset_id), Dataset)
 
 
 def get_study_for_user(request, study_id: int) -> Study:
-    return get_object_or_404(Study.objects.select_related("dataset"), pk=study_id, team=request.team)
+    return found_or_404(team_study(team=request.team, study_id=study_id), Study)
 
 
 def get_studies_for_user(request, study_ids: list[int]) -> list[Study]:
     """The studies in the order given; 404 if any is not the current team's."""
-    # The oracle state may be large and nothing here reads it.
-    studies = Study.objects.select_related("dataset").defer("oracle_state").filter(pk__in=study_ids, team=request.team)
-    found = {s.pk: s for s in studies}
+    found = team_studies_by_id(team=request.team, study_ids=study_ids)
     if len(found) != len(set(study_ids)):
         raise Http404("No such study in this team.")
     return [found[pk] for pk in study_ids]
 
 
 def get_trial_for_user(request, study_id: int, trial_pk: int) -> Trial:
-    return get_object_or_404(Trial.objects.select_related("study"), pk=trial_pk, study_id=study_id,
-                             study__team=request.team)
+    return found_or_404(team_trial(team=request.team, study_id=study_id, trial_pk=trial_pk), Trial)
 
 
 def get_model_for_user(request, model_id: int) -> TrainedModel:
-    return get_object_or_404(TrainedModel.objects.select_related("study", "trial", "dataset", "team"),
-                             pk=model_id, team=request.team)
+    return found_or_404(team_model(team=request.team, model_id=model_id), TrainedModel)

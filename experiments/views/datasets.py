@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET
 from experiments.forms import BundledDatasetForm, DatasetUploadForm
 from experiments.models import Dataset
 from experiments.presentation import dataset_examples
-from experiments.selectors import team_datasets
+from experiments.selectors.datasets import team_datasets
 from experiments.services.datasets import DatasetError, dataset_create_bundled, dataset_create_upload
 from experiments.views.access import editor_required, get_dataset_for_user, team_required
 

@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 
 from experiments.forms import EnsembleForm
-from experiments.selectors import ensemble_candidates
+from experiments.selectors.ensembles import ensemble_candidates
 from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required

@@ -8,7 +8,7 @@ from experiments.forms import RankingForm
 from experiments.models import Dataset
 from experiments.presentation.csv_export import csv_response
 from experiments.presentation.ranking_rule import default_ranking_metric
-from experiments.selectors import (
+from experiments.selectors.ranking import (
     LEADERBOARD_COLUMNS,
     leaderboard,
     leaderboard_datasets,
@@ -73,7 +73,7 @@ def leaderboard_view(request):
             sort=request.GET.get("sort", "test"), descending=None if direction is None else direction == "desc",
         )
         if request.GET.get("format") == "csv":
-            return _csv(chosen, board)
+            return leaderboard_csv(chosen, board)
         # Rendering is what costs at scale (a row is ~20 cells): show a page of rows; the CSV
         # has them all.
         paginator = Paginator(board["rows"], PAGE_SIZE)
@@ -88,7 +88,7 @@ def leaderboard_view(request):
     return render(request, "leaderboard/leaderboard.html", context)
 
 
-def _csv(dataset: Dataset, board: dict):
+def leaderboard_csv(dataset: Dataset, board: dict):
     metric = board["metric"]
     header = ["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "val_source", "study",
               "hypermodel", "author", "created", "warning", *board["hp_names"]]

@@ -9,14 +9,9 @@ from experiments.forms import ModelRequestForm
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
-from experiments.selectors import (
-    ensemble_members,
-    model_epoch_rows,
-    model_files,
-    model_learning_curves,
-    study_top_trials,
-    team_models,
-)
+from experiments.selectors.ensembles import ensemble_members
+from experiments.selectors.trained_models import model_epoch_rows, model_files, model_learning_curves, team_models
+from experiments.selectors.trials import study_top_trials
 from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import (
     ModelFileUnavailable,

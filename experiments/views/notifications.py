@@ -10,7 +10,8 @@ from django.views.decorators.http import require_POST
 
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
 from experiments.security.webhook_signing import MIN_SECRET_LENGTH
-from experiments.selectors import team_deliveries, team_webhooks
+from experiments.selectors.notifications import team_deliveries
+from experiments.selectors.webhooks import team_webhooks
 from experiments.services.notifications import (
     NotificationError,
     notification_preferences,

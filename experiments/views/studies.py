@@ -9,23 +9,18 @@ from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
 from experiments.models import Study, Trial
 from experiments.presentation import figures
 from experiments.presentation.csv_export import csv_response
-from experiments.selectors import (
+from experiments.selectors.queueing import study_capacity
+from experiments.selectors.studies import study_chart_data as study_chart_data_for
+from experiments.selectors.studies import study_eta_seconds, study_progress, study_pruning_savings, team_studies
+from experiments.selectors.trained_models import study_models
+from experiments.selectors.trials import (
     study_best_trial,
-    study_capacity,
-    study_eta_seconds,
-    study_models,
-    study_progress,
-    study_pruning_savings,
     study_top_trials,
     study_trials_by_score,
     study_trials_export,
-    team_studies,
     trial_epoch_rows,
     trial_learning_curves,
     trials_compared,
-)
-from experiments.selectors import (
-    study_chart_data as study_chart_data_for,
 )
 from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
 from experiments.services.trained_models import default_model_name
@@ -125,7 +120,7 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
         "trial_status": trial_status,
         "status_filters": [(value, label, progress["by_status"].get(value, 0))
                            for value, label in Trial.Status.choices if progress["by_status"].get(value)],
-        "pruning_savings": study_pruning_savings(study=study),
+        "pruning_savings": study_pruning_savings(study=study, progress=progress),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not capacity["slots"],
     }

@@ -2,7 +2,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 
 from experiments.presentation.comparison import ComparisonError, parse_study_ids
-from experiments.selectors import studies_compared
+from experiments.selectors.studies import studies_compared
 from experiments.views.access import get_studies_for_user, team_required
 
 

@@ -7,13 +7,22 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from experiments.middleware import SESSION_KEY
-from experiments.models import Invitation, Membership, Study
-from experiments.selectors import dashboard_data, invitations_for_user
+from experiments.models import Invitation, Membership
+from experiments.selectors.studies import team_recent_studies
+from experiments.selectors.teams import (
+    dashboard_data,
+    invitations_for_user,
+    team_members,
+    team_membership,
+    team_open_invitation,
+    team_open_invitations,
+    user_membership,
+)
 from experiments.services.teams import (
     InvitationError,
     TeamError,
@@ -32,7 +41,7 @@ from experiments.services.teams import (
     team_create,
 )
 from experiments.tuning.bounds import no_control_characters, parse_id
-from experiments.views.access import forbidden, team_required
+from experiments.views.access import forbidden, found_or_404, team_required
 from experiments.views.audit import audit_context
 from experiments.views.notifications import notifications_context
 
@@ -77,11 +86,11 @@ def owner_required(view):
 
 
 def _get_membership_for_user(request, membership_id: int) -> Membership:
-    return get_object_or_404(Membership.objects.select_related("user", "team"), pk=membership_id, team=request.team)
+    return found_or_404(team_membership(team=request.team, membership_id=membership_id), Membership)
 
 
 def _get_invitation_for_user(request, invitation_id: int) -> Invitation:
-    return get_object_or_404(Invitation, pk=invitation_id, team=request.team, accepted_at__isnull=True)
+    return found_or_404(team_open_invitation(team=request.team, invitation_id=invitation_id), Invitation)
 
 
 def _first_error(form: forms.Form) -> str:
@@ -92,7 +101,7 @@ def _first_error(form: forms.Form) -> str:
 @require_POST
 def switch_team(request):
     team_id = parse_id(request.POST.get("team"))  # a tampered or empty value: no such team, not a 500
-    membership = Membership.objects.filter(user=request.user, team_id=team_id).first() if team_id else None
+    membership = user_membership(user=request.user, team_id=team_id) if team_id else None
     if membership is None:
         raise Http404("No such team.")
     membership_choose(membership=membership)
@@ -102,7 +111,7 @@ def switch_team(request):
 
 @team_required
 def dashboard(request):
-    studies = Study.objects.filter(team=request.team).select_related("dataset").order_by("-created")[:10]
+    studies = team_recent_studies(team=request.team)
     return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team),
                                               "invitations": invitations_for_user(user=request.user)})
 
@@ -131,11 +140,8 @@ def team_settings(request):
     new_link = request.session.pop(NEW_LINK_KEY, None)
     if not is_owner or (new_link or {}).get("team_id") != request.team.id:
         new_link = None
-    members = Membership.objects.filter(team=request.team).select_related("user").order_by("user__username")
-    invitations = (
-        Invitation.objects.filter(team=request.team, accepted_at__isnull=True).select_related("created_by")
-        if is_owner else Invitation.objects.none()
-    )
+    members = team_members(team=request.team)
+    invitations = team_open_invitations(team=request.team) if is_owner else Invitation.objects.none()
     audit = audit_context(request) if is_owner else {}
     return render(request, "teams/settings.html", {
         "is_owner": is_owner, "members": members, "invitations": invitations, "new_link": new_link,

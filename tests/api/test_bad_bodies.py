@@ -13,7 +13,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from experiments.api import serializers as s
+from experiments.api.bodies import NoFields
+from experiments.api.datasets import BundledDatasetInput, DatasetUploadInput
+from experiments.api.ensembles import EnsembleInput
+from experiments.api.studies import BudgetInput, CloneInput, StudyInput
+from experiments.api.trained_models import ModelRequestInput
 from experiments.models import AuditEvent, Dataset, Study, TrainedModel, Trial, TrialRerun
 from experiments.services.studies import study_start
 from tests.integration.helpers import TINY_SPACE
@@ -52,25 +56,25 @@ def _csv():
 
 ROUTES = [
     Route("datasets-bundled", "post", lambda o: reverse("api:dataset-list"),
-          lambda o: {"bundled_name": "iris", "name": "iris again"}, s.BundledDatasetInput),
+          lambda o: {"bundled_name": "iris", "name": "iris again"}, BundledDatasetInput),
     Route("datasets-upload", "post", lambda o: reverse("api:dataset-list"),
-          lambda o: {"name": "rows", "target_column": "label"}, s.DatasetUploadInput, multipart=True),
-    Route("studies", "post", lambda o: reverse("api:study-list"), _study_body, s.StudyInput),
-    Route("start", "post", lambda o: reverse("api:study-start", args=[o["study"].id]), lambda o: {}, s.NoFields),
-    Route("resume", "post", lambda o: reverse("api:study-resume", args=[o["study"].id]), lambda o: {}, s.NoFields),
-    Route("cancel", "post", lambda o: reverse("api:study-cancel", args=[o["study"].id]), lambda o: {}, s.NoFields,
+          lambda o: {"name": "rows", "target_column": "label"}, DatasetUploadInput, multipart=True),
+    Route("studies", "post", lambda o: reverse("api:study-list"), _study_body, StudyInput),
+    Route("start", "post", lambda o: reverse("api:study-start", args=[o["study"].id]), lambda o: {}, NoFields),
+    Route("resume", "post", lambda o: reverse("api:study-resume", args=[o["study"].id]), lambda o: {}, NoFields),
+    Route("cancel", "post", lambda o: reverse("api:study-cancel", args=[o["study"].id]), lambda o: {}, NoFields,
           started=True),
     Route("budget", "patch", lambda o: reverse("api:study-budget", args=[o["study"].id]),
-          lambda o: {"max_trials": 6}, s.BudgetInput, started=True),
+          lambda o: {"max_trials": 6}, BudgetInput, started=True),
     Route("clone", "post", lambda o: reverse("api:study-clone", args=[o["study"].id]), lambda o: {"name": "copy"},
-          s.CloneInput),
+          CloneInput),
     Route("models", "post", lambda o: reverse("api:study-models", args=[o["study"].id]), lambda o: {"top_n": 1},
-          s.ModelRequestInput),
+          ModelRequestInput),
     Route("reruns", "post", lambda o: reverse("api:trial-reruns", args=[o["study"].id, o["trial"].pk]),
-          lambda o: {}, s.NoFields),
+          lambda o: {}, NoFields),
     Route("ensembles", "post", lambda o: reverse("api:ensemble-create"),
           lambda o: {"members": [f"model:{o['model_a'].id}", f"model:{o['model_b'].id}"], "method": "mean"},
-          s.EnsembleInput),
+          EnsembleInput),
 ]
 
 

@@ -30,7 +30,7 @@ deadline = time.monotonic() + 180
 while study.status == "running" and time.monotonic() < deadline:
     time.sleep(0.5)
     study.refresh_from_db()
-from experiments.selectors import study_top_trials
+from experiments.selectors.trials import study_top_trials
 from experiments.services.trained_models import trained_models_request
 (model,) = trained_models_request(study=study, user=None, trials=study_top_trials(study=study, n=1),
                                   method="retrain", epoch_source="recorded")

@@ -7,7 +7,8 @@ import signal
 import pytest
 
 from experiments.models import Study, Trial, TrialEpoch
-from experiments.selectors import study_best_trial, study_pruning_savings
+from experiments.selectors.studies import study_pruning_savings
+from experiments.selectors.trials import study_best_trial
 from experiments.services.datasets import dataset_create_bundled
 from tests.conftest import wait_for
 from tests.integration.helpers import started_study

@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import Study, TrainedModel, Trial, TrialEpoch, TrialRerun, TrialRerunEpoch
-from experiments.selectors import study_best_trial, trial_reruns
+from experiments.selectors.trial_reruns import trial_reruns
+from experiments.selectors.trials import study_best_trial
 from tests.conftest import ROOT, wait_for
 from tests.integration.helpers import digits, started_study
 from tests.web.pages import json_script, page_text

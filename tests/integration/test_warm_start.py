@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import Study, Trial
-from experiments.selectors import study_top_trials
+from experiments.selectors.trials import study_top_trials
 from experiments.services.datasets import dataset_create_bundled
 from experiments.tuning.hypermodel_catalog import CNN_DEFAULT_SPACE
 from tests.conftest import TEST_HYPERMODELS, wait_for

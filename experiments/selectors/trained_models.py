@@ -1,0 +1,55 @@
+"""Reads of trained models: the model list, a study's models and a model page's figures."""
+
+from django.db.models import Count, QuerySet
+
+from experiments.models import ModelFile, Study, Team, TrainedModel, TrainedModelEpoch
+from experiments.presentation import study_charts
+from experiments.selectors.trials import trial_epoch_rows
+
+
+def team_models(*, team: Team) -> QuerySet[TrainedModel]:
+    return (TrainedModel.objects.filter(team=team).select_related("study", "trial", "dataset")
+            .annotate(member_count=Count("members")).order_by("-created"))
+
+
+def study_models(*, study: Study, limit: int = 10) -> tuple[list[TrainedModel], int]:
+    """The latest models made from the study, and how many there are in all."""
+    models = TrainedModel.objects.filter(study=study)
+    latest = list(models.select_related("trial").only(
+        "id", "name", "version", "status", "test_metrics", "created", "trial__trial_id", "trial__number")
+        .order_by("-created")[:limit])
+    return latest, models.count()
+
+
+def model_epoch_rows(*, model: TrainedModel) -> list[dict]:
+    return list(model.epoch_rows.values("phase", "epoch", "metrics"))
+
+
+def model_learning_curves(*, model: TrainedModel, epoch_rows: list[dict]) -> dict | None:
+    """The model page's chart: per phase for a retrain (best-epoch detection, then the retrain
+    on train+validation); a promoted model's are its trial's (it trained no further)."""
+    if model.is_ensemble:
+        return None
+    if model.method == TrainedModel.Method.PROMOTE and model.trial_id:
+        rows = trial_epoch_rows(trial=model.trial)
+        series = study_charts.series_by(rows, "execution", lambda e: f"search trial, execution {e + 1}")
+        marks = [{"epoch": model.trial.best_epoch, "label": "best epoch"}] if model.trial.best_epoch else []
+    else:
+        labels = dict(TrainedModelEpoch.Phase.choices)
+        series = study_charts.series_by(epoch_rows, "phase", lambda p: labels.get(p, p))
+        marks = []
+        if model.best_epoch and model.epoch_source == TrainedModel.EpochSource.DETECT:
+            marks.append({"epoch": model.best_epoch, "label": "best epoch"})
+        detected = [row["epoch"] + 1 for row in epoch_rows if row["phase"] == TrainedModelEpoch.Phase.BEST_EPOCH]
+        if detected and max(detected) >= model.epoch_cap:  # drawn only where it stopped the detection
+            marks.append({"epoch": model.epoch_cap, "label": "epoch cap"})
+    return study_charts.learning_curves(series, task=model.dataset.task, marks=marks)
+
+
+def model_files(*, model: TrainedModel) -> list[ModelFile]:
+    return list(model.files.select_related("artifact"))
+
+
+def team_model(*, team: Team, model_id: int) -> TrainedModel | None:
+    return (TrainedModel.objects.select_related("study", "trial", "dataset", "team")
+            .filter(pk=model_id, team=team).first())
