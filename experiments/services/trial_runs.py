@@ -15,6 +15,7 @@ harmless, because a task that finds every slot busy exits."""
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from time import perf_counter
@@ -42,15 +43,36 @@ MAX_RESEND_DOUBLINGS = 5
 
 
 class Oracles(Protocol):
-    """The tuner adapter; see workers/oracle.py."""
+    """The tuner adapter; see workers/oracle.py. It never touches the database: `load` gets the
+    study's trial rows from `trial_rows_since` (trial_rows_for_oracle), and `keep` (called once
+    the transaction commits) lets it reuse a rebuilt oracle for the study's next load."""
 
-    def load(self, study: Study): ...
+    def load(self, study: Study, trial_rows_since: Callable[[int], Iterable[tuple[dict, dict]]]): ...
     def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
     def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
     def release(self, oracle, trial_id: str): ...
     def done(self, oracle) -> bool: ...
-    def state(self, study: Study, oracle) -> dict: ...
+    def state(self, oracle) -> dict: ...
+    def keep(self, study_id: int, version: int, oracle) -> None: ...
+
+
+def trial_rows_for_oracle(study: Study) -> Callable[[int], Iterable[tuple[dict, dict]]]:
+    """What the tuner adapter rebuilds the study's oracle from, read when it asks: given the
+    oracle version it already holds, the (hyperparameters, kt_state) of every Trial row written
+    since, oldest first (later attempts of a retried trial win)."""
+
+    def since(version: int):
+        return (Trial.objects.filter(study=study, oracle_version__gt=version).order_by("number")
+                .values_list("hyperparameters", "kt_state"))
+
+    return since
+
+
+def _keep_oracle_on_commit(study: Study, oracles: Oracles, oracle, version: int) -> None:
+    """The adapter may reuse the oracle (as of `version`) once this transaction commits; a
+    rolled-back claim leaves nothing behind."""
+    transaction.on_commit(lambda: oracles.keep(study.id, version, oracle))
 
 
 @dataclass
@@ -235,7 +257,8 @@ def _create_running(study: Study, proposal, claimant: Claimant, seeded_from_id: 
 def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
     """The oracle's state as the next version (rows changed in this transaction carry it),
     with the slot counters changed in the same step: one UPDATE of the study row."""
-    study.oracle_state = oracles.state(study, oracle)
+    study.oracle_state = oracles.state(oracle)
+    _keep_oracle_on_commit(study, oracles, oracle, study.oracle_version + 1)
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
@@ -253,6 +276,7 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, co
     seed = _next_seed(study)
     proposal = oracles.propose(study, oracle, claimant.tuner_id, seed=None if seed is None else seed["hyperparameters"])
     if proposal.status == "idle":
+        _keep_oracle_on_commit(study, oracles, oracle, study.oracle_version)  # unchanged: the next poll reuses it
         if counts.running == 0:  # nothing will finish to wake it: ask again shortly
             study_wake(study, 1, countdown=IDLE_POLL_SECONDS)
         return Claim("idle")
@@ -281,7 +305,7 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
         # Not running, or a duplicated wake-up when every slot is busy: nothing to claim.
         told = Told()
         if counts is not None and counts.running < study.parallelism:
-            oracle = oracles.load(study)
+            oracle = oracles.load(study, trial_rows_for_oracle(study))
             told = _tell_tuner_of_lost(study, oracles, oracle) if counts.untold else told
             if told.failure_limit:
                 _fail_after_failures(study)
@@ -473,7 +497,7 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
         if row.status != TrialStatus.RUNNING:
             return Finish()  # finished trials are immutable (the reaper got there first)
         counts = _trial_counts(study)
-        oracle = oracles.load(study)
+        oracle = oracles.load(study, trial_rows_for_oracle(study))
         told = _tell_tuner_of_lost(study, oracles, oracle) if counts.untold else Told()
         # As in _record: reaching the failure limit only ends a study that is still running.
         failure_limit = _record(study, row, outcome, oracles, oracle) or (
