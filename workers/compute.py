@@ -16,17 +16,11 @@ import tensorflow as tf
 
 from experiments.tuning.compute_options import ComputeSettings
 from workers.devices import discover_tpus
+from workers.trial_stops import TrialFailed
 
 DEFAULT = ComputeSettings()
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
 TPU_ENVIRONMENT = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG")  # what TPUClusterResolver() reads
-
-
-def _failed(message: str) -> Exception:
-    # workers.training imports this module, so its exception is looked up when needed.
-    from workers.training import TrialFailed
-
-    return TrialFailed(message)
 
 
 @dataclass
@@ -87,25 +81,27 @@ def _placement(queue: str, devices: int) -> Placement:
 def _local_placement(kind: str, devices: int) -> Placement:
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if kind == "gpu" and not gpus:
-        raise _failed(f"This study runs on the GPU queue, but this worker child sees no GPU "
-                      f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): "
-                      "route the gpu queue only to GPU hosts.")
+        raise TrialFailed(f"This study runs on the GPU queue, but this worker child sees no GPU "
+                          f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): "
+                          "route the gpu queue only to GPU hosts.")
     if devices == 1:
         # The default strategy: TensorFlow places the model on the first visible GPU, else the CPU.
         names = gpus[:1] or [tf.config.list_logical_devices("CPU")[0].name]
         return Placement(tf.distribute.get_strategy(), "gpu" if gpus else "cpu", names, 1)
     if kind == "gpu":
         if len(gpus) < devices:
-            raise _failed(f"This trial needs {devices} GPUs (the study's devices per trial), but this worker child "
-                          f"sees {len(gpus)}: start the GPU workers with TUNEBOARD_GPUS_PER_CHILD={devices} and "
-                          f"concurrency (GPUs on the host) ÷ {devices}, or lower the study's devices per trial.")
+            raise TrialFailed(f"This trial needs {devices} GPUs (the study's devices per trial), but this worker "
+                              f"child sees {len(gpus)}: start the GPU workers with "
+                              f"TUNEBOARD_GPUS_PER_CHILD={devices} and concurrency (GPUs on the host) ÷ {devices}, "
+                              "or lower the study's devices per trial.")
         names = gpus[:devices]
     else:
         cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
         if len(cpus) < devices:
-            raise _failed(f"This trial needs {devices} CPU devices (the study's devices per trial), but this worker "
-                          f"child has {len(cpus)}: start the CPU workers with TUNEBOARD_CPU_DEVICES={devices} "
-                          "(each child splits its CPU into that many logical devices), or set devices per trial to 1.")
+            raise TrialFailed(f"This trial needs {devices} CPU devices (the study's devices per trial), but this "
+                              f"worker child has {len(cpus)}: start the CPU workers with "
+                              f"TUNEBOARD_CPU_DEVICES={devices} (each child splits its CPU into that many logical "
+                              "devices), or set devices per trial to 1.")
         names = cpus[:devices]
     return Placement(tf.distribute.MirroredStrategy(devices=names), kind, names, devices)
 
@@ -113,21 +109,21 @@ def _local_placement(kind: str, devices: int) -> Placement:
 def _tpu_placement(devices: int) -> Placement:
     named = any(os.environ.get(name) for name in TPU_ENVIRONMENT)
     if not named and not discover_tpus():
-        raise _failed("This study runs on the TPU queue, but this worker host has no TPU (no /dev/accel* or "
-                      f"/dev/vfio device, and none of {', '.join(TPU_ENVIRONMENT)} is set): route the tpu queue "
-                      "only to TPU hosts.")
+        raise TrialFailed("This study runs on the TPU queue, but this worker host has no TPU (no /dev/accel* or "
+                          f"/dev/vfio device, and none of {', '.join(TPU_ENVIRONMENT)} is set): route the tpu queue "
+                          "only to TPU hosts.")
     try:
         # A TPU node named in the environment, else the TPU VM's own chips ("local").
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=None if named else "local")
         tf.config.experimental_connect_to_cluster(resolver)
         topology = tf.tpu.experimental.initialize_tpu_system(resolver)
     except Exception as exc:
-        raise _failed(f"This study runs on the TPU queue, but this worker host could not reach its TPU "
-                      f"({type(exc).__name__}: {exc}): route the tpu queue only to TPU hosts.") from exc
+        raise TrialFailed(f"This study runs on the TPU queue, but this worker host could not reach its TPU "
+                          f"({type(exc).__name__}: {exc}): route the tpu queue only to TPU hosts.") from exc
     cores = [d.name for d in tf.config.list_logical_devices("TPU")]
     if len(cores) < devices:
-        raise _failed(f"This trial needs {devices} TPU cores (the study's devices per trial), but this worker's TPU "
-                      f"has {len(cores)}: lower the study's devices per trial.")
+        raise TrialFailed(f"This trial needs {devices} TPU cores (the study's devices per trial), but this "
+                          f"worker's TPU has {len(cores)}: lower the study's devices per trial.")
     assignment = None
     if devices < len(cores):
         assignment = tf.tpu.experimental.DeviceAssignment.build(topology, num_replicas=devices)

@@ -13,16 +13,17 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from django.db import IntegrityError, transaction
 
-from experiments.models import Artifact, CachedPredictions, EnsembleMember, TrainedModel
-from experiments.services.artifacts import artifact_copy_to_path, artifact_create, artifact_read_bytes
+from experiments.services.artifacts import artifact_copy_to_path
+from experiments.services.prediction_cache import cached_predictions_read, cached_predictions_store
+from experiments.services.training_inputs import ensemble_members, model_file_artifact
 from workers import ensembles
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
 from workers.support import load_dataset
-from workers.training import TrialFailed, predict
+from workers.training import predict
+from workers.trial_stops import TrialFailed
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024
@@ -30,20 +31,14 @@ EXACT = 1e-5  # the exported model must reproduce the weighted sum of the member
 
 
 def _cached(team, key: str, compute) -> np.ndarray:
-    row = CachedPredictions.objects.filter(key=key).select_related("artifact").first()
-    if row is not None:
-        with np.load(io.BytesIO(artifact_read_bytes(artifact=row.artifact))) as npz:
+    stored = cached_predictions_read(key=key)
+    if stored is not None:
+        with np.load(io.BytesIO(stored)) as npz:
             return npz["predictions"]
     predictions = compute()
     buffer = io.BytesIO()
     np.savez(buffer, predictions=predictions)
-    try:
-        with transaction.atomic():
-            artifact = artifact_create(team=team, kind=Artifact.Kind.PREDICTIONS, filename=f"{key}.npz",
-                                       fileobj=buffer)
-            CachedPredictions.objects.create(key=key, artifact=artifact)
-    except IntegrityError:
-        pass  # another worker cached the same member meanwhile; its copy is identical
+    cached_predictions_store(team=team, key=key, fileobj=buffer)
     return predictions
 
 
@@ -51,7 +46,7 @@ class _Member:
     """One member's two faces: the model whose validation predictions fit the weights (trained
     on train only) and the model that goes into the ensemble (and makes test predictions)."""
 
-    def __init__(self, row: EnsembleMember, workdir: Path):
+    def __init__(self, row, workdir: Path):
         self.row, self.workdir = row, workdir
         self._models: dict[str, object] = {}
 
@@ -59,13 +54,13 @@ class _Member:
     def label(self) -> str:
         return self.row.label
 
-    def _load_keras(self, model: TrainedModel):
+    def _load_keras(self, model):
         import keras
 
-        file = model.files.filter(format="keras").select_related("artifact").first()
-        if file is None:
+        artifact = model_file_artifact(model=model, file_format="keras")
+        if artifact is None:
             raise TrialFailed(f"Member {model} has no .keras file to load.")
-        path = artifact_copy_to_path(artifact=file.artifact, path=self.workdir / f"member-{model.pk}.keras")
+        path = artifact_copy_to_path(artifact=artifact, path=self.workdir / f"member-{model.pk}.keras")
         # safe_mode off: Tuneboard wrote this file itself, and some application hypermodels
         # (ResNeXt) hold Lambda layers that safe mode refuses.
         return keras.models.load_model(path, safe_mode=False)
@@ -89,7 +84,7 @@ class _Member:
         row = self.row
         if row.trial_id:
             return f"trial:{row.trial_id}:{split}"
-        if split == "val" and row.model.method == TrainedModel.Method.RETRAIN:
+        if split == "val" and row.model.method == row.model.Method.RETRAIN:
             return f"trial:{row.model.trial_id}:val"  # the search-phase checkpoint, trained on train only
         return f"model:{row.model_id}:{split}"
 
@@ -132,12 +127,11 @@ def _as_model_metrics(split_metrics: dict) -> dict:
     return renamed
 
 
-def build_ensemble(row: TrainedModel, *, workdir: Path) -> dict:
+def build_ensemble(row, *, workdir: Path) -> dict:
     """Returns what model_runs.model_complete needs (but files, which the caller stores)."""
     data, info = load_dataset(row.dataset)
     task = row.dataset.task
-    members = [_Member(m, workdir) for m in
-               row.members.select_related("model__trial__study", "model__study", "trial__study", "trial__checkpoint")]
+    members = [_Member(m, workdir) for m in ensemble_members(ensemble=row)]
     team = row.team
     val = _stack(members, team, "val", data.x_val, task)
     test = _stack(members, team, "test", data.x_test, task)

@@ -7,7 +7,7 @@ from experiments.services.artifacts import artifact_copy_to_path
 from workers import checkpoints, hypermodels
 from workers.hyperparameters import to_hyperparameters
 from workers.support import load_dataset
-from workers.training import TrialFailed
+from workers.trial_stops import TrialFailed
 
 
 def study_hyperparameters(study, values: dict):

@@ -2,25 +2,26 @@
 
 `experiments/services/trial_runs.py` decides a trial's life and holds the Study row lock
 (`SELECT ... FOR UPDATE`) around every call here; this module only translates: rebuild the
-study's oracle (a fresh oracle of its class, its trials from the Trial rows,
-`set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
+study's oracle (a fresh oracle of its class, its trials from the Trial rows the service hands
+over, `set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
+It never touches the database: the service reads the rows and says when a rebuilt oracle may
+be kept (once its transaction commits).
 The row lock, not the oracle's per-process lock, serialises claims across processes and hosts.
 """
 
 import collections
 import contextlib
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import keras_tuner as kt
 import numpy as np
-from django.db import transaction
 from keras_tuner.src.engine import metrics_tracking
 from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
-from experiments.models import Study, Trial
 from workers.hyperparameters import to_hyperparameters, typed_values
 
 
@@ -218,7 +219,7 @@ class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
 HYPERBAND_ITERATIONS = 10**6  # "until max_trials"; a number, as the state is JSON
 
 
-def _new_oracle(study: Study):
+def _new_oracle(study):
     common = dict(
         objective=kt.Objective(study.objective_metric, direction=study.objective_direction),
         hyperparameters=to_hyperparameters(study.search_space),
@@ -229,14 +230,14 @@ def _new_oracle(study: Study):
         max_retries_per_trial=study.max_retries_per_trial,
         max_consecutive_failed_trials=study.max_consecutive_failed_trials,
     )
-    if study.tuner == Study.Tuner.HYPERBAND:
+    if study.tuner == study.Tuner.HYPERBAND:
         # Hyperband brackets repeat until the study's max_trials (load_oracle) is spent: as many
         # iterations as that takes (KerasTuner's default stops after one).
         oracle = HyperbandOracle(max_epochs=study.epochs, factor=3, hyperband_iterations=HYPERBAND_ITERATIONS, **common)
-    elif study.tuner == Study.Tuner.BAYESIAN:
+    elif study.tuner == study.Tuner.BAYESIAN:
         oracle = BayesianOptimizationOracle(max_trials=study.max_trials,
                                             num_initial_points=study.initial_random_trials, **common)
-    elif study.tuner == Study.Tuner.GRID:
+    elif study.tuner == study.Tuner.GRID:
         oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
     else:
         oracle = RandomSearchOracle(max_trials=study.max_trials, **common)
@@ -270,9 +271,12 @@ def _trial_from_row(space, values: dict, state: dict) -> KtTrial:
 # oracle state (its version is read under the row lock). A single busy worker then
 # never rebuilds; after another worker's write it rebuilds once.
 _cache: dict[int, tuple[int, object, object]] = {}
+# Given the oracle version already rebuilt, the (hyperparameters, kt_state) of every Trial row
+# written since, oldest first: trial_runs.trial_rows_for_oracle.
+TrialRowsSince = Callable[[int], Iterable[tuple[dict, dict]]]
 
 
-def load_oracle(study: Study):
+def load_oracle(study, trial_rows_since: TrialRowsSince):
     cached = _cache.pop(study.id, None)
     if cached is not None and cached[0] <= study.oracle_version:
         version, oracle, space = cached
@@ -282,21 +286,13 @@ def load_oracle(study: Study):
         oracle.trials = {}
     if version < study.oracle_version:
         # Only the trials written since our version; later attempts of a retried trial win.
-        rows = (Trial.objects.filter(study=study, oracle_version__gt=version).order_by("number")
-                .values_list("hyperparameters", "kt_state"))
-        for values, state in rows:
+        for values, state in trial_rows_since(version):
             oracle.trials[state["trial_id"]] = _trial_from_row(space, values, state)
         if study.oracle_state:
             oracle.set_state(study.oracle_state)
     oracle.max_trials = study.max_trials  # editable while the study runs
     oracle._tuneboard_space = space
     return oracle
-
-
-def _remember(study: Study, version: int, oracle) -> None:
-    """Keep the oracle (as of `version`) for the next call once this transaction commits."""
-    entry = (version, oracle, oracle._tuneboard_space)
-    transaction.on_commit(lambda: _cache.__setitem__(study.id, entry))
 
 
 @dataclass
@@ -345,20 +341,20 @@ class Ended:
 
 
 class KerasTunerOracles:
-    """What `trial_runs` asks of a tuner. Every method runs under the Study row lock."""
+    """What `trial_runs` asks of a tuner. Every method but `keep` runs under the Study row lock;
+    `keep` runs once the transaction that held it commits."""
 
-    def load(self, study: Study):
-        oracle = load_oracle(study)
+    def load(self, study, trial_rows_since: TrialRowsSince):
+        oracle = load_oracle(study, trial_rows_since)
         oracle.failures_counted_from = study.failures_counted_from
         oracle.failure_limit_reached = False
         return oracle
 
-    def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None) -> Proposal:
+    def propose(self, study, oracle, tuner_id: str, seed: dict | None = None) -> Proposal:
         known = set(oracle.trials)
         with _offering(oracle, seed) as taken:
             kt_trial = oracle.create_trial(tuner_id)
         if kt_trial.status == TrialStatus.IDLE:
-            _remember(study, study.oracle_version, oracle)  # unchanged: the next poll reuses it
             return Proposal("idle")
         if kt_trial.status != TrialStatus.RUNNING:
             return Proposal("stopped")
@@ -399,7 +395,10 @@ class KerasTunerOracles:
         return bool(oracle.max_trials and len(oracle.trials) >= oracle.max_trials
                     and not oracle.ongoing_trials and not oracle._retry_queue)
 
-    def state(self, study: Study, oracle) -> dict:
+    def state(self, oracle) -> dict:
         """The state to save; the caller writes it as oracle_version + 1 in this transaction."""
-        _remember(study, study.oracle_version + 1, oracle)
         return oracle.get_state()
+
+    def keep(self, study_id: int, version: int, oracle) -> None:
+        """Keep the oracle (as of `version`) for the study's next load in this process."""
+        _cache[study_id] = (version, oracle, oracle._tuneboard_space)

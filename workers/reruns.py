@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
 
+from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.trial_reruns import (
     rerun_claim,
     rerun_complete,
@@ -20,8 +20,8 @@ from experiments.services.trial_reruns import (
 )
 from workers.model_building import study_hyperparameters
 from workers.runner import run_environment, train_configuration, trial_spec
-from workers.support import Heartbeat, failure_reason, release_memory, with_db_retry
-from workers.training import TrialCancelled
+from workers.support import Heartbeat, failure_reason, release_memory
+from workers.trial_stops import TrialCancelled
 
 
 class _FencedReporter:
@@ -36,7 +36,7 @@ class _FencedReporter:
 def rerun_trial(*, rerun_pk: int) -> str:
     import keras
 
-    close_old_connections()
+    connections_close_expired()
     row = with_db_retry(rerun_claim, rerun_pk=rerun_pk, worker_host=socket.gethostname())
     if row is None:
         return "nothing to do"  # a duplicated delivery, or another worker has it

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import close_old_connections
 
-from experiments.models import Artifact, TrainedModel, TrainedModelEpoch
-from experiments.services.artifacts import artifact_create_from_path, artifacts_delete
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
+from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.model_runs import (
     model_claim,
     model_complete,
@@ -24,6 +23,7 @@ from experiments.services.model_runs import (
     model_record_epoch,
     model_release,
 )
+from experiments.services.training_inputs import TrainingPhase
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
 from workers.ensembling import build_ensemble
@@ -32,8 +32,9 @@ from workers.export import export_model
 from workers.hypermodels.base import DataInfo
 from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
 from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
-from workers.training import TrialCancelled, describe, detect_best_epoch, evaluate, train_on_train_and_validation
+from workers.support import Heartbeat, failure_reason, load_dataset, release_memory
+from workers.training import describe, detect_best_epoch, evaluate, train_on_train_and_validation
+from workers.trial_stops import TrialCancelled
 from workers.versions import package_versions
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _without_val_prefix(logs: dict) -> dict:
     return {k.removeprefix("val_"): v for k, v in logs.items() if k.startswith("val_")}
 
 
-def _reporter(row: TrainedModel, phase: str):
+def _reporter(row, phase: str):
     def report(epoch: int, logs: dict) -> bool:
         owned = with_db_retry(model_record_epoch, model_pk=row.pk, attempt=row.attempts, phase=phase, epoch=epoch,
                               metrics=logs)
@@ -53,23 +54,23 @@ def _reporter(row: TrainedModel, phase: str):
     return report
 
 
-def _promote(row: TrainedModel, data, workdir: Path):
+def _promote(row, data, workdir: Path):
     """The trial's best-epoch weights as they are: no training at all."""
     model = model_from_trial_checkpoint(row.trial, workdir)
     val_metrics = evaluate(model, data.x_val, data.y_val, row.study.batch_size)
     return model, row.trial.best_epoch, row.trial.best_epoch, val_metrics
 
 
-def _retrain(row: TrainedModel, hp, data, info: DataInfo):
+def _retrain(row, hp, data, info: DataInfo):
     study = row.study
     fit = hypermodels.fit_function(study.hypermodel, hp)
-    if row.epoch_source == TrainedModel.EpochSource.RECORDED:
+    if row.epoch_source == row.EpochSource.RECORDED:
         best_epoch, val_metrics = row.trial.best_epoch, _without_val_prefix(row.trial.metrics)
     else:
         best_epoch, logs = detect_best_epoch(
             build=lambda: build_model(study, hp, info), data=data, batch_size=study.batch_size,
             epoch_cap=row.epoch_cap, seed=row.seed, fit=fit, time_limit_seconds=settings.MAX_TRIAL_SECONDS,
-            report=_reporter(row, TrainedModelEpoch.Phase.BEST_EPOCH), compute=ComputeSettings.from_study(study),
+            report=_reporter(row, TrainingPhase.BEST_EPOCH), compute=ComputeSettings.from_study(study),
         )
         val_metrics = _without_val_prefix(logs)
     epochs = max(1, int(best_epoch * RETRAIN_EPOCH_FACTOR))
@@ -78,32 +79,32 @@ def _retrain(row: TrainedModel, hp, data, info: DataInfo):
                                         kind=info.kind)
     model = train_on_train_and_validation(
         build=lambda: build_model(study, hp, both), data=data, batch_size=study.batch_size,
-        epochs=epochs, seed=row.seed, fit=fit, report=_reporter(row, TrainedModelEpoch.Phase.RETRAIN),
+        epochs=epochs, seed=row.seed, fit=fit, report=_reporter(row, TrainingPhase.RETRAIN),
         time_limit_seconds=settings.MAX_TRIAL_SECONDS, compute=ComputeSettings.from_study(study),
     )
     return model, best_epoch, epochs, val_metrics
 
 
-def _single_model(row: TrainedModel, workdir: Path) -> dict:
+def _single_model(row, workdir: Path) -> dict:
     study = row.study
     data, info = load_dataset(row.dataset)
     hp = study_hyperparameters(study, row.hyperparameters)
-    if row.method == TrainedModel.Method.PROMOTE:
+    if row.method == row.Method.PROMOTE:
         model, best_epoch, epochs, val_metrics = _promote(row, data, workdir)
     else:
         model, best_epoch, epochs, val_metrics = _retrain(row, hp, data, info)
     test_metrics = evaluate(model, data.x_test, data.y_test, study.batch_size)
     # Promoted models ran where their trial did; retrained ones here, with the study's settings.
-    compute = (row.trial.compute if row.method == TrainedModel.Method.PROMOTE
+    compute = (row.trial.compute if row.method == row.Method.PROMOTE
                else describe(ComputeSettings.from_study(study), study.batch_size))
     return {"best_epoch": best_epoch, "epochs": epochs, "val_metrics": val_metrics, "test_metrics": test_metrics,
             "compute": compute, "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
 
 
-def _environment(row: TrainedModel, compute: dict) -> dict:
+def _environment(row, compute: dict) -> dict:
     record = environment_record(dataset=row.dataset, seed=row.seed, compute=compute,
                                 hypermodel=None if row.is_ensemble else row.study.hypermodel)
-    if row.method == TrainedModel.Method.PROMOTE and row.trial.environment:
+    if row.method == row.Method.PROMOTE and row.trial.environment:
         # Its weights are the trial's: how they were made is the trial's record; this worker only exported them.
         return {**row.trial.environment, "exported_on": {"host": record["host"], "versions": record["versions"]}}
     return record
@@ -112,7 +113,7 @@ def _environment(row: TrainedModel, compute: dict) -> dict:
 def make_trained_model(*, model_pk: int) -> str:
     import keras
 
-    close_old_connections()
+    connections_close_expired()
     row = with_db_retry(model_claim, model_pk=model_pk, worker_host=socket.gethostname())
     if row is None:
         return "nothing to do"  # a duplicated delivery, or another worker has it
@@ -133,7 +134,7 @@ def make_trained_model(*, model_pk: int) -> str:
                 result = _single_model(row, workdir)
                 exported = result.pop("exported")
             files = {
-                fmt: artifact_create_from_path(team=row.team, kind=Artifact.Kind.MODEL, path=path)
+                fmt: artifact_create_from_path(team=row.team, kind=ArtifactKind.MODEL, path=path)
                 for fmt, path in exported.files.items()
             }
             signature = {**exported.signature, "unavailable": exported.unavailable}

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
 
-from experiments.models import Artifact, Study, Trial
-from experiments.services.artifacts import artifact_copy_to_path, artifact_create_from_path
+from experiments.services.artifacts import ArtifactKind, artifact_copy_to_path, artifact_create_from_path
+from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.training_inputs import study_for_training, trial_checkpoint_continued
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
 from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
 from experiments.tuning.compute_options import ComputeSettings
@@ -22,8 +22,9 @@ from workers.environment import environment_record, training_settings
 from workers.model_building import build_model, study_hyperparameters
 from workers.oracle import KerasTunerOracles
 from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, load_dataset, release_memory, with_db_retry
-from workers.training import TrialCancelled, TrialFailed, TrialResult, TrialSpec, describe, run_trial
+from workers.support import Heartbeat, failure_reason, load_dataset, release_memory
+from workers.training import TrialResult, TrialSpec, describe, run_trial
+from workers.trial_stops import TrialCancelled, TrialFailed
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
@@ -43,20 +44,17 @@ class _DatabaseReporter:
         return verdict
 
 
-def _warm_start(study: Study, values: dict, workdir: Path) -> Path | None:
+def _warm_start(study, values: dict, workdir: Path) -> Path | None:
     parent_id = values.get("tuner/trial_id")
     if not parent_id:
         return None
-    parent = (
-        Trial.objects.filter(study=study, trial_id=parent_id, status=Trial.Status.COMPLETED)
-        .exclude(checkpoint=None).select_related("checkpoint").order_by("-number").first()
-    )
-    if parent is None:
+    checkpoint = trial_checkpoint_continued(study=study, trial_id=parent_id)
+    if checkpoint is None:
         raise TrialFailed(f"Hyperband continues trial {parent_id}, but its checkpoint is missing.")
-    return artifact_copy_to_path(artifact=parent.checkpoint, path=workdir / f"warm-start{checkpoints.SUFFIX}")
+    return artifact_copy_to_path(artifact=checkpoint, path=workdir / f"warm-start{checkpoints.SUFFIX}")
 
 
-def trial_spec(study: Study, values: dict, *, seed: int) -> TrialSpec:
+def trial_spec(study, values: dict, *, seed: int) -> TrialSpec:
     """How a configuration of the study trains: epochs (Hyperband's own, when it set them),
     early stopping, batch size, executions and the seed."""
     return TrialSpec(
@@ -67,7 +65,7 @@ def trial_spec(study: Study, values: dict, *, seed: int) -> TrialSpec:
     )
 
 
-def run_environment(study: Study, spec: TrialSpec) -> dict:
+def run_environment(study, spec: TrialSpec) -> dict:
     """The environment record of a run of the study's configuration in this child."""
     try:
         compute = describe(ComputeSettings.from_study(study), study.batch_size)
@@ -77,7 +75,7 @@ def run_environment(study: Study, spec: TrialSpec) -> dict:
                               training=training_settings(spec))
 
 
-def train_configuration(study: Study, hp, *, spec: TrialSpec, reporter, workdir: Path) -> TrialResult:
+def train_configuration(study, hp, *, spec: TrialSpec, reporter, workdir: Path) -> TrialResult:
     """One configuration trained as the search trains it: the trial and its re-runs alike."""
     data, info = load_dataset(study.dataset)
     return run_trial(
@@ -87,7 +85,7 @@ def train_configuration(study: Study, hp, *, spec: TrialSpec, reporter, workdir:
     )
 
 
-def _train(study: Study, trial: Trial) -> Outcome:
+def _train(study, trial) -> Outcome:
     import keras
 
     hp = study_hyperparameters(study, trial.hyperparameters)
@@ -104,7 +102,7 @@ def _train(study: Study, trial: Trial) -> Outcome:
             result = train_configuration(study, hp, spec=spec, workdir=workdir,
                                          reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
             checkpoint = artifact_create_from_path(
-                team=study.team, kind=Artifact.Kind.CHECKPOINT, path=result.checkpoint_path,
+                team=study.team, kind=ArtifactKind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
             )
             return Outcome("pruned" if result.pruned else "completed", score=result.score,
@@ -127,7 +125,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     """Claim a trial of the study and train it; while trials are short, finish each one and
     claim the next under the same lock, for up to settings.CONTINUE_SECONDS, then hand the slot back
     to the broker (so other studies on the queue get their turn)."""
-    close_old_connections()
+    connections_close_expired()
     host = socket.gethostname()
     claims = itertools.count()
 
@@ -136,7 +134,7 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
                         worker_name=worker_name)
 
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
-    study = Study.objects.select_related("dataset__arrays", "dataset__upload", "team").get(pk=study_id)
+    study = study_for_training(study_id=study_id)
     deadline = time.monotonic() + settings.CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":

@@ -1,46 +1,25 @@
-"""What every worker job shares: riding out database restarts, a heartbeat thread, the
-per-process dataset cache, freeing Keras's memory between jobs, and turning an exception
-into the reason a person reads."""
+"""What every worker job shares: a heartbeat thread, the per-process dataset cache, freeing
+Keras's memory between jobs, and turning an exception into the reason a person reads.
+(Riding out database restarts is experiments.services.connections.with_db_retry.)"""
 
 import logging
 import os
 import tempfile
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
 
 from experiments.errors import TuneboardError
 from experiments.services.artifacts import artifact_copy_to_path
+from experiments.services.connections import connection_close
 from workers.hypermodels.base import DataInfo
 from workers.training import DatasetArrays
 
 log = logging.getLogger(__name__)
-DB_RETRY_SECONDS = 300
-
-
-def with_db_retry(function, *args, **kwargs):
-    """Run a database step, riding out a PostgreSQL restart: on a connection error, drop the
-    connection and try again for up to DB_RETRY_SECONDS, so a finished trial is not lost."""
-    deadline = time.monotonic() + DB_RETRY_SECONDS
-    delay = 0.5
-    while True:
-        try:
-            return function(*args, **kwargs)
-        except (OperationalError, InterfaceError):
-            if time.monotonic() > deadline:
-                raise
-            log.warning("database unavailable; retrying %s in %.1fs", function.__name__, delay)
-            connection.close()
-            time.sleep(delay)
-            delay = min(delay * 2, 10)
-
-
 _datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
 _trials_since_gc = 0
 _SPLITS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
@@ -106,9 +85,9 @@ class Heartbeat(threading.Thread):
                     self.beat()
                 except Exception:
                     log.warning("heartbeat %s failed", self.name, exc_info=True)
-                    connection.close()
+                    connection_close()
         finally:
-            connection.close()
+            connection_close()
 
     def stop(self) -> None:
         self.stopped.set()

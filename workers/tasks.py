@@ -4,7 +4,8 @@ importing this module, and the main worker process, stay light."""
 
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown, worker_shutting_down
-from django.db import InterfaceError, OperationalError
+
+from experiments.services.connections import DATABASE_UNAVAILABLE
 
 # Imported here, in the main process before the pool forks, so the children share its flag.
 from workers.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
@@ -56,7 +57,7 @@ def _configure_child(**_kwargs) -> None:
 @shared_task(
     name="workers.tasks.run_trial",
     bind=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=DATABASE_UNAVAILABLE,
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=None,
@@ -74,7 +75,7 @@ def run_trial(self, study_id: int) -> str:
 @shared_task(
     name="workers.tasks.train_model",
     bind=True,
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=DATABASE_UNAVAILABLE,
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=None,
@@ -90,7 +91,7 @@ def train_model(self, model_pk: int) -> str:
 
 @shared_task(
     name="workers.tasks.rerun_trial",
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=DATABASE_UNAVAILABLE,
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=None,
@@ -117,7 +118,7 @@ def purge_audit() -> int:
 
 @shared_task(
     name="workers.tasks.deliver_notification",
-    autoretry_for=(OperationalError, InterfaceError),
+    autoretry_for=DATABASE_UNAVAILABLE,
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=None,

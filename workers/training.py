@@ -15,18 +15,10 @@ from typing import Protocol
 import keras
 import numpy as np
 
-from experiments.errors import TuneboardError
 from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints
 from workers.compute import Placement, apply_compile_options, pipeline, placement_for, precision
-
-
-class TrialFailed(TuneboardError):
-    """The trial cannot produce a result; str(exc) is shown to the user."""
-
-
-class TrialCancelled(Exception):
-    pass
+from workers.trial_stops import TrialCancelled, TrialFailed
 
 
 class EpochReporter(Protocol):

@@ -19,6 +19,8 @@ from experiments.models import Artifact, Team
 
 READ_BLOCK = 1024 * 1024
 log = logging.getLogger(__name__)
+# The kinds artifact_create takes, for callers that never import the models (workers).
+ArtifactKind = Artifact.Kind
 
 
 class ArtifactCorrupted(TuneboardError):

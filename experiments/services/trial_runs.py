@@ -14,6 +14,7 @@ counted as lost and sent again, with backoff while nobody picks them up; duplica
 harmless, because a task that finds every slot busy exits."""
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from time import perf_counter
@@ -37,15 +38,36 @@ IDLE_POLL_SECONDS = 2.0
 
 
 class Oracles(Protocol):
-    """The tuner adapter; see workers/oracle.py."""
+    """The tuner adapter; see workers/oracle.py. It never touches the database: `load` gets the
+    study's trial rows from `trial_rows_since` (trial_rows_for_oracle), and `keep` (called once
+    the transaction commits) lets it reuse a rebuilt oracle for the study's next load."""
 
-    def load(self, study: Study): ...
+    def load(self, study: Study, trial_rows_since: Callable[[int], Iterable[tuple[dict, dict]]]): ...
     def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
     def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
     def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
     def release(self, oracle, trial_id: str): ...
     def done(self, oracle) -> bool: ...
-    def state(self, study: Study, oracle) -> dict: ...
+    def state(self, oracle) -> dict: ...
+    def keep(self, study_id: int, version: int, oracle) -> None: ...
+
+
+def trial_rows_for_oracle(study: Study) -> Callable[[int], Iterable[tuple[dict, dict]]]:
+    """What the tuner adapter rebuilds the study's oracle from, read when it asks: given the
+    oracle version it already holds, the (hyperparameters, kt_state) of every Trial row written
+    since, oldest first (later attempts of a retried trial win)."""
+
+    def since(version: int):
+        return (Trial.objects.filter(study=study, oracle_version__gt=version).order_by("number")
+                .values_list("hyperparameters", "kt_state"))
+
+    return since
+
+
+def _keep_oracle_on_commit(study: Study, oracles: Oracles, oracle, version: int) -> None:
+    """The adapter may reuse the oracle (as of `version`) once this transaction commits; a
+    rolled-back claim leaves nothing behind."""
+    transaction.on_commit(lambda: oracles.keep(study.id, version, oracle))
 
 
 @dataclass
@@ -152,7 +174,8 @@ def _create_running(study: Study, proposal, claimant: Claimant, seeded_from_id: 
 def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
     """The oracle's state as the next version (rows changed in this transaction carry it),
     with the slot counters changed in the same step: one UPDATE of the study row."""
-    study.oracle_state = oracles.state(study, oracle)
+    study.oracle_state = oracles.state(oracle)
+    _keep_oracle_on_commit(study, oracles, oracle, study.oracle_version + 1)
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
@@ -163,13 +186,14 @@ def _next_seed(study: Study) -> dict | None:
     return study.seeds[study.seeds_used] if study.seeds_used < len(study.seeds) else None
 
 
-def _claimstudy_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, counts: _Counts,
+def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, counts: _Counts,
                   claim_started: float | None = None) -> Claim:
     # Warm-start seeds go before the tuner's proposals: the tuner registers each as if it had
     # proposed it (a retry waiting in the tuner still goes first and leaves the seed for later).
     seed = _next_seed(study)
     proposal = oracles.propose(study, oracle, claimant.tuner_id, seed=None if seed is None else seed["hyperparameters"])
     if proposal.status == "idle":
+        _keep_oracle_on_commit(study, oracles, oracle, study.oracle_version)  # unchanged: the next poll reuses it
         if counts.running == 0:  # nothing will finish to wake it: ask again shortly
             study_wake(study, 1, countdown=IDLE_POLL_SECONDS)
         return Claim("idle")
@@ -198,12 +222,12 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
         # Not running, or a duplicated wake-up when every slot is busy: nothing to claim.
         told = Told()
         if counts is not None and counts.running < study.parallelism:
-            oracle = oracles.load(study)
+            oracle = oracles.load(study, trial_rows_for_oracle(study))
             told = _tell_tuner_of_lost(study, oracles, oracle) if counts.untold else told
             if told.failure_limit:
                 _fail_after_failures(study)
             else:
-                claim = _claimstudy_locked(study, oracles, oracle, claimant, counts, started)
+                claim = _claim_locked(study, oracles, oracle, claimant, counts, started)
         if claim.status == "running" or told.count:
             _save_oracle(study, oracles, oracle)
         elif arrived:
@@ -269,7 +293,7 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
         if row.status != TrialStatus.RUNNING:
             return Finish()  # finished trials are immutable (the reaper got there first)
         counts = _trial_counts(study)
-        oracle = oracles.load(study)
+        oracle = oracles.load(study, trial_rows_for_oracle(study))
         told = _tell_tuner_of_lost(study, oracles, oracle) if counts.untold else Told()
         # As in _record: reaching the failure limit only ends a study that is still running.
         failure_limit = _record(study, row, outcome, oracles, oracle) or (
@@ -290,7 +314,7 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
         return Finish()
     claim = None
     if next_claimant is not None and running < study.parallelism:
-        claim = _claimstudy_locked(study, oracles, oracle, next_claimant, counts)
+        claim = _claim_locked(study, oracles, oracle, next_claimant, counts)
         if claim.status == "running":
             running += 1
         else:

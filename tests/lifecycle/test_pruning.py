@@ -221,7 +221,8 @@ def test_the_bayesian_tuner_learns_from_pruned_trials(pruning_study):
     runner.run(GOOD)
     pruned = [runner.run([4.0 + i] * 5) for i in range(2)]
     assert [t.status for t in pruned] == [Trial.Status.PRUNED] * 2
-    oracle = load_oracle(Study.objects.get(pk=study.pk))
+    study = Study.objects.get(pk=study.pk)
+    oracle = load_oracle(study, trial_runs.trial_rows_for_oracle(study))
     for trial in pruned:
         kt_trial = oracle.trials[trial.trial_id]
         assert kt_trial.status == "COMPLETED" and kt_trial.score == trial.score

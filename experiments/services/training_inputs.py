@@ -1,0 +1,34 @@
+"""What a worker reads before it trains, each row with what the job then touches loaded in
+the same query: the study a trial runs in, the checkpoint a Hyperband trial continues, an
+ensemble's members and their stored .keras files; and the phases a retraining reports its
+epochs under. Workers never query the ORM themselves (DESIGN.md, Dependency direction)."""
+
+from experiments.models import Artifact, EnsembleMember, Study, TrainedModel, TrainedModelEpoch, Trial
+from experiments.states import TrialStatus
+
+# model_runs.model_record_epoch's `phase`: best-epoch detection, then the retraining itself.
+TrainingPhase = TrainedModelEpoch.Phase
+
+
+def study_for_training(*, study_id: int) -> Study:
+    return Study.objects.select_related("dataset__arrays", "dataset__upload", "team").get(pk=study_id)
+
+
+def trial_checkpoint_continued(*, study: Study, trial_id: str) -> Artifact | None:
+    """The checkpoint of the trial (KerasTuner's trial id) that a Hyperband trial continues: its
+    latest completed attempt's; None when it has none."""
+    parent = (
+        Trial.objects.filter(study=study, trial_id=trial_id, status=TrialStatus.COMPLETED)
+        .exclude(checkpoint=None).select_related("checkpoint").order_by("-number").first()
+    )
+    return None if parent is None else parent.checkpoint
+
+
+def ensemble_members(*, ensemble: TrainedModel) -> list[EnsembleMember]:
+    return list(ensemble.members.select_related("model__trial__study", "model__study", "trial__study",
+                                                "trial__checkpoint"))
+
+
+def model_file_artifact(*, model: TrainedModel, file_format: str) -> Artifact | None:
+    file = model.files.filter(format=file_format).select_related("artifact").first()
+    return None if file is None else file.artifact
