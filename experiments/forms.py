@@ -27,6 +27,7 @@ from experiments.tuning.bounds import (
     seed_field,
     whole_number_field,
 )
+from experiments.tuning.compute_options import BACKEND_NAMES, BACKENDS
 from experiments.tuning.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.tuning.pruning_options import APPLIES as PRUNING_APPLIES
 from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
@@ -165,11 +166,11 @@ class StudyForm(forms.ModelForm):
         model = Study
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
-                  "patience", "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS]
+                  "patience", "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision",
+                  "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience",
-                  "batch_size": "Batch size (per replica)", "queue": "Accelerator queue",
+                  "batch_size": "Batch size (per replica)", "queue": "Accelerator queue", "backend": "Keras backend",
                   "jit_compile": "XLA compilation (jit_compile)", "steps_per_execution": "Steps per execution",
                   "devices_per_trial": "Devices per trial", "pruner": "Pruner",
                   "pruning_startup_trials": "Startup trials", "pruning_warmup_epochs": "Warm-up epochs",
@@ -177,6 +178,8 @@ class StudyForm(forms.ModelForm):
                   "pruning_min_epochs": "Min epochs (first rung)", "pruning_reduction_factor": "Reduction factor"}
         help_texts = {"objective_metric": "What the tuner optimises: a metric the hypermodel reports on this "
                                           "dataset's task (never a test metric).",
+                      "backend": " ".join(f"{BACKEND_NAMES[name]}: {text}." for name, text in BACKENDS.items())
+                                 + " Each runs on workers started for it (README, Compute).",
                       "parallelism": "Trials in flight at once across the workers of the queue.",
                       "batch_size": "Rows per device per step: with N devices per trial a step sees N × this "
                                     "(the global batch).",
@@ -238,8 +241,10 @@ class StudyForm(forms.ModelForm):
             self.initial["search_space"] = json.dumps(entry.default_space, indent=1)
         self._objective_metric_widget()
         self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
-        for name in ("precision", "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS):
-            self.fields[name].required = False  # absent: the default (float32, auto, 1, 1; no pruning)
+        for name in ("backend", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
+                     *PRUNING_FIELDS):
+            # Absent: the default (TensorFlow, float32, auto, 1, 1; no pruning).
+            self.fields[name].required = False
         self.pruners_explained = PRUNERS_EXPLAINED
         self.pruning_field_names = [name for name in PRUNING_FIELDS if name != "pruner"]
         self.pruning_applies = {pruner: [pruning_field(name) for name in names]

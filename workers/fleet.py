@@ -11,6 +11,7 @@ from django.conf import settings
 
 from experiments.services.connections import connection_close
 from experiments.services.worker_hosts import worker_heartbeat, worker_leads_reaper, worker_register, worker_stop
+from workers.backend import worker_backend
 from workers.devices import host_devices
 from workers.reaper import reap
 from workers.versions import package_versions
@@ -55,7 +56,8 @@ def on_worker_ready(consumer) -> None:
     concurrency = getattr(consumer.pool, "limit", None) or consumer.app.conf.worker_concurrency or 1
     try:
         worker_register(name=consumer.hostname, hostname=socket.gethostname(), pid=os.getpid(), queues=queues,
-                        devices=host_devices(), concurrency=int(concurrency), versions=package_versions())
+                        devices=host_devices(), concurrency=int(concurrency), versions=package_versions(),
+                        backend=worker_backend())
     except Exception:
         log.exception("could not register worker %s", consumer.hostname)
     finally:

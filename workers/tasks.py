@@ -3,12 +3,31 @@ The runtime (and so TensorFlow) is imported inside task bodies and child-process
 importing this module, and the main worker process, stay light."""
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_ready, worker_shutdown, worker_shutting_down
+from celery.signals import (
+    celeryd_after_setup,
+    worker_process_init,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
+)
 
 from experiments.services.connections import DATABASE_UNAVAILABLE
 
 # Imported here, in the main process before the pool forks, so the children share its flag.
 from workers.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
+
+
+@celeryd_after_setup.connect
+def _refuse_other_backends_queues(sender, instance, **_kwargs) -> None:
+    """A worker serving another backend's queue would take jobs it cannot run as asked: it
+    refuses to start, saying which queues to serve. (SystemExit, since Celery logs and ignores
+    exceptions raised by signal handlers.)"""
+    from workers.backend import queue_errors, worker_backend
+
+    queues = list(instance.app.amqp.queues.consume_from)
+    errors = queue_errors(queues, worker_backend())
+    if errors:
+        raise SystemExit("Tuneboard worker not started: " + "; ".join(errors) + ".")
 
 
 @worker_ready.connect

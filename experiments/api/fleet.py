@@ -17,6 +17,7 @@ class WorkerSerializer(serializers.Serializer):
     name = serializers.CharField()
     hostname = serializers.CharField()
     queues = serializers.ListField(child=serializers.CharField())
+    backend = serializers.CharField(help_text="The Keras backend its children train with (tensorflow or jax).")
     devices = serializers.JSONField()
     concurrency = serializers.IntegerField()
     versions = serializers.DictField()
@@ -37,7 +38,8 @@ class WorkerList(generics.GenericAPIView):
         for row in fleet_rows(team=request.team):
             w = row["worker"]
             rows.append({"name": w.name, "hostname": w.hostname, "queues": w.queues, "devices": w.devices,
-                         "concurrency": w.concurrency, "versions": w.versions, "started": w.started,
+                         "concurrency": w.concurrency, "versions": w.versions, "backend": w.backend,
+                         "started": w.started,
                          "last_heartbeat": w.last_heartbeat, "stopped": w.stopped, "alive": row["alive"],
                          "trials": [{"study": t.study_id, "trial": t.pk, "trial_id": t.trial_id} for t in row["trials"]
                                     if t.study.team_id == request.team.id],

@@ -28,6 +28,7 @@ from experiments.services.studies import (
 )
 from experiments.tuning.bounds import parse_id
 from experiments.tuning.cloning import clone_values
+from experiments.tuning.compute_options import BACKEND_NAMES
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import PRUNERS
 from experiments.views.access import get_dataset_for_user, get_studies_for_user, get_study_for_user
@@ -74,7 +75,7 @@ class StudySerializer(serializers.ModelSerializer):
         list_serializer_class = StudyListSerializer
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
-                  "seed", "queue", "parallelism", "initial_random_trials", "precision", "jit_compile",
+                  "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
                   "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "status", "message", "created",
                   "started", "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used"]
 
@@ -123,6 +124,9 @@ class StudyInput(StrictSerializer):
     patience = serializers.IntegerField()
     seed = serializers.IntegerField()
     queue = serializers.ChoiceField(choices=Study.Queue.choices)
+    backend = serializers.ChoiceField(choices=list(BACKEND_NAMES.items()), required=False,
+                                      help_text="The Keras backend: tensorflow (default) or jax; a JAX study runs on "
+                                                "the JAX workers of its queue (<queue>-jax).")
     parallelism = serializers.IntegerField()
     initial_random_trials = serializers.IntegerField(required=False, allow_null=True)
     precision = serializers.CharField(required=False)

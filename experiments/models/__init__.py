@@ -5,6 +5,7 @@ one way code names a table)."""
 
 from experiments.models.artifacts import Artifact, StoredBlob, StoredChunk
 from experiments.models.audit import AuditEvent
+from experiments.models.conversions import ModelConversion
 from experiments.models.datasets import Dataset
 from experiments.models.fleet import Worker
 from experiments.models.jobs import Job
@@ -29,8 +30,8 @@ from experiments.models.trained_models import (
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions", "Dataset",
-    "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelFile", "NotificationDelivery",
-    "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PruningReference", "StoredBlob",
-    "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun",
-    "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
+    "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelConversion", "ModelFile",
+    "NotificationDelivery", "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PruningReference",
+    "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch",
+    "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
 ]

@@ -12,6 +12,8 @@ class Worker(models.Model):
     hostname = models.CharField(max_length=200)
     pid = models.IntegerField()
     queues = models.JSONField(default=list)
+    # The Keras backend its children train with (a worker runs one: KERAS_BACKEND).
+    backend = models.CharField(max_length=10, blank=True)
     devices = models.JSONField(default=list)
     concurrency = models.PositiveIntegerField(default=1)
     versions = models.JSONField(default=dict)

@@ -8,7 +8,7 @@ from experiments.models.artifacts import Artifact
 from experiments.models.datasets import Dataset
 from experiments.models.teams import Team
 from experiments.states import TRIAL_FINISHED, StudyStatus, TrialStatus
-from experiments.tuning.compute_options import JIT_COMPILE, PRECISIONS
+from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, JIT_COMPILE, PRECISIONS, task_queue
 from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.tuning.pruning_options import PRUNERS
 
@@ -46,6 +46,8 @@ class Study(models.Model):
     patience = models.PositiveIntegerField(default=3)
     seed = models.IntegerField(default=1)
     queue = models.CharField(max_length=3, choices=Queue.choices, default=Queue.CPU)
+    # The Keras backend its trials, retrains and re-runs train with (compute_options.BACKENDS).
+    backend = models.CharField(max_length=10, choices=list(BACKEND_NAMES.items()), default=DEFAULT_BACKEND)
     parallelism = models.PositiveIntegerField(default=1)
     # A trial lost with its worker is retried this many times (KerasTuner's INVALID status).
     max_retries_per_trial = models.PositiveIntegerField(default=1)
@@ -97,6 +99,11 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def task_queue(self) -> str:
+        """The Celery queue its jobs go to: its accelerator queue on its backend's workers."""
+        return task_queue(self.queue, self.backend)
 
     @property
     def is_active(self) -> bool:

@@ -22,8 +22,8 @@ def queue_has_live_worker(*, queue: str, now=None) -> bool:
 
 def study_capacity(*, study: Study, slots: dict[str, int] | None = None) -> dict:
     """How many trials the study can run at once: min(parallelism asked, slots on its queue)."""
-    available = (queue_slots() if slots is None else slots).get(study.queue, 0)
-    return {"requested": study.parallelism, "slots": available, "queue": study.queue,
+    available = (queue_slots() if slots is None else slots).get(study.task_queue, 0)
+    return {"requested": study.parallelism, "slots": available, "queue": study.task_queue,
             "effective": min(study.parallelism, available), "limited": 0 < available < study.parallelism}
 
 

@@ -30,7 +30,7 @@ ENSEMBLE_QUEUE = "cpu"  # ensembles only predict and fit a few weights
 
 def model_queue(model: TrainedModel) -> str:
     """Single models train where their study ran; ensembles (no study) on the CPU queue."""
-    return model.study.queue if model.study_id else ENSEMBLE_QUEUE
+    return model.study.task_queue if model.study_id else ENSEMBLE_QUEUE
 
 
 def model_send(*, model: TrainedModel) -> None:

@@ -16,8 +16,8 @@ from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.warm_starts import DEFAULT_TOP_K, WarmStartError, seed_count_error, warm_start_seeds
 from experiments.states import STUDY_MOVES, StudyStatus
 from experiments.tuning.bounds import MAX_SEED
-from experiments.tuning.compute_options import compute_errors
-from experiments.tuning.hypermodel_catalog import hypermodels_for_kind
+from experiments.tuning.compute_options import BACKENDS, compute_errors
+from experiments.tuning.hypermodel_catalog import BUILTIN, backend_mismatch, hypermodels_for_kind
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
@@ -29,8 +29,8 @@ LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (
           "initial_random_trials": (1, 10000), "max_retries_per_trial": (0, 10),
           "max_consecutive_failed_trials": (1, 1000), "seed": (0, MAX_SEED)}
 HYPERBAND_MIN_EPOCHS = 3
-COMPUTE_DEFAULTS = {"queue": "cpu", "precision": "float32", "jit_compile": "auto", "steps_per_execution": 1,
-                    "devices_per_trial": 1}
+COMPUTE_DEFAULTS = {"queue": "cpu", "backend": "tensorflow", "precision": "float32", "jit_compile": "auto",
+                    "steps_per_execution": 1, "devices_per_trial": 1}
 COMPUTE_FIELDS = tuple(COMPUTE_DEFAULTS)
 
 
@@ -58,7 +58,7 @@ def study_wake(study: Study, count: int, *, countdown: float | None = None) -> N
     study.wakeups_pending += count
     study.last_wakeup = timezone.now()
     study.save(update_fields=["wakeups_pending", "last_wakeup", "wakeup_resends"])
-    trial_tasks_enqueue(study_id=study.id, queue=study.queue, count=count, countdown=countdown,
+    trial_tasks_enqueue(study_id=study.id, queue=study.task_queue, count=count, countdown=countdown,
                         unsent=_wakeups_unsent(study.id))
 
 
@@ -138,6 +138,10 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
         reason = dict((entry.name, why) for entry, why in hypermodels_for_kind(dataset.kind)).get(hypermodel)
         if reason:
             errors["hypermodel"] = f"The {hypermodel} hypermodel {reason}."
+    entry = BUILTIN.get(hypermodel)
+    backend = options.get("backend")
+    if entry and backend in BACKENDS and "hypermodel" not in errors and (why := backend_mismatch(entry, backend)):
+        errors["backend"] = f"The {hypermodel} hypermodel {why}; choose TensorFlow or another hypermodel."
     return errors
 
 

@@ -35,7 +35,7 @@ class RerunRequestError(TuneboardError):
 def rerun_send(*, rerun: TrialRerun) -> None:
     """Send the re-run's task on its study's queue once the transaction commits, and note when."""
     job_sent(table=TrialRerun, pk=rerun.pk)
-    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.queue, unsent=job_unsent(TrialRerun, rerun.pk))
+    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.task_queue, unsent=job_unsent(TrialRerun, rerun.pk))
 
 
 def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:

@@ -8,13 +8,14 @@ from experiments.models import Worker
 
 
 def worker_register(*, name: str, hostname: str, pid: int, queues: list[str], devices: list, concurrency: int,
-                    versions: dict) -> Worker:
+                    versions: dict, backend: str = "") -> Worker:
     now = timezone.now()
     worker, _ = Worker.objects.update_or_create(
         name=name,
         defaults={
             "hostname": hostname, "pid": pid, "queues": sorted(queues), "devices": devices,
-            "concurrency": concurrency, "versions": versions, "started": now, "last_heartbeat": now, "stopped": None,
+            "concurrency": concurrency, "versions": versions, "backend": backend,
+            "started": now, "last_heartbeat": now, "stopped": None,
         },
     )
     return worker

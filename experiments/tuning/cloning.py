@@ -6,7 +6,7 @@ from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 # Everything that defines the search except where it runs (the dataset, which may change)
 # and its name: space, tuner and its settings, objective, budget, training and compute.
 CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
-                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "parallelism",
+                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "backend", "parallelism",
                  "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
                  *PRUNING_FIELDS]
 

@@ -7,6 +7,36 @@ a distribution strategy, a mixed-precision policy and compile options.
 from dataclasses import asdict, dataclass
 
 QUEUES = ("cpu", "gpu", "tpu")
+# The Keras backend a study trains with. A worker process runs one (KERAS_BACKEND, set before
+# Keras loads) and consumes the queues of that backend: TensorFlow's are the accelerator names,
+# JAX's the same names with JAX_SUFFIX ("gpu-jax"), so routing is by queue name alone.
+BACKENDS = {
+    "tensorflow": "TensorFlow (default: every hypermodel, MirroredStrategy/TPUStrategy, all export formats "
+                  "made where it trains)",
+    "jax": "JAX (often the fastest on GPUs and TPUs; DataParallel over the host's devices; SavedModel and "
+           "TFLite are made afterwards on a TensorFlow worker of the cpu queue)",
+}
+BACKEND_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX"}
+DEFAULT_BACKEND = "tensorflow"
+JAX_SUFFIX = "-jax"
+
+
+def task_queue(queue: str, backend: str) -> str:
+    """The Celery queue a study's jobs are sent to: its accelerator queue, on its backend's workers."""
+    return queue if backend == DEFAULT_BACKEND else f"{queue}{JAX_SUFFIX}"
+
+
+def backend_queues(backend: str, queues=QUEUES) -> list[str]:
+    """The queues a worker of `backend` may consume (the accelerator queues in that backend's naming)."""
+    return [task_queue(queue, backend) for queue in queues]
+
+
+TASK_QUEUES = (*QUEUES, *backend_queues("jax"))
+
+
+def queue_backend(name: str) -> str:
+    """The backend whose workers serve the Celery queue `name`."""
+    return "jax" if name.endswith(JAX_SUFFIX) else DEFAULT_BACKEND
 PRECISIONS = {
     "float32": "float32 (exact, every device)",
     "mixed_float16": "mixed float16 (GPUs with tensor cores; loss scaling as Keras does it)",
@@ -23,6 +53,7 @@ class ComputeSettings:
     replica: with N devices a step sees N × batch size rows."""
 
     queue: str = "cpu"
+    backend: str = DEFAULT_BACKEND
     precision: str = "float32"
     jit_compile: str = "auto"
     steps_per_execution: int = 1
@@ -30,19 +61,21 @@ class ComputeSettings:
 
     @classmethod
     def from_study(cls, study) -> "ComputeSettings":
-        return cls(queue=study.queue, precision=study.precision, jit_compile=study.jit_compile,
+        return cls(queue=study.queue, backend=study.backend, precision=study.precision, jit_compile=study.jit_compile,
                    steps_per_execution=study.steps_per_execution, devices_per_trial=study.devices_per_trial)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def compute_errors(*, queue: str, precision: str, jit_compile: str, steps_per_execution,
+def compute_errors(*, queue: str, backend: str = DEFAULT_BACKEND, precision: str, jit_compile: str, steps_per_execution,
                    devices_per_trial) -> dict[str, str]:
     """{field: message} for every rule the settings break; empty when they all hold."""
     errors = {}
     if queue not in QUEUES:
         errors["queue"] = f"Choose one of: {', '.join(QUEUES)}."
+    if backend not in BACKENDS:
+        errors["backend"] = f"Choose one of: {', '.join(BACKENDS)}."
     if precision not in PRECISIONS:
         errors["precision"] = f"Choose one of: {', '.join(PRECISIONS)}."
     elif precision == "mixed_float16" and queue in ("cpu", "tpu"):

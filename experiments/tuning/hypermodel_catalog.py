@@ -118,6 +118,9 @@ class HypermodelEntry:
     default_space: list = field(default_factory=list)
     target: str = ""  # "package.module:function" for team-provided ones
     kinds: tuple[str, ...] = ("tabular",)  # the kinds of data it takes
+    # The Keras backends it builds and trains on (compute_options.BACKENDS), and why not the others.
+    backends: tuple[str, ...] = ("tensorflow", "jax")
+    backend_note: str = ""
 
 
 BUILTIN = {
@@ -142,6 +145,9 @@ BUILTIN = {
         "an embedding, then a conv1d, bidirectional LSTM or Transformer encoder, pooling and dropout.",
         default_space=TEXT_DEFAULT_SPACE,
         kinds=("text",),
+        backends=("tensorflow",),
+        backend_note="needs TensorFlow: its TextVectorization layer turns raw strings into tokens with "
+                     "TensorFlow string ops, which JAX has no equivalent of",
     ),
     "sequence": HypermodelEntry(
         name="sequence",
@@ -215,6 +221,13 @@ def kind_mismatch(entry: HypermodelEntry, kind: str) -> str | None:
     if kind in entry.kinds:
         return None
     return f"takes {_nouns(entry.kinds)}; this dataset holds {_KIND_NOUNS[kind]}"
+
+
+def backend_mismatch(entry: HypermodelEntry, backend: str) -> str | None:
+    """Why the hypermodel cannot train on `backend`, or None when it can."""
+    if backend in entry.backends:
+        return None
+    return entry.backend_note or f"does not run on {backend}"
 
 
 def hypermodels_for_kind(kind: str) -> list[tuple[HypermodelEntry, str | None]]:

@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
 from experiments.states import ModelStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import TASK_QUEUES, task_queue
 
 BROKER_TIMEOUT_SECONDS = 1.0
 
@@ -186,18 +187,20 @@ class DatabaseCollector:
 
             # Queued work per accelerator class: free trial slots of running studies plus
             # model jobs and trial re-runs waiting for a worker.
-            depth = {queue: 0 for queue in queues}
+            # Per Celery queue: a JAX study's work waits on "<queue>-jax" (compute_options.task_queue).
+            depth = {queue: 0 for queue in TASK_QUEUES}
             running = Study.objects.filter(status=StudyStatus.RUNNING).annotate(
                 busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
-            for queue, parallelism, busy in running.values_list("queue", "parallelism", "busy"):
-                depth[queue] = depth.get(queue, 0) + max(0, parallelism - busy)
-            for queue, n in (TrainedModel.objects.filter(status=ModelStatus.QUEUED)
-                             .values_list("study__queue").annotate(n=Count("id"))):
-                queue = queue or ENSEMBLE_QUEUE
+            for queue, backend, parallelism, busy in running.values_list("queue", "backend", "parallelism", "busy"):
+                depth[task_queue(queue, backend)] += max(0, parallelism - busy)
+            for queue, backend, n in (TrainedModel.objects.filter(status=ModelStatus.QUEUED)
+                                      .values_list("study__queue", "study__backend").annotate(n=Count("id"))):
+                queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE
                 depth[queue] = depth.get(queue, 0) + n
-            for queue, n in (TrialRerun.objects.filter(status=ModelStatus.QUEUED)
-                             .values_list("trial__study__queue").annotate(n=Count("id"))):
-                depth[queue] = depth.get(queue, 0) + n
+            for queue, backend, n in (TrialRerun.objects.filter(status=ModelStatus.QUEUED)
+                                      .values_list("trial__study__queue", "trial__study__backend")
+                                      .annotate(n=Count("id"))):
+                depth[task_queue(queue, backend)] += n
             queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
                                             "studies, queued model jobs and trial re-runs) per queue",
                                             labels=["queue"])

@@ -21,7 +21,7 @@ def reruns_context(trial: Trial) -> dict:
     return {
         "trial": trial, "study": trial.study, "reruns": reruns,
         "reruns_active": any(r.is_active for r in reruns),
-        "rerun_without_worker": waiting and not queue_has_live_worker(queue=trial.study.queue),
+        "rerun_without_worker": waiting and not queue_has_live_worker(queue=trial.study.task_queue),
         "can_rerun": trial.status == Trial.Status.COMPLETED,
         "inputs_changed": inputs_changed_since(trial=trial, dataset=trial.study.dataset),
         "charted": [r for r in reversed(reruns) if r.status in (TrialRerun.Status.COMPLETED, TrialRerun.Status.RUNNING)

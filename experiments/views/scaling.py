@@ -29,6 +29,7 @@ from experiments.models import NotificationDelivery, Study, TrainedModel, Trial,
 from experiments.services.model_runs import ENSEMBLE_QUEUE
 from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
 from experiments.states import DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import JAX_SUFFIX, TASK_QUEUES, queue_backend
 
 TOKEN_ENV = "TUNEBOARD_SCALING_TOKEN"
 
@@ -40,20 +41,24 @@ def _authorized(request: HttpRequest) -> bool:
 
 
 def scaling_counts(queue: str) -> dict:
-    running_trials = Trial.objects.filter(study__queue=queue, status=TrialStatus.RUNNING).count()
+    """Work waiting for the workers of one Celery queue ("gpu", or "gpu-jax" for JAX studies)."""
+    backend = queue_backend(queue)
+    accelerator = queue.removesuffix(JAX_SUFFIX)
+    studies_here = Q(study__queue=accelerator, study__backend=backend)
+    running_trials = Trial.objects.filter(studies_here, status=TrialStatus.RUNNING).count()
     queued_trials = 0
-    studies = Study.objects.filter(queue=queue, status=StudyStatus.RUNNING).annotate(
+    studies = Study.objects.filter(queue=accelerator, backend=backend, status=StudyStatus.RUNNING).annotate(
         n_running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
         n_started=Count("trials__trial_id", distinct=True),
     )
     for study in studies:
         queued_trials += max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started))
     models = TrainedModel.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
-    models = models.filter(Q(study__queue=queue) | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
-        else models.filter(study__queue=queue)
+    models = models.filter(studies_here | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
+        else models.filter(studies_here)
     by_status = dict(models.order_by().values_list("status").annotate(n=Count("id")))
-    reruns = dict(TrialRerun.objects.filter(trial__study__queue=queue, status__in=(ModelStatus.QUEUED,
-                                                                                   ModelStatus.RUNNING))
+    reruns = dict(TrialRerun.objects.filter(trial__study__queue=accelerator, trial__study__backend=backend,
+                                            status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
                   .order_by().values_list("status").annotate(n=Count("id")))
     counts = {
         "queue": queue,
@@ -75,6 +80,6 @@ def scaling_counts(queue: str) -> dict:
 def scaling_view(request: HttpRequest, queue: str) -> JsonResponse:
     if not _authorized(request):
         return JsonResponse({"detail": "A valid scaling bearer token is required."}, status=403)
-    if queue not in Study.Queue.values:
+    if queue not in TASK_QUEUES:
         return JsonResponse({"detail": f"Unknown queue {queue!r}."}, status=404)
     return JsonResponse(scaling_counts(queue))
