@@ -1,36 +1,46 @@
-"""A study's compute settings made real in a worker child: where a trial's replicas run (a
-tf.distribute strategy), the dtype policy its layers are built with, the compile options
-Keras trains with, and the tf.data pipeline that feeds it.
+"""A study's compute settings made real in a worker child: where a trial's replicas run, the
+dtype policy its layers are built with, the compile options Keras trains with, and the input
+pipeline that feeds it — on the Keras backend this process runs (TensorFlow or JAX; the
+backend-specific parts live in workers/backends/, and only the one in use is imported).
 
-experiments/tuning/compute_options.py holds the same settings as the web sees them (no TensorFlow).
+experiments/tuning/compute_options.py holds the same settings as the web sees them (no Keras).
 """
 
 import contextlib
 import functools
-import os
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import keras
-import numpy as np
-import tensorflow as tf
 
-from experiments.tuning.compute_options import ComputeSettings
-from workers.devices import discover_tpus
+from experiments.tuning.compute_options import BACKEND_NAMES, ComputeSettings
 from workers.trial_stops import TrialFailed
 
 DEFAULT = ComputeSettings()
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
-TPU_ENVIRONMENT = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG")  # what TPUClusterResolver() reads
+
+
+def backend() -> str:
+    """The Keras backend of this process (KERAS_BACKEND when Keras loaded)."""
+    return keras.backend.backend()
+
+
+def _runtime():
+    """The backend's module, imported on first use (a JAX worker never imports TensorFlow)."""
+    return importlib.import_module(f"workers.backends.{'jax' if backend() == 'jax' else 'tf'}_runtime")
 
 
 @dataclass
 class Placement:
-    """Where one trial's model lives: the strategy to build it under and the devices it spans."""
+    """Where one trial's model lives: what to build it under (a tf.distribute strategy's scope
+    or a keras.distribution's) and the devices it spans."""
 
-    strategy: tf.distribute.Strategy
+    scope: Callable[[], contextlib.AbstractContextManager]
     device_kind: str  # "cpu" | "gpu" | "tpu"
     device_names: list[str]
     replicas: int
+    backend: str = "tensorflow"
 
     @property
     def drop_remainder(self) -> bool:
@@ -38,20 +48,21 @@ class Placement:
         return self.device_kind == "tpu"
 
     def global_batch_size(self, batch_size: int) -> int:
-        """The study's batch size is per replica; a step consumes one batch per replica."""
+        """The study's batch size is per replica: a step consumes one batch per replica."""
         return batch_size * self.replicas
 
     def record(self, settings: ComputeSettings | None, batch_size: int | None = None) -> dict:
         """What to store on each trial and model (JSON-safe)."""
         settings = settings or DEFAULT
         record = {
+            "backend": self.backend,
             "device_kind": self.device_kind,
             "device_names": list(self.device_names),
             "replicas": self.replicas,
             "precision": settings.precision,
             "jit_compile": settings.jit_compile,
             "steps_per_execution": settings.steps_per_execution,
-            "tensorflow": tf.__version__,
+            self.backend: _runtime().version(),
             "keras": keras.__version__,
         }
         if batch_size is not None:
@@ -61,88 +72,33 @@ class Placement:
 
 
 def placement_for(settings: ComputeSettings | None) -> Placement:
-    """The strategy and devices for a trial with these settings, in this worker child.
+    """The devices for a trial with these settings, in this worker child.
 
-    Strategies are made once per child and kept: a TPU system must be initialised only once,
-    and a MirroredStrategy is cheap to keep but not free to make for every trial."""
+    Placements are made once per child and kept: a TPU system must be initialised only once,
+    and a MirroredStrategy or a device mesh is cheap to keep but not free to make per trial."""
     settings = settings or DEFAULT
-    return _placement(settings.queue, settings.devices_per_trial)
+    if settings.backend != backend():
+        raise TrialFailed(f"This study trains with {BACKEND_NAMES.get(settings.backend, settings.backend)}, but "
+                          f"this worker runs {BACKEND_NAMES.get(backend(), backend())} (KERAS_BACKEND): its jobs "
+                          f"belong on the {settings.backend} workers' queues.")
+    return _placement(backend(), settings.queue, settings.devices_per_trial)
 
 
 @functools.cache
-def _placement(queue: str, devices: int) -> Placement:
-    if queue == "tpu":
-        return _tpu_placement(devices)
-    if queue == "gpu":
-        return _local_placement("gpu", devices)
-    return _local_placement("cpu", devices)
+def _placement(keras_backend: str, queue: str, devices: int) -> Placement:
+    kind = queue if queue in ("gpu", "tpu") else "cpu"
+    scope, kind, names, replicas = _runtime().placement(kind, devices)
+    return Placement(scope, kind, names, replicas, keras_backend)
 
 
-def _local_placement(kind: str, devices: int) -> Placement:
-    gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
-    if kind == "gpu" and not gpus:
-        raise TrialFailed(f"This study runs on the GPU queue, but this worker child sees no GPU "
-                          f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): "
-                          "route the gpu queue only to GPU hosts.")
-    if devices == 1:
-        # The default strategy: TensorFlow places the model on the first visible GPU, else the CPU.
-        names = gpus[:1] or [tf.config.list_logical_devices("CPU")[0].name]
-        return Placement(tf.distribute.get_strategy(), "gpu" if gpus else "cpu", names, 1)
-    if kind == "gpu":
-        if len(gpus) < devices:
-            raise TrialFailed(f"This trial needs {devices} GPUs (the study's devices per trial), but this worker "
-                              f"child sees {len(gpus)}: start the GPU workers with "
-                              f"TUNEBOARD_GPUS_PER_CHILD={devices} and concurrency (GPUs on the host) ÷ {devices}, "
-                              "or lower the study's devices per trial.")
-        names = gpus[:devices]
-    else:
-        cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
-        if len(cpus) < devices:
-            raise TrialFailed(f"This trial needs {devices} CPU devices (the study's devices per trial), but this "
-                              f"worker child has {len(cpus)}: start the CPU workers with "
-                              f"TUNEBOARD_CPU_DEVICES={devices} (each child splits its CPU into that many logical "
-                              "devices), or set devices per trial to 1.")
-        names = cpus[:devices]
-    return Placement(tf.distribute.MirroredStrategy(devices=names), kind, names, devices)
+def model_scope(model):
+    """Where a trained model evaluates and predicts: its own strategy or device mesh."""
+    return _runtime().model_scope(model)
 
 
-def _tpu_placement(devices: int) -> Placement:
-    named = any(os.environ.get(name) for name in TPU_ENVIRONMENT)
-    if not named and not discover_tpus():
-        raise TrialFailed("This study runs on the TPU queue, but this worker host has no TPU (no /dev/accel* or "
-                          f"/dev/vfio device, and none of {', '.join(TPU_ENVIRONMENT)} is set): route the tpu queue "
-                          "only to TPU hosts.")
-    try:
-        # A TPU node named in the environment, else the TPU VM's own chips ("local").
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=None if named else "local")
-        tf.config.experimental_connect_to_cluster(resolver)
-        topology = tf.tpu.experimental.initialize_tpu_system(resolver)
-    except Exception as exc:
-        raise TrialFailed(f"This study runs on the TPU queue, but this worker host could not reach its TPU "
-                          f"({type(exc).__name__}: {exc}): route the tpu queue only to TPU hosts.") from exc
-    cores = [d.name for d in tf.config.list_logical_devices("TPU")]
-    if len(cores) < devices:
-        raise TrialFailed(f"This trial needs {devices} TPU cores (the study's devices per trial), but this "
-                          f"worker's TPU has {len(cores)}: lower the study's devices per trial.")
-    assignment = None
-    if devices < len(cores):
-        assignment = tf.tpu.experimental.DeviceAssignment.build(topology, num_replicas=devices)
-    strategy = tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
-    return Placement(strategy, "tpu", cores[:devices], strategy.num_replicas_in_sync)
-
-
-def configure_logical_cpus(n: int) -> None:
-    """Split this process's CPU into `n` logical devices so a CPU trial can run `n` replicas
-    (MirroredStrategy). Only possible before TensorFlow initialises its runtime: the worker
-    child does it at start (TUNEBOARD_CPU_DEVICES)."""
-    if n <= 1:
-        return
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    try:
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
-    except RuntimeError as exc:
-        raise RuntimeError(f"Cannot split the CPU into {n} logical devices after TensorFlow has started; "
-                           "configure_logical_cpus must run first in the process.") from exc
+def model_replicas(model) -> int:
+    """How many replicas a built model's steps run on (a global batch is this × per-replica)."""
+    return _runtime().model_replicas(model)
 
 
 @contextlib.contextmanager
@@ -170,38 +126,7 @@ def apply_compile_options(model: keras.Model, settings: ComputeSettings | None) 
     model.train_function = model.test_function = model.predict_function = None
 
 
-def _tensor(values) -> tf.Tensor:
-    if isinstance(values, tf.Tensor):
-        return values
-    values = np.asarray(values)
-    if values.dtype.kind in "US" or values.dtype == object:
-        return tf.constant(values.astype(str), dtype=tf.string)
-    if values.dtype == np.float64:
-        values = values.astype(np.float32)  # as Keras does with NumPy input: models compute in float32
-    return tf.convert_to_tensor(values)
-
-
-def pipeline(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool) -> tf.data.Dataset:
-    """Batches of (x, y) (or x alone), in a new order each epoch when `shuffle`.
-
-    The order is shuffled as row indices and each batch gathered in one op, as Keras does for
-    NumPy input: shuffling the rows themselves would copy every row through the shuffle
-    buffer. The order sequence is fixed by `seed` (and TensorFlow's global seed); each
-    iteration of the dataset (Keras makes one per epoch) draws the next order."""
-    features = _tensor(x)
-    targets = None if y is None else _tensor(y)
-    rows = int(features.shape[0])
-    indices = tf.data.Dataset.range(rows)
-    if shuffle:
-        indices = indices.shuffle(max(rows, 1), seed=seed, reshuffle_each_iteration=True)
-    indices = indices.batch(batch_size, drop_remainder=drop_remainder)
-    tensors = features if targets is None else (features, targets)
-    dataset = tf.data.Dataset.zip((indices, tf.data.Dataset.from_tensors(tensors).repeat()))
-    dataset = dataset.map(lambda i, data: tf.nest.map_structure(lambda t: tf.gather(t, i), data),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    options = tf.data.Options()
-    # Keras does the same for NumPy input: the default graph rewrites serialise the whole
-    # pipeline, arrays included, for nothing on a pipeline this simple.
-    options.experimental_optimization.apply_default_optimizations = False
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool):
+    """The rows as batches on this backend: a tf.data pipeline on TensorFlow (strategies shard
+    it; text goes through it), a PyDataset on JAX. Both draw a new order each epoch from `seed`."""
+    return _runtime().batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)

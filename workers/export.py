@@ -4,8 +4,13 @@ the ORM: a model and a folder in, files and the model's signature out.
 
 Models take raw input (uint8 pixels, UTF-8 strings, float features): preprocessing is part
 of them. A format that cannot hold a model gets no file, only a reason in
-`Exported.unavailable`; TFLite, for one, has no kernels for TextVectorization's string ops."""
+`Exported.unavailable`; TFLite, for one, has no kernels for TextVectorization's string ops.
 
+Only `.keras` is written without TensorFlow: on a worker that lacks it (a JAX worker), the other
+formats are `Exported.pending`, made later from the `.keras` file by a conversion job on a
+TensorFlow worker (workers/conversions.py). TensorFlow is imported only when a format needs it."""
+
+import importlib.util
 import shutil
 import warnings
 import zipfile
@@ -14,9 +19,9 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
+TENSORFLOW_FORMATS = FORMATS[1:]
 TFLITE_TEXT_REASON = (
     "TFLite cannot hold this model's text preprocessing (TextVectorization uses string ops the TFLite "
     "runtime lacks); use the SavedModel or .keras file."
@@ -28,6 +33,20 @@ class Exported:
     files: dict[str, Path]  # format -> file
     signature: dict
     unavailable: dict[str, str] = field(default_factory=dict)  # format -> why it has no file, for a person
+    pending: list[str] = field(default_factory=list)  # formats left to a TensorFlow worker (no TensorFlow here)
+
+
+def has_tensorflow() -> bool:
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except ImportError:  # an import hook that keeps it out says so by raising
+        return False
+
+
+def _tf():
+    import tensorflow as tf  # only the formats that need it load it (a JAX worker has none)
+
+    return tf
 
 
 def _tensor_spec(tensor) -> dict:
@@ -60,7 +79,7 @@ def describe_input(model) -> str:
 
 
 def _serving_signature(saved_model_dir: Path) -> dict:
-    serving = tf.saved_model.load(str(saved_model_dir)).signatures["serving_default"]
+    serving = _tf().saved_model.load(str(saved_model_dir)).signatures["serving_default"]
     _, inputs = serving.structured_input_signature
     return {
         "name": "serving_default",
@@ -86,7 +105,7 @@ def _runs(flatbuffer: bytes) -> None:
     with warnings.catch_warnings():
         # Its successor (ai_edge_litert) is not a dependency; TF 2.21 still ships this one.
         warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated", category=UserWarning)
-        interpreter = tf.lite.Interpreter(model_content=flatbuffer)
+        interpreter = _tf().lite.Interpreter(model_content=flatbuffer)
     for detail in interpreter.get_input_details():
         shape = [1 if d < 0 else int(d) for d in detail["shape_signature"]]
         interpreter.resize_tensor_input(detail["index"], shape)
@@ -107,6 +126,7 @@ def _reason(exc: Exception) -> str:
 
 
 def _convert(saved_model_dir: Path, *, quantise: bool) -> bytes:
+    tf = _tf()
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir))
     if quantise:
         # Dynamic-range quantisation: int8 weights, float activations; no calibration data needed.
@@ -148,7 +168,7 @@ def _export_saved_model(model, target: Path, *, batch_size: int | None = None) -
     """The model's inference pass as a SavedModel ("serving_default"). Not model.export():
     Keras 3.15 exports `model.__call__` without training=False, and the Random* augmentation
     layers, whose call defaults to training=True, then flip and rotate every served image."""
-    specs = [tf.TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=t.name.split(":")[0]) for t in model.inputs]
+    specs = [_tf().TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=t.name.split(":")[0]) for t in model.inputs]
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint("serve", lambda inputs: model(inputs, training=False),
@@ -169,10 +189,14 @@ def _unavailable(exc: Exception) -> str:
     return f"TFLite cannot hold this model ({_reason(exc)}); use the SavedModel or .keras file."
 
 
-def _tflite_files(model, saved_model_dir: Path, workdir: Path, stem: str) -> tuple[dict, dict, set]:
+def _tflite_files(model, saved_model_dir: Path, workdir: Path, stem: str,
+                  formats=("tflite", "tflite_int8")) -> tuple[dict, dict, set]:
     """The TFLite files ({format: path}), the formats TFLite cannot hold ({format: why}), and
     the formats whose file takes one example per call."""
-    variants = {"tflite": (f"{stem}.tflite", False), "tflite_int8": (f"{stem}-int8.tflite", True)}
+    variants = {fmt: spec for fmt, spec in {"tflite": (f"{stem}.tflite", False),
+                                            "tflite_int8": (f"{stem}-int8.tflite", True)}.items() if fmt in formats}
+    if not variants:
+        return {}, {}, set()
     if _takes_strings(model):
         # Checked: conversion stops at StringLower, StaticRegexReplace, StringSplitV2 and
         # RaggedTensorToTensor ("Some ops are not supported by the native TFLite runtime"),
@@ -206,27 +230,35 @@ def _tflite_files(model, saved_model_dir: Path, workdir: Path, stem: str) -> tup
     return files, unavailable, one_example
 
 
-def export_model(model, *, workdir: Path, name: str, version: int) -> Exported:
+def export_model(model, *, workdir: Path, name: str, version: int, formats=FORMATS) -> Exported:
+    """The model in `formats` (all by default). Without TensorFlow here, the formats that need
+    it are left `pending` for a conversion job; a conversion asks only for those."""
     workdir = Path(workdir)
     stem = f"{name}-v{version}"
-    keras_path = workdir / f"{stem}.keras"
-    model.save(keras_path)
-    serving_root = workdir / "serving"
-    saved_model_dir = serving_root / name / str(version)
-    _export_saved_model(model, saved_model_dir)
-    files = {"keras": keras_path, "savedmodel": _zip_tree(serving_root, workdir / f"{stem}-savedmodel.zip")}
-    tflite_files, unavailable, one_example = _tflite_files(model, saved_model_dir, workdir, stem)
-    files.update(tflite_files)
+    files: dict[str, Path] = {}
+    if "keras" in formats:
+        files["keras"] = workdir / f"{stem}.keras"
+        model.save(files["keras"])
+    wanted = [fmt for fmt in TENSORFLOW_FORMATS if fmt in formats]
+    pending = wanted if wanted and not has_tensorflow() else []
+    signature = {"keras": {"inputs": [_tensor_spec(t) for t in model.inputs],
+                           "outputs": [_tensor_spec(t) for t in model.outputs]}}
+    unavailable: dict[str, str] = {}
+    one_example: set[str] = set()
+    if wanted and not pending:
+        serving_root = workdir / "serving"
+        saved_model_dir = serving_root / name / str(version)
+        _export_saved_model(model, saved_model_dir)
+        if "savedmodel" in wanted:
+            files["savedmodel"] = _zip_tree(serving_root, workdir / f"{stem}-savedmodel.zip")
+        tflite_files, unavailable, one_example = _tflite_files(model, saved_model_dir, workdir, stem, wanted)
+        files.update(tflite_files)
+        signature["serving"] = _serving_signature(saved_model_dir)
+        shutil.rmtree(serving_root, ignore_errors=True)
     described = describe_input(model)
-    signature = {
-        "keras": {"inputs": [_tensor_spec(t) for t in model.inputs],
-                  "outputs": [_tensor_spec(t) for t in model.outputs]},
-        "serving": _serving_signature(saved_model_dir),
-        # Per format: what one call takes, for the download page.
-        "input_description": {fmt: described + (" (one example per call: batch size 1)" if fmt in one_example else "")
-                              for fmt in files},
-        # A copy of Exported.unavailable, so it is stored wherever the signature is.
-        "unavailable": unavailable,
-    }
-    shutil.rmtree(serving_root, ignore_errors=True)
-    return Exported(files=files, signature=signature, unavailable=unavailable)
+    # Per format: what one call takes, for the download page.
+    signature["input_description"] = {
+        fmt: described + (" (one example per call: batch size 1)" if fmt in one_example else "") for fmt in files}
+    # A copy of Exported.unavailable, so it is stored wherever the signature is.
+    signature["unavailable"] = unavailable
+    return Exported(files=files, signature=signature, unavailable=unavailable, pending=pending)

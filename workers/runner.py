@@ -13,11 +13,13 @@ from django.conf import settings
 
 from experiments.services.artifacts import ArtifactKind, artifact_copy_to_path, artifact_create_from_path
 from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.training_inputs import study_for_training, trial_checkpoint_continued
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
 from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
 from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints, hypermodels
+from workers.compute import backend
 from workers.environment import environment_record, training_settings
 from workers.model_building import build_model, study_hyperparameters
 from workers.oracle import KerasTunerOracles
@@ -128,13 +130,20 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     connections_close_expired()
     host = socket.gethostname()
     claims = itertools.count()
+    study = study_for_training(study_id=study_id)
+    if study.backend != backend():
+        # Only a worker started around its queue check gets here: hand the wake-up, still
+        # pending on the study, to the queue of the study's backend instead of failing a trial.
+        log.warning("study %s trains with %s, this worker with %s: its wake-up goes to queue %s",
+                    study_id, study.backend, backend(), study.task_queue)
+        trial_tasks_enqueue(study_id=study_id, queue=study.task_queue)
+        return "misrouted"
 
     def claimant() -> Claimant:
         return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
                         worker_name=worker_name)
 
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
-    study = study_for_training(study_id=study_id)
     deadline = time.monotonic() + settings.CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":

@@ -55,17 +55,14 @@ def _configure_child(**_kwargs) -> None:
     its CPU into logical devices for multi-replica CPU trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
     from billiard.process import current_process
 
-    from workers.devices import configure_threads, cpu_devices_per_child, discover_gpus, pin_child
+    from workers.backend import worker_backend
+    from workers.devices import configure_child, discover_gpus, pin_child
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
-    if cpu_devices_per_child() > 1:
-        from workers.compute import configure_logical_cpus
-
-        configure_logical_cpus(cpu_devices_per_child())
-    configure_threads()
+    configure_child(worker_backend())
     import gc
 
-    import workers.runner  # noqa: F401  load TensorFlow, Keras and KerasTuner now, not in the first trial
+    import workers.runner  # noqa: F401  load the backend, Keras and KerasTuner now, not in the first trial
 
     # The libraries' objects live as long as the process: keep them out of every later
     # garbage collection, which then takes milliseconds instead of a fifth of a second.

@@ -17,7 +17,15 @@ import numpy as np
 
 from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints
-from workers.compute import Placement, apply_compile_options, pipeline, placement_for, precision
+from workers.compute import (
+    Placement,
+    apply_compile_options,
+    batches,
+    model_replicas,
+    model_scope,
+    placement_for,
+    precision,
+)
 from workers.trial_stops import TrialCancelled, TrialFailed
 
 
@@ -185,12 +193,14 @@ class _Compute:
         return self.placement.record(self.settings, batch_size=self.batch_size)
 
     def _arrays(self, *arrays) -> bool:
-        """Numeric arrays on one replica go to Keras as they are (its own array input path,
-        shuffled each epoch by the global seed); text and multi-replica or TPU runs get our
-        pipeline. Building a tf.data pipeline up front costs ~20 ms of tracing per trial,
-        paid even by a hypermodel whose own fit never reads it."""
-        return self.placement.replicas == 1 and not self.placement.drop_remainder and all(
-            isinstance(a, np.ndarray) and a.dtype.kind in "biuf" for a in arrays)
+        """On TensorFlow, numeric arrays on one replica go to Keras as they are (its own array
+        input path, shuffled each epoch by the global seed); text and multi-replica or TPU runs
+        get our tf.data pipeline: building one up front costs ~20 ms of tracing per trial, paid
+        even by a hypermodel whose own fit never reads it. On JAX every run gets our PyDataset
+        (workers/backends/jax_runtime.py), which costs nothing to build."""
+        return self.placement.backend == "tensorflow" and self.placement.replicas == 1 and (
+            not self.placement.drop_remainder) and all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
+                                                       for a in arrays)
 
     def training(self, x, y, seed: int) -> dict:
         """fit's keyword arguments for the training rows."""
@@ -201,7 +211,9 @@ class _Compute:
             raise TrialFailed(f"The training rows ({len(x):,}) do not fill one batch of {self.global_batch:,} "
                               f"({self.batch_size} per replica × {self.placement.replicas} replicas), and a TPU "
                               "trains on whole batches only: lower the batch size.")
-        return {"x": self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop)}
+        # shuffle=False: our batches draw their own order each epoch (Keras would shuffle a
+        # PyDataset's batch order again, and warns that it cannot shuffle a tf.data dataset).
+        return {"x": self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop), "shuffle": False}
 
     def validation(self, x, y):
         """fit's `validation_data`. Never drop validation rows, even on a TPU: a last smaller
@@ -212,7 +224,7 @@ class _Compute:
 
     def _pipeline(self, x, y, **kwargs):
         try:
-            return pipeline(x, y, batch_size=self.global_batch, **kwargs)
+            return batches(x, y, batch_size=self.global_batch, **kwargs)
         except Exception as exc:
             raise TrialFailed(f"Preparing the data for training failed: {type(exc).__name__}: {exc}") from exc
 
@@ -232,7 +244,7 @@ class _Compute:
     def scope(self):
         """Variables are placed (mirrored, on TPU) when they are created, layers take the dtype
         policy when they are created: both must hold from build to the end of fit."""
-        with precision(self.settings), self.placement.strategy.scope():
+        with precision(self.settings), self.placement.scope():
             yield
 
 
@@ -248,7 +260,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
               compute: ComputeSettings | None = None) -> TrialResult:
     """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
     KerasTuner HyperModel may bring its own; it gets x, y, batch_size and shuffle for numeric
-    rows on one device, else x=a batched tf.data dataset and no y);
+    rows on one TensorFlow device, else x=batches (a tf.data dataset, or a PyDataset on JAX) and no y);
     `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
     `compute` the study's devices, precision and compile options (None: one default device,
     float32)."""
@@ -351,17 +363,19 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
 
 
 def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
-    """Metrics on one split, in the model's own strategy (`batch_size` per replica); works for
-    text (NumPy string arrays), which Keras's own NumPy input path rejects."""
-    batch = batch_size * model.distribute_strategy.num_replicas_in_sync
-    dataset = pipeline(x, y, batch_size=batch, shuffle=False, seed=0, drop_remainder=False)
-    return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
+    """Metrics on one split, in the model's own strategy or device mesh (`batch_size` per
+    replica); works for text (NumPy string arrays), which Keras's own NumPy input path rejects."""
+    dataset = batches(x, y, batch_size=batch_size * model_replicas(model), shuffle=False, seed=0,
+                      drop_remainder=False)
+    with model_scope(model):
+        return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
 
 
 def predict(model, x: np.ndarray, batch_size: int) -> np.ndarray:
     """Outputs for every row, in order; like `evaluate`, it takes text too."""
-    dataset = pipeline(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
-    return model.predict(dataset, verbose=0)
+    dataset = batches(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
+    with model_scope(model):
+        return model.predict(dataset, verbose=0)
 
 
 def _build(build):

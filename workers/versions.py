@@ -3,7 +3,7 @@
 import platform
 from importlib import metadata
 
-PACKAGES = ("tensorflow", "keras", "keras-tuner", "celery", "django", "numpy", "scipy", "tuneboard")
+PACKAGES = ("tensorflow", "jax", "jaxlib", "keras", "keras-tuner", "celery", "django", "numpy", "scipy", "tuneboard")
 
 
 def package_versions() -> dict[str, str]:

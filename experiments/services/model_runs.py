@@ -24,13 +24,20 @@ from experiments.services.jobs import (
 from experiments.services.notifications import notify_model_lost, notify_model_ready
 from experiments.services.queueing import model_task_enqueue
 from experiments.states import ModelStatus
+from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
 ENSEMBLE_QUEUE = "cpu"  # ensembles only predict and fit a few weights
 
 
 def model_queue(model: TrainedModel) -> str:
-    """Single models train where their study ran; ensembles (no study) on the CPU queue."""
-    return model.study.task_queue if model.study_id else ENSEMBLE_QUEUE
+    """Single models train where their study ran; ensembles (no study) on the CPU queue, of JAX
+    workers when every member comes from a JAX study (so a fleet without TensorFlow builds them)."""
+    if model.study_id:
+        return model.study.task_queue
+    members = model.members.select_related("model__study", "trial__study")
+    backends = {(member.trial.study if member.trial_id else member.model.study).backend
+                if member.trial_id or member.model.study_id else DEFAULT_BACKEND for member in members}
+    return task_queue(ENSEMBLE_QUEUE, backends.pop()) if len(backends) == 1 else ENSEMBLE_QUEUE
 
 
 def model_send(*, model: TrainedModel) -> None:

@@ -14,8 +14,9 @@ import pytest
 import tensorflow as tf
 
 from experiments.tuning.compute_options import ComputeSettings
-from workers import compute
-from workers.compute import apply_compile_options, pipeline, placement_for, precision
+from workers.backends import tf_runtime
+from workers.backends.tf_runtime import batches as pipeline
+from workers.compute import apply_compile_options, placement_for, precision
 from workers.training import DatasetArrays, TrialFailed, TrialSpec, describe, evaluate, run_trial
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,7 +219,7 @@ def test_a_hypermodels_own_fit_gets_numeric_arrays_with_the_global_batch_and_tex
 
 def test_the_compute_record_says_where_and_how_a_run_trains():
     record = describe(settings(steps_per_execution=16), batch_size=32)
-    assert record == {"device_kind": "cpu", "device_names": ["/device:CPU:0"], "replicas": 1,
+    assert record == {"backend": "tensorflow", "device_kind": "cpu", "device_names": ["/device:CPU:0"], "replicas": 1,
                       "precision": "float32", "jit_compile": "auto", "steps_per_execution": 16,
                       "batch_size_per_replica": 32, "global_batch_size": 32,
                       "tensorflow": tf.__version__, "keras": keras.__version__}
@@ -234,9 +235,9 @@ def test_a_pipeline_without_targets_gives_batches_of_inputs_alone():
 
 
 def test_a_tpu_study_on_a_host_without_a_tpu_fails_with_the_routing_advice(tmp_path, monkeypatch):
-    for name in compute.TPU_ENVIRONMENT:
+    for name in tf_runtime.TPU_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(compute, "discover_tpus", lambda: [])
+    monkeypatch.setattr(tf_runtime, "discover_tpus", lambda: [])
     with pytest.raises(TrialFailed, match="runs on the TPU queue, but this worker host has no TPU .*: route the tpu "
                                           "queue only to TPU hosts"):
         run_trial(build=build, spec=spec(), data=data(), reporter=Reporter(), workdir=tmp_path,

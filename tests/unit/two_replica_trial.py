@@ -8,10 +8,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workers.compute import configure_logical_cpus
-from workers.devices import cpu_devices_per_child
+from workers.devices import configure_child
 
-configure_logical_cpus(cpu_devices_per_child())
+configure_child("tensorflow")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -1,0 +1,105 @@
+"""JAX's side of a trial's placement: the host's local devices of the study's kind, several
+of them through keras.distribution.DataParallel (the batch split across devices, weights
+replicated), and the batches fed as a keras.utils.PyDataset. No TensorFlow anywhere."""
+
+import contextlib
+import math
+
+import jax
+import keras
+import numpy as np
+
+from workers.trial_stops import TrialFailed
+
+
+def version() -> str:
+    return jax.__version__
+
+
+def _devices(kind: str) -> list:
+    try:
+        return list(jax.devices(kind))
+    except RuntimeError:  # no backend of that platform in this process
+        return []
+
+
+def _name(device) -> str:
+    return f"{device.platform}:{device.id}"
+
+
+def placement(kind: str, devices: int) -> tuple:
+    """(scope, device kind, device names, replicas): several devices through DataParallel."""
+    found = _devices(kind)
+    if not found:
+        raise TrialFailed(f"This study runs on the {kind.upper()} queue with JAX, but this worker child sees no "
+                          f"{kind.upper()} (jax.devices: {', '.join(_name(d) for d in jax.devices())}): route the "
+                          f"{kind}-jax queue only to {kind.upper()} hosts with a JAX build for them (jax[cuda12], "
+                          "jax[tpu]).")
+    if len(found) < devices:
+        hint = (f"start the CPU workers with TUNEBOARD_CPU_DEVICES={devices} (XLA then splits the CPU into that many "
+                "devices)" if kind == "cpu" else f"give each worker child {devices} devices "
+                f"(TUNEBOARD_GPUS_PER_CHILD={devices})")
+        raise TrialFailed(f"This trial needs {devices} {kind.upper()} devices (the study's devices per trial), but "
+                          f"this worker child sees {len(found)}: {hint}, or lower the study's devices per trial.")
+    chosen = [_name(d) for d in found[:devices]]
+    if devices == 1:
+        return contextlib.nullcontext, kind, chosen, 1
+    return keras.distribution.DataParallel(devices=chosen).scope, kind, chosen, devices
+
+
+def _model_devices(model) -> set:
+    return model.weights[0].value.sharding.device_set if model.weights else set()
+
+
+def model_replicas(model) -> int:
+    return max(1, len(_model_devices(model)))
+
+
+def model_scope(model):
+    """The distribution a built model's weights live under, for evaluating or predicting after
+    training: its weights' devices, when there are several."""
+    devices = _model_devices(model)
+    if len(devices) <= 1:
+        return contextlib.nullcontext()
+    ordered = sorted(devices, key=lambda d: (d.platform, d.id))
+    return keras.distribution.DataParallel(devices=[_name(d) for d in ordered]).scope()
+
+
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool) -> "SplitBatches":
+    return SplitBatches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)
+
+
+class SplitBatches(keras.utils.PyDataset):
+    """Batches of a split's rows (memory-mapped arrays: only the rows a batch takes are read),
+    in a new order each epoch drawn from the trial's seed, gathered by worker threads ahead of
+    the step that needs them. Text never comes here (the text hypermodel needs TensorFlow)."""
+
+    def __init__(self, x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
+                 workers: int = 2):
+        super().__init__(workers=workers, use_multiprocessing=False, max_queue_size=8)
+        self.x, self.y = x, y
+        self.batch_size, self.shuffle, self.drop_remainder = batch_size, shuffle, drop_remainder
+        self.rows = len(x)
+        self.rng = np.random.default_rng(seed)
+        self.order = self.rng.permutation(self.rows) if shuffle else None
+
+    def __len__(self) -> int:
+        whole = self.rows // self.batch_size
+        return whole if self.drop_remainder else math.ceil(self.rows / self.batch_size)
+
+    def __getitem__(self, index: int):
+        start = index * self.batch_size
+        if self.order is None:
+            rows = slice(start, start + self.batch_size)
+        else:
+            rows = np.sort(self.order[start:start + self.batch_size])  # sorted: fewer page reads of a memory map
+        x = _float32(np.asarray(self.x[rows]))
+        return x if self.y is None else (x, _float32(np.asarray(self.y[rows])))
+
+    def on_epoch_end(self) -> None:
+        if self.shuffle:
+            self.order = self.rng.permutation(self.rows)
+
+
+def _float32(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float32) if values.dtype == np.float64 else values
