@@ -1,8 +1,12 @@
-# Tuneboard: one image for the web process (gunicorn), the Celery workers and beat.
-# docker-compose.yml builds it once (service "web") and tags it tuneboard:latest.
+# Tuneboard images, one Dockerfile, two targets:
+#   (default, the last stage)   the web process (gunicorn), TensorFlow workers and beat.
+#                               docker-compose.yml builds it once (service "web") and tags it
+#                               tuneboard:latest.
+#   --target worker-jax         a JAX GPU worker of the gpu-jax queue, without TensorFlow
+#                               (Compose profile gpu-jax, tags it tuneboard-jax:latest).
 # One of the supported Pythons (3.11–3.13, see requires-python): the image is built and tested
 # on 3.11, the version CI runs; tests/unit/test_python_selection.py keeps it in the range.
-FROM python:3.11-slim
+FROM python:3.11-slim AS base
 
 # PYTHONPATH: run the code from /app (templates/ and static/ are found next to webapp/),
 # not from the copy pip puts in site-packages.
@@ -14,12 +18,55 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first, in their own layer: TensorFlow is large and pyproject.toml changes
-# far less often than the code. The empty package folders make this an install of the
-# pinned dependencies only; the package itself is installed again below with the code.
+RUN useradd --create-home --uid 1000 --user-group tuneboard \
+    && mkdir -p /app/var \
+    && chown tuneboard:tuneboard /app/var
+
+# Dependencies are installed in each target's own layer before the code: the backends are large
+# and pyproject.toml changes far less often than the code. The empty package folders make that
+# an install of the pinned dependencies only; the package itself is installed again with the code.
 COPY pyproject.toml ./
+
+# The application source, copied into each target after its dependencies.
+FROM scratch AS source
+WORKDIR /app
+COPY manage.py ./
+COPY webapp/ webapp/
+COPY experiments/ experiments/
+COPY workers/ workers/
+COPY templates/ templates/
+COPY static/ static/
+
+# A JAX worker for NVIDIA GPUs: jax[cuda12] (CUDA libraries from PyPI; the host needs only the
+# driver and the NVIDIA Container Toolkit), no TensorFlow. SavedModel and TFLite of the models it
+# trains are made by a follow-up job on a TensorFlow worker of the cpu queue.
+#   docker build --target worker-jax -t tuneboard-jax .
+# JAX_EXTRA=jax builds the same worker with JAX's CPU wheels (for the cpu-jax queue).
+FROM base AS worker-jax
+ARG JAX_EXTRA=jax-cuda
 RUN mkdir webapp experiments workers \
-    && pip install --no-cache-dir . \
+    && pip install --no-cache-dir ".[$JAX_EXTRA]" \
+    && rm -rf webapp experiments workers build *.egg-info
+COPY --from=source /app/ ./
+RUN pip install --no-cache-dir --no-deps . \
+    && rm -rf build *.egg-info
+# KERAS_BACKEND: Keras reads it once, at import; the worker refuses TensorFlow's queues.
+# XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX would otherwise take 75 % of each GPU's memory in the
+# first process that touches it, so a second worker child on the same GPU runs out of memory.
+# Off, each child allocates what its trial needs. Alternatives (README, Compute):
+# XLA_CLIENT_MEM_FRACTION=.45 (preallocate that share per process instead; the older name
+# XLA_PYTHON_CLIENT_MEM_FRACTION is still read) or XLA_PYTHON_CLIENT_ALLOCATOR=platform
+# (allocate and free exactly what is used: smallest footprint, slow).
+ENV KERAS_BACKEND=jax \
+    XLA_PYTHON_CLIENT_PREALLOCATE=false
+USER tuneboard
+CMD ["celery", "-A", "webapp", "worker", "-Q", "gpu-jax", "--concurrency", "1", "--loglevel", "INFO", \
+     "--hostname", "gpu-jax@%h"]
+
+# The default target: web, TensorFlow workers (cpu, gpu, tpu queues) and beat.
+FROM base AS tuneboard
+RUN mkdir webapp experiments workers \
+    && pip install --no-cache-dir ".[tensorflow]" \
     && rm -rf webapp experiments workers build *.egg-info
 
 # GPU workers need TensorFlow's CUDA libraries (several GB, so off by default):
@@ -29,18 +76,10 @@ RUN if [ "$TENSORFLOW_CUDA" = "true" ]; then \
         pip install --no-cache-dir "tensorflow[and-cuda]==2.21.0"; \
     fi
 
-COPY manage.py ./
-COPY webapp/ webapp/
-COPY experiments/ experiments/
-COPY workers/ workers/
-COPY templates/ templates/
-COPY static/ static/
+COPY --from=source /app/ ./
 RUN pip install --no-cache-dir --no-deps . \
     && rm -rf build *.egg-info
 
-RUN useradd --create-home --uid 1000 --user-group tuneboard \
-    && mkdir -p /app/var \
-    && chown tuneboard:tuneboard /app/var
 USER tuneboard
 
 # Static files are served by WhiteNoise from $TUNEBOARD_VAR_DIR/staticfiles. Settings refuse to

@@ -19,11 +19,12 @@ from jsonschema import Draft202012Validator
 
 from experiments.models import Study
 from experiments.services.model_runs import ENSEMBLE_QUEUE
+from experiments.tuning.compute_options import DEFAULT_BACKEND, JAX_SUFFIX, TASK_QUEUES, queue_backend
 from webapp.env import env_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
-OVERLAYS = ["cpu-only", "gpu", "tpu"]
+OVERLAYS = ["cpu-only", "gpu", "tpu", "gpu-jax"]
 K8S_VERSION = "1.30"
 KEDA_SCHEMAS = json.loads((Path(__file__).parent / "keda" / "schemas.json").read_text())
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -101,16 +102,19 @@ def test_web_beat_migrate_and_config(rendered):
         env_from = container(obj)["envFrom"]
         assert {"configMapRef": {"name": "tuneboard-config"}} in env_from
         assert {"secretRef": {"name": "tuneboard-secrets"}} in env_from
-        assert container(obj)["image"] == "tuneboard:latest"
+        # JAX workers run the Dockerfile's worker-jax target (no TensorFlow), everything else the one image.
+        jax = obj["metadata"]["name"].endswith(JAX_SUFFIX)
+        assert container(obj)["image"] == ("tuneboard-jax:latest" if jax else "tuneboard:latest")
 
 
 def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
     overlay, objects = rendered
     workers = {name: d for name, d in by_kind(objects, "Deployment").items() if name.startswith("tuneboard-worker-")}
     queues = {worker_queue(d) for d in workers.values()}
-    expected = {"cpu-only": {"cpu"}, "gpu": {"cpu", "gpu"}, "tpu": {"cpu", "tpu"}}[overlay]
+    expected = {"cpu-only": {"cpu"}, "gpu": {"cpu", "gpu"}, "tpu": {"cpu", "tpu"},
+                "gpu-jax": {"cpu", "gpu-jax"}}[overlay]
     assert queues == expected
-    routable = set(Study.Queue.values) | {settings.CELERY_TASK_DEFAULT_QUEUE, ENSEMBLE_QUEUE}
+    routable = set(Study.Queue.values) | set(TASK_QUEUES) | {settings.CELERY_TASK_DEFAULT_QUEUE, ENSEMBLE_QUEUE}
     assert queues <= routable
     for name, deployment in workers.items():
         queue = worker_queue(deployment)
@@ -119,10 +123,13 @@ def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
         assert command[:4] == ["celery", "-A", "webapp", "worker"]
         assert command[command.index("--concurrency") + 1] == "1"
         assert command[command.index("--hostname") + 1] == f"{queue}@%h"
+        # A worker refuses another backend's queues at start-up: its KERAS_BACKEND must be the queue's.
+        env = {e["name"]: e.get("value") for e in container(deployment).get("env", [])}
+        assert env.get("KERAS_BACKEND", DEFAULT_BACKEND) == queue_backend(queue), name
         pod = deployment["spec"]["template"]["spec"]
         assert pod["terminationGracePeriodSeconds"] >= 600
         limits = container(deployment)["resources"]["limits"]
-        if queue == "gpu":
+        if queue.removesuffix(JAX_SUFFIX) == "gpu":
             assert limits["nvidia.com/gpu"] == 1 and pod["nodeSelector"] and pod["tolerations"]
         if queue == "tpu":
             assert "google.com/tpu" in limits and pod["nodeSelector"] and pod["tolerations"]
@@ -139,7 +146,7 @@ def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
         ref = auth[trigger["authenticationRef"]["name"]]
         assert ref["spec"]["secretTargetRef"] == [
             {"parameter": "token", "name": "tuneboard-secrets", "key": "TUNEBOARD_SCALING_TOKEN"}]
-        if queue in ("gpu", "tpu"):
+        if queue != "cpu":
             assert so["spec"]["minReplicaCount"] == 0
 
 

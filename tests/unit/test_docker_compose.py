@@ -15,7 +15,9 @@ from webapp import settings as settings_module
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("web", "worker-cpu", "worker-gpu", "beat")
-WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu"}
+# The JAX workers run their own image (tests/deploy/test_jax_deployment.py); same queue rules.
+WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu", "worker-gpu-jax": "gpu-jax", "worker-cpu-jax": "cpu-jax"}
+PROFILES = {"worker-gpu": ["gpu"], "worker-gpu-jax": ["gpu-jax"], "worker-cpu-jax": ["cpu-jax"]}
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +48,10 @@ def test_postgres_redis_web_workers_and_beat_are_all_services(services):
     assert {"postgres", "redis", *APP_SERVICES} <= set(services)
 
 
-def test_only_the_gpu_worker_is_behind_the_gpu_profile(services):
-    assert services["worker-gpu"]["profiles"] == ["gpu"]
-    for name in set(services) - {"worker-gpu"}:
+def test_only_the_optional_workers_are_behind_profiles_named_for_their_queue(services):
+    for name, profiles in PROFILES.items():
+        assert services[name]["profiles"] == profiles
+    for name in set(services) - set(PROFILES):
         assert "profiles" not in services[name], name
 
 
@@ -181,7 +184,9 @@ def test_postgres_keeps_its_data_on_a_named_volume_declared_at_top_level(compose
 def test_the_dockerfile_installs_the_package_and_exposes_port_8000():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
-    assert re.search(r"pip install --no-cache-dir \.(\s|$)", dockerfile)
+    # The default image's dependencies with TensorFlow (an extra), then the package itself.
+    assert re.search(r'pip install --no-cache-dir "\.\[tensorflow\]"', dockerfile)
+    assert re.search(r"pip install --no-cache-dir --no-deps \.(\s|$)", dockerfile)
     assert re.search(r"^EXPOSE 8000$", dockerfile, re.MULTILINE)
 
 
@@ -208,7 +213,7 @@ def test_the_build_context_leaves_out_the_virtualenv_and_local_data():
 
 def test_workers_get_time_to_stop_their_trial_at_an_epoch_end(services):
     # Compose's default grace is 10 s before SIGKILL; a worker stopping gracefully needs one epoch.
-    for name in ("worker-cpu", "worker-gpu"):
+    for name in WORKERS:
         grace = services[name].get("stop_grace_period", "10s")
         assert grace.endswith("m") and int(grace[:-1]) >= 5, f"{name}: stop_grace_period {grace}"
 
