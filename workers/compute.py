@@ -44,8 +44,14 @@ class Placement:
 
     @property
     def drop_remainder(self) -> bool:
-        """TPUs compile for one batch shape: a last, smaller batch would mean a second program."""
-        return self.device_kind == "tpu"
+        """Training batches are all whole: TPUs compile for one batch shape (a last, smaller batch
+        would mean a second program), and JAX's DataParallel splits each batch evenly."""
+        return self.device_kind == "tpu" or self.row_multiple > 1
+
+    @property
+    def row_multiple(self) -> int:
+        """Every batch's rows must be a multiple of this (JAX's DataParallel: its device count)."""
+        return self.replicas if self.backend == "jax" else 1
 
     def global_batch_size(self, batch_size: int) -> int:
         """The study's batch size is per replica: a step consumes one batch per replica."""
@@ -91,9 +97,9 @@ def _placement(keras_backend: str, queue: str, devices: int) -> Placement:
     return Placement(scope, kind, names, replicas, keras_backend)
 
 
-def model_scope(model):
-    """Where a trained model evaluates and predicts: its own strategy or device mesh."""
-    return _runtime().model_scope(model)
+def for_inference(model):
+    """The trained model as it evaluates and predicts every row (one device on JAX)."""
+    return _runtime().for_inference(model)
 
 
 def model_replicas(model) -> int:
@@ -126,7 +132,8 @@ def apply_compile_options(model: keras.Model, settings: ComputeSettings | None) 
     model.train_function = model.test_function = model.predict_function = None
 
 
-def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool):
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool, multiple: int = 1):
     """The rows as batches on this backend: a tf.data pipeline on TensorFlow (strategies shard
     it; text goes through it), a PyDataset on JAX. Both draw a new order each epoch from `seed`."""
-    return _runtime().batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)
+    return _runtime().batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                              multiple=multiple)

@@ -21,8 +21,8 @@ from workers.compute import (
     Placement,
     apply_compile_options,
     batches,
+    for_inference,
     model_replicas,
-    model_scope,
     placement_for,
     precision,
 )
@@ -209,18 +209,20 @@ class _Compute:
         drop = self.placement.drop_remainder
         if drop and len(x) < self.global_batch:
             raise TrialFailed(f"The training rows ({len(x):,}) do not fill one batch of {self.global_batch:,} "
-                              f"({self.batch_size} per replica × {self.placement.replicas} replicas), and a TPU "
-                              "trains on whole batches only: lower the batch size.")
+                              f"({self.batch_size} per replica × {self.placement.replicas} replicas), and this "
+                              f"run ({self.placement.device_kind.upper()}, {self.placement.backend}) trains on whole "
+                              "batches only: lower the batch size.")
         # shuffle=False: our batches draw their own order each epoch (Keras would shuffle a
         # PyDataset's batch order again, and warns that it cannot shuffle a tf.data dataset).
         return {"x": self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop), "shuffle": False}
 
     def validation(self, x, y):
         """fit's `validation_data`. Never drop validation rows, even on a TPU: a last smaller
-        batch costs one more compilation, a dropped one would change the objective."""
+        batch costs one more compilation, a dropped one would change the objective. (JAX's
+        DataParallel is the exception: it cannot split fewer rows than devices; see SplitBatches.)"""
         if self._arrays(x, y):
             return _float32(x), _float32(y)
-        return self._pipeline(x, y, shuffle=False, seed=0, drop_remainder=False)
+        return self._pipeline(x, y, shuffle=False, seed=0, drop_remainder=False, multiple=self.placement.row_multiple)
 
     def _pipeline(self, x, y, **kwargs):
         try:
@@ -365,17 +367,16 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
 def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
     """Metrics on one split, in the model's own strategy or device mesh (`batch_size` per
     replica); works for text (NumPy string arrays), which Keras's own NumPy input path rejects."""
+    model = for_inference(model)
     dataset = batches(x, y, batch_size=batch_size * model_replicas(model), shuffle=False, seed=0,
                       drop_remainder=False)
-    with model_scope(model):
-        return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
+    return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
 
 
 def predict(model, x: np.ndarray, batch_size: int) -> np.ndarray:
     """Outputs for every row, in order; like `evaluate`, it takes text too."""
     dataset = batches(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
-    with model_scope(model):
-        return model.predict(dataset, verbose=0)
+    return for_inference(model).predict(dataset, verbose=0)
 
 
 def _build(build):

@@ -4,6 +4,8 @@ replicated), and the batches fed as a keras.utils.PyDataset. No TensorFlow anywh
 
 import contextlib
 import math
+import tempfile
+from pathlib import Path
 
 import jax
 import keras
@@ -55,33 +57,45 @@ def model_replicas(model) -> int:
     return max(1, len(_model_devices(model)))
 
 
-def model_scope(model):
-    """The distribution a built model's weights live under, for evaluating or predicting after
-    training: its weights' devices, when there are several."""
-    devices = _model_devices(model)
-    if len(devices) <= 1:
-        return contextlib.nullcontext()
-    ordered = sorted(devices, key=lambda d: (d.platform, d.id))
-    return keras.distribution.DataParallel(devices=[_name(d) for d in ordered]).scope()
+def for_inference(model):
+    """The model on one device, for evaluating and predicting every row after training: under
+    DataParallel a last batch would have to split evenly over the devices, and test metrics must
+    count every row. A model trained on several devices is copied (saved and loaded, compiled,
+    outside any distribution); others are returned as they are."""
+    if len(_model_devices(model)) <= 1:
+        return model
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.keras"
+        model.save(path)
+        return keras.saving.load_model(path, safe_mode=False)  # our own model, just written
 
 
-def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool) -> "SplitBatches":
-    return SplitBatches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder)
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
+            multiple: int = 1) -> "SplitBatches":
+    return SplitBatches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                        multiple=multiple)
 
 
 class SplitBatches(keras.utils.PyDataset):
     """Batches of a split's rows (memory-mapped arrays: only the rows a batch takes are read),
     in a new order each epoch drawn from the trial's seed, gathered by worker threads ahead of
-    the step that needs them. Text never comes here (the text hypermodel needs TensorFlow)."""
+    the step that needs them. Text never comes here (the text hypermodel needs TensorFlow).
+
+    DataParallel splits every batch evenly over its devices, so with `multiple` devices a last,
+    smaller batch is cut to a multiple of them: at most multiple - 1 rows of the split are left
+    out, the same rows for every trial of a study (validation is never shuffled)."""
 
     def __init__(self, x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
-                 workers: int = 2):
+                 multiple: int = 1, workers: int = 2):
         super().__init__(workers=workers, use_multiprocessing=False, max_queue_size=8)
         self.x, self.y = x, y
         self.batch_size, self.shuffle, self.drop_remainder = batch_size, shuffle, drop_remainder
-        self.rows = len(x)
+        rows = len(x)
+        if not drop_remainder:
+            rows -= (rows % batch_size) % multiple  # the last batch cut to a multiple of the devices
+        self.rows = rows
         self.rng = np.random.default_rng(seed)
-        self.order = self.rng.permutation(self.rows) if shuffle else None
+        self.order = self.rng.permutation(len(x)) if shuffle else None
 
     def __len__(self) -> int:
         whole = self.rows // self.batch_size
@@ -89,16 +103,17 @@ class SplitBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index: int):
         start = index * self.batch_size
+        stop = min(start + self.batch_size, self.rows)
         if self.order is None:
-            rows = slice(start, start + self.batch_size)
+            rows = slice(start, stop)
         else:
-            rows = np.sort(self.order[start:start + self.batch_size])  # sorted: fewer page reads of a memory map
+            rows = np.sort(self.order[start:stop])  # sorted: fewer page reads of a memory map
         x = _float32(np.asarray(self.x[rows]))
         return x if self.y is None else (x, _float32(np.asarray(self.y[rows])))
 
     def on_epoch_end(self) -> None:
         if self.shuffle:
-            self.order = self.rng.permutation(self.rows)
+            self.order = self.rng.permutation(len(self.x))
 
 
 def _float32(values: np.ndarray) -> np.ndarray:

@@ -25,8 +25,8 @@ def placement(kind: str, devices: int) -> tuple:
     return strategy.scope, kind, names, devices
 
 
-def model_scope(model):
-    return model.distribute_strategy.scope()
+def for_inference(model):
+    return model  # its strategy evaluates uneven last batches itself
 
 
 def model_replicas(model) -> int:
@@ -117,13 +117,15 @@ def _tensor(values) -> tf.Tensor:
     return tf.convert_to_tensor(values)
 
 
-def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool) -> tf.data.Dataset:
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
+            multiple: int = 1) -> tf.data.Dataset:
     """Batches of (x, y) (or x alone), in a new order each epoch when `shuffle`.
 
     The order is shuffled as row indices and each batch gathered in one op, as Keras does for
     NumPy input: shuffling the rows themselves would copy every row through the shuffle
     buffer. The order sequence is fixed by `seed` (and TensorFlow's global seed); each
-    iteration of the dataset (Keras makes one per epoch) draws the next order."""
+    iteration of the dataset (Keras makes one per epoch) draws the next order. (`multiple` is
+    JAX's: tf.distribute strategies split an uneven last batch themselves.)"""
     features = _tensor(x)
     targets = None if y is None else _tensor(y)
     rows = int(features.shape[0])
