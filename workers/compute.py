@@ -17,13 +17,18 @@ import keras
 from experiments.tuning.compute_options import BACKEND_NAMES, ComputeSettings
 from workers.trial_stops import TrialFailed
 
-DEFAULT = ComputeSettings()
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
 
 
 def backend() -> str:
     """The Keras backend of this process (KERAS_BACKEND when Keras loaded)."""
     return keras.backend.backend()
+
+
+def defaults() -> ComputeSettings:
+    """A run without a study's settings (an ensemble's predictions): one device, float32, on
+    the backend this process runs."""
+    return ComputeSettings(backend=backend())
 
 
 def _runtime():
@@ -59,7 +64,7 @@ class Placement:
 
     def record(self, settings: ComputeSettings | None, batch_size: int | None = None) -> dict:
         """What to store on each trial and model (JSON-safe)."""
-        settings = settings or DEFAULT
+        settings = settings or defaults()
         record = {
             "backend": self.backend,
             "device_kind": self.device_kind,
@@ -82,7 +87,7 @@ def placement_for(settings: ComputeSettings | None) -> Placement:
 
     Placements are made once per child and kept: a TPU system must be initialised only once,
     and a MirroredStrategy or a device mesh is cheap to keep but not free to make per trial."""
-    settings = settings or DEFAULT
+    settings = settings or defaults()
     if settings.backend != backend():
         raise TrialFailed(f"This study trains with {BACKEND_NAMES.get(settings.backend, settings.backend)}, but "
                           f"this worker runs {BACKEND_NAMES.get(backend(), backend())} (KERAS_BACKEND): its jobs "
@@ -113,7 +118,7 @@ def precision(settings: ComputeSettings | None):
     optimizer for loss scaling when the model's policy is mixed_float16: so the policy must be
     set while the model is built. Restored to float32 whatever happens, so the next model in
     this process is not built in reduced precision by accident."""
-    keras.config.set_dtype_policy((settings or DEFAULT).precision)
+    keras.config.set_dtype_policy((settings or defaults()).precision)
     try:
         yield
     finally:
@@ -124,7 +129,7 @@ def apply_compile_options(model: keras.Model, settings: ComputeSettings | None) 
     """The study's XLA and steps-per-execution choices on a model its hypermodel already
     compiled. Keras reads both when it makes its train/test/predict functions, which it does
     lazily on first use: setting the attributes and dropping any made function is enough."""
-    settings = settings or DEFAULT
+    settings = settings or defaults()
     if settings.jit_compile in JIT_COMPILE:
         # The setter falls back to False (with a warning) for models that cannot use XLA.
         model.jit_compile = JIT_COMPILE[settings.jit_compile]

@@ -21,6 +21,7 @@ from workers.compute import (
     Placement,
     apply_compile_options,
     batches,
+    defaults,
     for_inference,
     model_replicas,
     placement_for,
@@ -184,7 +185,7 @@ class _Compute:
     """One training run's placement, batch and input pipelines, from the study's settings."""
 
     def __init__(self, compute: ComputeSettings | None, batch_size: int):
-        self.settings = compute or ComputeSettings()
+        self.settings = compute or defaults()
         self.placement: Placement = placement_for(self.settings)
         self.batch_size = batch_size
         self.global_batch = self.placement.global_batch_size(batch_size)
@@ -253,7 +254,7 @@ class _Compute:
 def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> dict:
     """The record (Placement.record) of where and how a run with these settings trains in this
     worker child: what run_trial stores in TrialResult.compute, for retrains to store too."""
-    settings = compute or ComputeSettings()
+    settings = compute or defaults()
     return placement_for(settings).record(settings, batch_size=batch_size)
 
 
