@@ -118,6 +118,22 @@ def rerun_trial(rerun_pk: int) -> str:
     return run(rerun_pk=rerun_pk)
 
 
+@shared_task(
+    name="workers.tasks.convert_model",
+    bind=True,
+    autoretry_for=DATABASE_UNAVAILABLE,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def convert_model(self, conversion_pk: int) -> str:
+    if stop_requested():  # received as the worker began to stop: hand it to another worker
+        raise self.retry(countdown=0, max_retries=None)
+    from workers.conversions import convert_model as run
+
+    return run(conversion_pk=conversion_pk)
+
+
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
     from workers.reaper import reap as run

@@ -4,7 +4,7 @@ import json
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
@@ -14,10 +14,11 @@ from experiments.api.errors import ERRORS, ErrorSerializer, error_body, invalid
 from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute
 from experiments.forms import ModelRequestForm
-from experiments.models import TrainedModel
+from experiments.models import ModelConversion, TrainedModel
 from experiments.selectors.ensembles import ensemble_members
-from experiments.selectors.trained_models import team_models
+from experiments.selectors.trained_models import model_conversion, team_models
 from experiments.selectors.trials import study_top_trials
+from experiments.services.conversions import CONVERTIBLE_FORMATS
 from experiments.services.trained_models import ModelFileUnavailable, trained_models_request
 from experiments.tuning.bounds import parse_id
 from experiments.views.access import get_model_for_user, get_study_for_user, get_trial_for_user
@@ -41,17 +42,33 @@ class MemberSerializer(serializers.Serializer):
     test_metrics = serializers.DictField()
 
 
+class ConversionSerializer(serializers.ModelSerializer):
+    """The formats the model's own worker could not make (no TensorFlow there), made afterwards from
+    its .keras file by a TensorFlow worker of the cpu queue; they join `files` when it completes."""
+
+    formats = serializers.ListField(child=serializers.ChoiceField(choices=CONVERTIBLE_FORMATS))
+    unavailable = serializers.DictField(child=serializers.CharField(),
+                                        help_text="Formats it could not make, with the reason.")
+
+    class Meta:
+        model = ModelConversion
+        fields = ["status", "formats", "error", "unavailable", "worker_host", "created", "started", "finished",
+                  "duration_seconds"]
+
+
 class TrainedModelSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     files = serializers.SerializerMethodField()
     members = serializers.SerializerMethodField()
+    conversion = serializers.SerializerMethodField(
+        help_text="The latest conversion making SavedModel/TFLite from the .keras file, or null.")
 
     class Meta:
         model = TrainedModel
         fields = ["id", "url", "name", "version", "kind", "method", "status", "error", "dataset", "study", "trial",
                   "epoch_source", "epoch_cap", "greedy_rounds", "seed", "best_epoch", "epochs", "hyperparameters",
                   "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "environment",
-                  "created", "started", "finished", "duration_seconds", "files", "members"]
+                  "created", "started", "finished", "duration_seconds", "files", "members", "conversion"]
 
     def get_url(self, obj) -> str:
         name = "api:ensemble-detail" if obj.is_ensemble else "api:model-detail"
@@ -64,6 +81,11 @@ class TrainedModelSerializer(serializers.ModelSerializer):
                  "url": absolute(self.context, reverse("api:model-download", kwargs={"model_id": obj.id,
                                                                                      "fmt": f.format}))}
                 for f in obj.files.select_related("artifact")]
+
+    @extend_schema_field(ConversionSerializer(allow_null=True))
+    def get_conversion(self, obj) -> dict | None:
+        conversion = model_conversion(model=obj)
+        return None if conversion is None else ConversionSerializer(conversion).data
 
     def get_members(self, obj) -> MemberSerializer(many=True):  # type: ignore[valid-type]
         if not obj.is_ensemble:
@@ -133,7 +155,7 @@ class ModelList(generics.GenericAPIView):
             models = models.filter(status=value)
         if value := choice_param(request, "kind", TrainedModel.Kind.values):
             models = models.filter(kind=value)
-        page = self.paginate_queryset(models.order_by("-created", "-id"))
+        page = self.paginate_queryset(models.order_by("-created", "-id").prefetch_related("conversions"))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 

@@ -1,8 +1,9 @@
-"""Reads of trained models: the model list, a study's models and a model page's figures."""
+"""Reads of trained models: the model list, a study's models, a model page's figures and the
+conversion that makes a model's TensorFlow formats after it trained without TensorFlow."""
 
 from django.db.models import Count, QuerySet
 
-from experiments.models import ModelFile, Study, Team, TrainedModel, TrainedModelEpoch
+from experiments.models import ModelConversion, ModelFile, Study, Team, TrainedModel, TrainedModelEpoch
 from experiments.presentation import study_charts
 from experiments.selectors.trials import trial_epoch_rows
 
@@ -53,3 +54,19 @@ def model_files(*, model: TrainedModel) -> list[ModelFile]:
 def team_model(*, team: Team, model_id: int) -> TrainedModel | None:
     return (TrainedModel.objects.select_related("study", "trial", "dataset", "team")
             .filter(pk=model_id, team=team).first())
+
+
+def model_conversion(*, model: TrainedModel) -> ModelConversion | None:
+    """The model's latest conversion, or None (it trained where every format could be made).
+    Reads `prefetch_related("conversions")` where the caller did it (the API's list)."""
+    rows = list(model.conversions.all())  # ordered by id; a model has one, or a few after failures
+    return rows[-1] if rows else None
+
+
+def downloads_unavailable(*, model: TrainedModel, conversion: ModelConversion | None) -> dict[str, str]:
+    """The formats the model page lists as not offered, with why: the signature's, less those a
+    conversion that has not completed is still to make (the conversion's own line says how it goes)."""
+    unavailable = model.signature.get("unavailable") or {}
+    if conversion is None or conversion.status == ModelConversion.Status.COMPLETED:
+        return dict(unavailable)
+    return {fmt: why for fmt, why in unavailable.items() if fmt not in conversion.formats}

@@ -1,6 +1,7 @@
 """The job lifecycle: the moves every job a worker claims besides trials shares — trained models
-(retrains, promotions, ensembles; services/model_runs.py) and trial re-runs
-(services/trial_reruns.py), all rows of an `experiments.models.jobs.Job` table.
+(retrains, promotions, ensembles; services/model_runs.py), trial re-runs
+(services/trial_reruns.py) and conversions (services/conversions.py), all rows of an
+`experiments.models.jobs.Job` table.
 
 A request saves one QUEUED row and sends its task once the transaction commits. A worker claims
 the row with a conditional update (a duplicated delivery finds nothing to claim); each claim is

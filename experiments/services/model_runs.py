@@ -9,6 +9,7 @@ from django.utils import timezone
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, EnsembleMember, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.services.audit import audit_record
+from experiments.services.conversions import conversion_request
 from experiments.services.jobs import (
     job_cancel,
     job_claim,
@@ -70,10 +71,13 @@ def model_record_epoch(*, model_pk: int, attempt: int, phase: str, epoch: int, m
 def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epochs: int | None, val_metrics: dict,
                    test_metrics: dict, signature: dict, versions: dict, files: dict[str, Artifact],
                    duration_seconds: float, report: dict | None = None, members: list[dict] | None = None,
-                   compute: dict | None = None, environment: dict | None = None) -> bool:
+                   compute: dict | None = None, environment: dict | None = None,
+                   pending_formats: list[str] | tuple = ()) -> bool:
     """Everything at once: the row, its files and (for an ensemble) each member's weight and
     metrics, `members[i]` = {"weight", "val", "test"} in position order. False (and nothing
-    written) when this attempt no longer owns the model."""
+    written) when this attempt no longer owns the model. `pending_formats`: the formats its
+    worker could not make (no TensorFlow there), queued as a conversion of its `.keras` file on a
+    TensorFlow worker (services/conversions.py) in the same transaction."""
     with transaction.atomic():
         done = job_move(table=TrainedModel, pk=model_pk, target=ModelStatus.COMPLETED, attempt=attempt,
                         best_epoch=best_epoch, epochs=epochs, val_metrics=val_metrics, test_metrics=test_metrics,
@@ -87,6 +91,8 @@ def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epoch
             for row, result in zip(rows, members or [], strict=False):
                 row.weight, row.val_metrics, row.test_metrics = result["weight"], result["val"], result["test"]
                 row.save(update_fields=["weight", "val_metrics", "test_metrics"])
+            if pending_formats:
+                conversion_request(model=TrainedModel(pk=model_pk), formats=pending_formats)
             notify_model_ready(model_pk=model_pk)
     return done
 

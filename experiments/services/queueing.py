@@ -10,6 +10,7 @@ log = logging.getLogger(__name__)
 RUN_TRIAL_TASK = "workers.tasks.run_trial"
 TRAIN_MODEL_TASK = "workers.tasks.train_model"
 RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
+CONVERT_MODEL_TASK = "workers.tasks.convert_model"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None,
@@ -49,3 +50,7 @@ def model_task_enqueue(*, model_pk: int, queue: str, unsent: Callable[[int], Non
 
 def rerun_task_enqueue(*, rerun_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(RERUN_TRIAL_TASK, args=[rerun_pk], queue=queue, unsent=unsent)
+
+
+def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+    _send_on_commit(CONVERT_MODEL_TASK, args=[conversion_pk], queue=queue, unsent=unsent)

@@ -97,6 +97,17 @@ def format_label(fmt: str) -> str:
     return dict(ModelFile.Format.choices).get(fmt, fmt)
 
 
+FORMAT_FAMILIES = {"keras": ".keras", "savedmodel": "SavedModel", "tflite": "TFLite", "tflite_int8": "TFLite"}
+
+
+@register.filter
+def format_families(formats) -> str:
+    """Formats as a person names them together: ["savedmodel", "tflite", "tflite_int8"] ->
+    "SavedModel and TFLite"."""
+    names = list(dict.fromkeys(FORMAT_FAMILIES.get(fmt, fmt) for fmt in formats or ()))
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 @register.filter
 def when(moment):
     """A table's date, short enough not to wrap: "14:05" today, "12 Mar 14:05" this year,

@@ -6,12 +6,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.forms import ModelRequestForm
-from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
 from experiments.selectors.ensembles import ensemble_members
-from experiments.selectors.trained_models import model_epoch_rows, model_files, model_learning_curves, team_models
+from experiments.selectors.queueing import queue_has_live_worker
+from experiments.selectors.trained_models import (
+    downloads_unavailable,
+    model_conversion,
+    model_epoch_rows,
+    model_files,
+    model_learning_curves,
+    team_models,
+)
 from experiments.selectors.trials import study_top_trials
+from experiments.services.conversions import CONVERSION_QUEUE
 from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import (
     ModelFileUnavailable,
@@ -57,6 +66,7 @@ def _detail_context(model: TrainedModel) -> dict:
     metric_names = sorted(set(validation.metrics) | set(model.test_metrics))
     members = ensemble_members(ensemble=model) if model.is_ensemble else []
     dominant = next((m for m in members if m.dominant), None)
+    conversion = model_conversion(model=model)
     return {
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
         "members": members, "dominant": dominant,
@@ -68,6 +78,10 @@ def _detail_context(model: TrainedModel) -> dict:
         "curves": None if model.is_ensemble else model_learning_curves(model=model, epoch_rows=epochs),
         "member_labels": [m.display_label for m in members],
         "best_member_label": _best_member_label(model, members),
+        "conversion": conversion, "conversion_queue": CONVERSION_QUEUE,
+        "conversion_waits_for_a_worker": conversion is not None and conversion.status == ModelConversion.Status.QUEUED
+        and not queue_has_live_worker(queue=CONVERSION_QUEUE),
+        "unavailable": downloads_unavailable(model=model, conversion=conversion),
     }
 
 

@@ -156,7 +156,8 @@ class DatabaseCollector:
         return []  # no queries at registration time
 
     def collect(self):
-        from experiments.models import Study, TrainedModel, Trial, TrialRerun, Worker
+        from experiments.models import ModelConversion, Study, TrainedModel, Trial, TrialRerun, Worker
+        from experiments.services.conversions import CONVERSION_QUEUE
         from experiments.services.model_runs import ENSEMBLE_QUEUE
 
         queues = [choice for choice, _ in Study.Queue.choices]
@@ -201,8 +202,9 @@ class DatabaseCollector:
                                       .values_list("trial__study__queue", "trial__study__backend")
                                       .annotate(n=Count("id"))):
                 depth[task_queue(queue, backend)] += n
+            depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=ModelStatus.QUEUED).count()
             queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
-                                            "studies, queued model jobs and trial re-runs) per queue",
+                                            "studies, queued model jobs, trial re-runs and conversions) per queue",
                                             labels=["queue"])
             for queue, n in sorted(depth.items()):
                 queue_depth.add_metric([queue], n)

@@ -8,6 +8,9 @@ queue, for KEDA's metrics-api trigger (deploy/kubernetes/; valueLocation "work")
     running_models  RUNNING trained models whose task goes to the queue
     queued_reruns   QUEUED trial re-runs of studies on the queue
     running_reruns  RUNNING trial re-runs of studies on the queue
+    queued_conversions   QUEUED conversions (SavedModel/TFLite from a model's .keras file; their
+                    tasks go to CONVERSION_QUEUE, "cpu")
+    running_conversions  RUNNING conversions, on that queue
     due_deliveries  notification e-mails and webhook calls due now (their tasks go to the cpu queue)
     work            the sum, counting due deliveries as one (one worker sends them all): the number of
                     worker processes (concurrency 1) that have something to do
@@ -25,7 +28,8 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
+from experiments.models import ModelConversion, NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
+from experiments.services.conversions import CONVERSION_QUEUE
 from experiments.services.model_runs import ENSEMBLE_QUEUE
 from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
 from experiments.states import DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
@@ -60,6 +64,8 @@ def scaling_counts(queue: str) -> dict:
     reruns = dict(TrialRerun.objects.filter(trial__study__queue=accelerator, trial__study__backend=backend,
                                             status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
                   .order_by().values_list("status").annotate(n=Count("id")))
+    conversions = dict(ModelConversion.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+                       .order_by().values_list("status").annotate(n=Count("id"))) if queue == CONVERSION_QUEUE else {}
     counts = {
         "queue": queue,
         "queued_trials": queued_trials,
@@ -68,6 +74,8 @@ def scaling_counts(queue: str) -> dict:
         "running_models": by_status.get(ModelStatus.RUNNING, 0),
         "queued_reruns": reruns.get(ModelStatus.QUEUED, 0),
         "running_reruns": reruns.get(ModelStatus.RUNNING, 0),
+        "queued_conversions": conversions.get(ModelStatus.QUEUED, 0),
+        "running_conversions": conversions.get(ModelStatus.RUNNING, 0),
     }
     counts["work"] = sum(v for k, v in counts.items() if k != "queue")
     counts["due_deliveries"] = NotificationDelivery.objects.filter(

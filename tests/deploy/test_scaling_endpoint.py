@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
+from experiments.models import ModelConversion, NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.notifications import notify_webhook_test
 from experiments.services.studies import study_create
@@ -63,13 +63,16 @@ def world(alice, acme):
     model(g1, "queued")
     model(g1, "running")
     model(g1, "running")
-    model(g1, "completed")
+    done = model(g1, "completed")
     model(c1, "queued")
     model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
     # Re-runs go to their study's queue.
     finished = Trial.objects.filter(study=g1, status=Trial.Status.COMPLETED).first()
     for number, status in enumerate(("queued", "running", "completed"), start=1):
         TrialRerun.objects.create(trial=finished, number=number, seed=1, status=status)
+    # Conversions (SavedModel/TFLite from a JAX-trained model's .keras file) go to the cpu queue.
+    for status in ("queued", "completed"):
+        ModelConversion.objects.create(model=done, formats=["savedmodel"], status=status)
     return acme
 
 
@@ -79,10 +82,11 @@ def test_counts_per_queue(client, token, world):
     assert gpu.status_code == 200
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
                           "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
-                          "due_deliveries": 0, "work": 10}
+                          "queued_conversions": 0, "running_conversions": 0, "due_deliveries": 0, "work": 10}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
                                                  "queued_models": 2, "running_models": 0, "queued_reruns": 0,
-                                                 "running_reruns": 0, "due_deliveries": 0, "work": 4}
+                                                 "running_reruns": 0, "queued_conversions": 1,
+                                                 "running_conversions": 0, "due_deliveries": 0, "work": 5}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 

@@ -4,7 +4,9 @@ queued on commit, which a test's transaction never reaches)."""
 
 import pytest
 
+from experiments.models import Trial
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.trained_models import trained_models_request
 from tests.integration.helpers import saved_study
 
 
@@ -19,3 +21,13 @@ def make_study(acme, alice, iris):
         return saved_study(acme, alice, iris, **{"max_trials": 6, **options})
 
     return make
+
+
+@pytest.fixture
+def model(make_study, alice):
+    """A retrain of a completed trial, queued."""
+    study = make_study()
+    trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
+                                 hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2)
+    (model,) = trained_models_request(study=study, user=alice, trials=[trial], method="retrain")
+    return model

@@ -6,20 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch, Trial
+from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.services import jobs, model_runs
-from experiments.services.trained_models import trained_models_request
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def model(make_study, alice):
-    study = make_study()
-    trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
-                                 hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2)
-    (model,) = trained_models_request(study=study, user=alice, trials=[trial], method="retrain")
-    return model
 
 
 def claim(model, host="a"):
