@@ -139,6 +139,7 @@ def make_trained_model(*, model_pk: int) -> str:
             }
             signature = {**exported.signature, "unavailable": exported.unavailable}
             if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=signature,
+                             pending_formats=exported.pending,
                              versions=package_versions(), files=files, environment=_environment(row, result["compute"]),
                              duration_seconds=time.monotonic() - started, **result):
                 return "completed"

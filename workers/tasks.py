@@ -56,7 +56,8 @@ def _configure_child(**_kwargs) -> None:
     from billiard.process import current_process
 
     from workers.backend import worker_backend
-    from workers.devices import configure_child, discover_gpus, pin_child
+    from workers.backends.child import configure_child
+    from workers.devices import discover_gpus, pin_child
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
     configure_child(worker_backend())
