@@ -26,14 +26,18 @@ this process never loads Keras or a backend. Figures, per backend:
 5. JAX vs TensorFlow, when both are installed and see the same kind of device.
 
 Samples/s is steady state: training rows over an epoch's wall time (its validation pass
-included), the median of epochs 2..N: the first epoch (tracing, compilation) is left out.
-A trial's epochs are timed by its TrialEpoch rows' `created` stamps, taken by the per-epoch
-database report at each epoch's end, so the time between two rows is one whole epoch of the
-real trial path (training, validation, Tuneboard's callbacks, the database write, the pruning
-check, the heartbeat thread beside it); the plain fit stamps the clock at each epoch end. The
-rounds run in one window, each round through every arm in turn (plain and trial alternate
-which goes first), so drift in the machine's speed reaches all arms alike. The median over
-rounds is the figure; every round is in the JSON. Prints one JSON object as its last line and
+included), the median of epochs 3..N. The first two are warm-up (their times are in the JSON):
+the first traces and compiles; on JAX a trial's second compiles once more, for the last, smaller
+batch, which Keras 3.15's PyDataset enqueuer hands over only then (with workers > 1 it keeps the
+batches it prefetched for fit's first look at the data and serves them first, so each epoch's
+stream is one batch late); a plain fit on arrays compiles both in its first. A trial's epochs
+are timed by its TrialEpoch rows' `created` stamps, taken by the per-epoch database report at
+each epoch's end, so the time between two rows is one whole epoch of the real trial path
+(training, validation, Tuneboard's callbacks, the database write, the pruning check, the
+heartbeat thread beside it); the plain fit stamps the clock at each epoch end. Rounds run in one
+window, each through every arm in turn (plain and trial alternate which goes first), so drift
+in the machine's speed reaches all arms alike. The median over rounds is the figure; every
+round is in the JSON. Prints one JSON object as its last line and
 writes benchmarks/results/gpu-<device>.json.
 """
 
@@ -57,15 +61,16 @@ from benchmarks.harness import RESULTS, ROOT
 CLASSES = 10
 # A GPU: 128x128 RGB images through four conv blocks of 64-512 filters with batch norm, in batches of
 # 256: about 5.6 GFLOPs a training image, enough work per step to keep a current GPU busy.
-GPU_SIZE = {"rows": 32_000, "side": 128, "batch_size": 256, "epochs": 6,
+GPU_SIZE = {"rows": 32_000, "side": 128, "batch_size": 256, "epochs": 7,
             "values": {"blocks": 4, "filters": 64, "kernel_size": 3, "batch_norm": True, "pooling": "max",
                        "dropout": 0.0, "head": "global_average", "dense_units": 256}}
 # A CPU (two cores here): a small model that runs every figure in minutes.
-CPU_SIZE = {"rows": 5_000, "side": 32, "batch_size": 64, "epochs": 5,
+CPU_SIZE = {"rows": 5_000, "side": 32, "batch_size": 64, "epochs": 6,
             "values": {"blocks": 2, "filters": 16, "kernel_size": 3, "batch_norm": False, "pooling": "max",
                        "dropout": 0.0, "head": "flatten", "dense_units": 64}}
 COMMON_VALUES = {"flip": False, "rotation": 0.0, "zoom": 0.0, "optimizer": "adam", "learning_rate": 1e-3}
 PACKED = (2, 4)
+WARMUP_EPOCHS = 2  # left out of the timing (see above)
 SEED = 1
 VERSION_PACKAGES = ("keras", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin",
                     "jax-cuda13-pjrt", "tensorflow", "keras-tuner", "numpy", "django", "celery")
@@ -85,14 +90,14 @@ def versions(importable: list[str]) -> dict:
 
 def installed_backends() -> list[str]:
     """JAX first: the backend Tuneboard's GPU workers are expected to run (no TensorFlow there)."""
-    found = []
-    for name in ("jax", "tensorflow"):
-        try:
-            if util.find_spec(name) is not None:
-                found.append(name)
-        except ImportError:  # blocked (tests/fixtures/no_tensorflow) or half installed
-            pass
-    return found
+    return [name for name in ("jax", "tensorflow") if _importable(name)]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return util.find_spec(name) is not None
+    except ImportError:  # blocked (tests/fixtures/no_tensorflow) or half installed
+        return False
 
 
 def _cpu_model() -> str:
@@ -109,10 +114,6 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
-
-
 class Runner:
     """Starts the measuring processes, with the embedded mode's environment and the backend's."""
 
@@ -127,9 +128,8 @@ class Runner:
             # processes running at once gets cores / processes threads, at least one.
             env["TUNEBOARD_TF_THREADS"] = str(max(1, _cores() // parallel))
         if backend == "tensorflow":
-            # Several TensorFlow processes on one GPU (packed trials) need it; TensorFlow otherwise
-            # takes the whole GPU's memory in the first one. JAX's preallocation is turned off by
-            # the worker's own start-up (workers/devices.configure_child).
+            # Packed trials share a GPU: TensorFlow otherwise takes all its memory in the first one (JAX's
+            # preallocation is turned off by the worker's own start-up, workers/devices.configure_child).
             env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         return env
 
@@ -249,15 +249,17 @@ def _between(ends: list[float]) -> list[float]:
 
 
 def _rate(ends: list[float], cpu_ends: list[float], rows: int) -> dict:
-    """Steady-state samples/s from the epoch-end stamps: epochs 2..N (the first is compilation);
-    and per second of the process's CPU time, from its CPU-time stamps."""
-    seconds, cpu = _between(ends), _between(cpu_ends)
+    """Steady-state samples/s from the epoch-end stamps (the end of epoch 1, 2, ...): epochs
+    WARMUP_EPOCHS + 1 .. N; and per second of the process's CPU time, from its CPU-time stamps."""
+    seconds, cpu = _between(ends[WARMUP_EPOCHS - 1:]), _between(cpu_ends[WARMUP_EPOCHS - 1:])
     if not seconds or len(cpu) != len(seconds):
         raise RuntimeError(f"epochs to time: {len(seconds)} by the clock, {len(cpu)} by CPU time")
     return {"samples_per_second": round(rows / statistics.median(seconds), 1),
             "samples_per_cpu_second": round(rows / statistics.median(cpu), 1),
             "epoch_seconds": [round(s, 4) for s in seconds], "epoch_cpu_seconds": [round(s, 4) for s in cpu],
-            "window": [ends[0], ends[-1]]}
+            # Warm-up epochs after the first (which has no start stamp), by the clock.
+            "warmup_epoch_seconds": [round(s, 4) for s in _between(ends[:WARMUP_EPOCHS])],
+            "window": [ends[WARMUP_EPOCHS - 1], ends[-1]]}
 
 
 def trial_figures(study_id: int, child: dict, rows: int) -> dict:
@@ -404,8 +406,8 @@ def sizes(base: dict, overrides: str) -> dict:
             size["values"][name] = value
         else:
             sys.exit(f"--set: unknown size or hyperparameter {name!r}")
-    if size["epochs"] < 3:
-        sys.exit("--set: at least 3 epochs (the first is left out, the rest timed)")
+    if size["epochs"] < WARMUP_EPOCHS + 2:
+        sys.exit(f"--set: at least {WARMUP_EPOCHS + 2} epochs ({WARMUP_EPOCHS} of warm-up, two or more timed)")
     return size
 
 
@@ -476,7 +478,8 @@ def main(argv: list[str] | None = None) -> None:
             "model": f"Tuneboard's cnn hypermodel with {({**COMMON_VALUES, **size['values']})}",
             "images": f"{size['side']}x{size['side']}x3 uint8, {CLASSES} classes", "rows": size["rows"],
             "split_sizes": dataset.split_sizes, "batch_size": size["batch_size"], "epochs": size["epochs"],
-            "timed_epochs": f"2..{size['epochs']}", "rounds": rounds, "sizes": "quick" if args.quick else kind,
+            "timed_epochs": f"{WARMUP_EPOCHS + 1}..{size['epochs']}", "rounds": rounds,
+            "sizes": "quick" if args.quick else kind,
             "cores": _cores(), "threads_per_process": None if kind != "cpu" else {
                 str(n): max(1, _cores() // n) for n in (1, *PACKED)},
             "database": "SQLite (embedded mode)", "broker": "none (memory://; trials run in-process)",
@@ -486,7 +489,8 @@ def main(argv: list[str] | None = None) -> None:
         "elapsed_seconds": round(time.monotonic() - began, 1),
         "targets": {"tuneboard_vs_plain_ratio": 0.95},
     }
-    output = Path(args.output) if args.output else RESULTS / f"gpu-{_slug(device)}.json"
+    slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")  # "cpu", "nvidia-h100-80gb-hbm3"
+    output = Path(args.output) if args.output else RESULTS / f"gpu-{slug}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
