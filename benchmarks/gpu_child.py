@@ -1,0 +1,143 @@
+"""The measuring side of benchmarks/gpu.py: one fresh process per measurement, on the backend
+its KERAS_BACKEND names (set by the parent before this process starts, so Keras loads on it).
+
+    python -m benchmarks.gpu_child '{"mode": "probe" | "plain" | "trial", ...}'
+
+Prints one JSON object as its last line. Everything backend-specific lives here, so the parent
+never loads Keras, JAX or TensorFlow, and one run covers both backends. Nothing here imports
+TensorFlow on JAX: "probe" imports only the backend it is asked about.
+"""
+
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _configure(backend: str) -> None:
+    """What a Tuneboard worker child does before Keras loads (workers/tasks.py): its threads
+    (TUNEBOARD_TF_THREADS) and, on JAX, XLA's flags and GPU memory preallocation off (so
+    several processes can share a GPU). The plain arm runs the same set-up, so the ratio
+    compares training loops, not thread settings."""
+    from workers.devices import configure_child
+
+    configure_child(backend)
+
+
+def probe(_spec: dict) -> dict:
+    """The accelerators this backend sees: {"kind": "gpu"|"tpu"|"cpu", "name", "count"}."""
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    if backend == "jax":
+        import jax
+
+        devices = jax.devices()
+        kind = devices[0].platform if devices[0].platform in ("gpu", "tpu") else "cpu"
+        # CUDA devices report platform "gpu" and device_kind "NVIDIA H100 80GB HBM3".
+        return {"kind": kind, "name": devices[0].device_kind if kind != "cpu" else "cpu", "count": len(devices),
+                "devices": [str(d) for d in devices]}
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        return {"kind": "gpu", "name": details.get("device_name", "gpu"), "count": len(gpus),
+                "devices": [d.name for d in gpus]}
+    tpus = tf.config.list_logical_devices("TPU")
+    if tpus:
+        return {"kind": "tpu", "name": "tpu", "count": len(tpus), "devices": [d.name for d in tpus]}
+    return {"kind": "cpu", "name": "cpu", "count": 1, "devices": ["CPU:0"]}
+
+
+def _build(values: dict, x_train, n_classes: int):
+    """Tuneboard's `cnn` hypermodel pinned to these values: the model a trial of the study builds."""
+    import keras_tuner as kt
+
+    from workers.hypermodels.base import DataInfo
+    from workers.hypermodels.cnn import build_cnn
+
+    hp = kt.HyperParameters()
+    for name, value in values.items():
+        hp.Fixed(name, value)
+    return build_cnn(hp, DataInfo.from_training_split(x_train, "classification", n_classes, kind="image"))
+
+
+def plain(spec: dict) -> dict:
+    """A plain `model.fit` on in-memory NumPy arrays: no Tuneboard callbacks, input pipeline,
+    database or heartbeat. Stamps the wall clock at each epoch's end, as the trial's epoch
+    rows do."""
+    _configure(spec["backend"])
+    import keras
+    import numpy as np
+
+    folder = Path(spec["arrays"])
+    x, y, x_val, y_val = (np.load(folder / f"{name}.npy") for name in ("x_train", "y_train", "x_val", "y_val"))
+    ends: list[float] = []
+    cpu_ends: list[float] = []
+
+    class Stamp(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            ends.append(time.time())
+            cpu_ends.append(time.process_time())
+
+    started = time.time()
+    keras.utils.set_random_seed(spec["seed"])
+    model = _build(spec["values"], x, spec["classes"])
+    model.fit(x, y, batch_size=spec["batch_size"], epochs=spec["epochs"], validation_data=(x_val, y_val),
+              callbacks=[Stamp()], verbose=0)
+    return {"epoch_ends": ends, "epoch_cpu_ends": cpu_ends, "started": started, "ended": time.time(),
+            "backend": keras.backend.backend()}
+
+
+def _wait_for_all(barrier: str, parties: int) -> None:
+    """Packed trials start training together: each process says it is ready (its libraries and
+    device loaded), then waits for the others."""
+    folder = Path(barrier)
+    (folder / f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 900
+    while len(list(folder.glob("ready-*"))) < parties:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(list(folder.glob('ready-*')))} of {parties} packed trials got ready")
+        time.sleep(0.02)
+
+
+def trial(spec: dict) -> dict:
+    """A Tuneboard trial of the (started) study, run as a worker child runs its task: claim
+    under the study's lock, train with the study's callbacks (each epoch written to the
+    database with the pruner's check), heartbeat thread, checkpoint artifact, finish."""
+    _configure(spec["backend"])
+    import django
+
+    django.setup()
+    import keras
+
+    import workers.runner  # as the worker child does at start (workers/tasks.py): not paid by its first trial
+
+    keras.ops.convert_to_tensor([0.0])  # the backend's devices initialised, as after a worker's first trial
+    # The process's CPU time (all its threads) at each epoch's end, read after the epoch's database
+    # report returns: on a shared CPU the wall clock swings with other processes, CPU time hardly.
+    cpu_ends: list[float] = []
+    report = workers.runner._DatabaseReporter.epoch_end
+
+    def epoch_end(self, execution: int, epoch: int, logs: dict):
+        verdict = report(self, execution, epoch, logs)
+        cpu_ends.append(time.process_time())
+        return verdict
+
+    workers.runner._DatabaseReporter.epoch_end = epoch_end
+    gc.collect()
+    gc.freeze()
+    if spec.get("barrier"):
+        _wait_for_all(spec["barrier"], spec["parties"])
+    started = time.time()
+    status = workers.runner.run_next_trial(study_id=spec["study_id"], task_id=f"bench-{os.getpid()}",
+                                           worker_name=f"bench@{os.uname().nodename}")
+    return {"status": status, "started": started, "ended": time.time(), "epoch_cpu_ends": cpu_ends,
+            "backend": keras.backend.backend()}
+
+
+if __name__ == "__main__":
+    request = json.loads(sys.argv[1])
+    found = {"probe": probe, "plain": plain, "trial": trial}[request["mode"]](request)
+    print(json.dumps(found))
