@@ -78,7 +78,7 @@ def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remain
 
 class SplitBatches(keras.utils.PyDataset):
     """Batches of a split's rows (memory-mapped arrays: only the rows a batch takes are read),
-    in a new order each epoch drawn from the trial's seed, gathered by worker threads ahead of
+    in a new order each epoch drawn from the trial's seed, gathered by a worker thread ahead of
     the step that needs them. Text never comes here (the text hypermodel needs TensorFlow).
 
     DataParallel splits every batch evenly over its devices, so with `multiple` devices a last,
@@ -86,7 +86,10 @@ class SplitBatches(keras.utils.PyDataset):
     out, the same rows for every trial of a study (validation is never shuffled)."""
 
     def __init__(self, x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
-                 multiple: int = 1, workers: int = 2):
+                 multiple: int = 1, workers: int = 1):
+        # One prefetch thread: with more, Keras 3.15's loader serves batches it prefetched before
+        # the epoch's first step after on_epoch_end reshuffled, so an epoch mixed two orders (rows
+        # twice, others not at all). One thread still prefetches ahead of the step.
         super().__init__(workers=workers, use_multiprocessing=False, max_queue_size=8)
         self.x, self.y = x, y
         self.batch_size, self.shuffle, self.drop_remainder = batch_size, shuffle, drop_remainder
