@@ -13,7 +13,7 @@ VENV_STALE := $(shell $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV) 2>/dev/null
 
 # The replacement interpreter is found before the old .venv is removed, so a refusal changes nothing.
 # .[test] pulls in both Keras backends (the tensorflow and jax extras): make test runs both, and
-# make run's embedded worker is a TensorFlow one (README, Compute).
+# make run starts a TensorFlow worker and a JAX one beside it (README, Compute).
 $(VENV)/.installed: pyproject.toml client/pyproject.toml $(if $(VENV_STALE),FORCE)
 	@if $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV); then \
 	  python="$$($(FIND_PYTHON))" && echo "removing $(VENV) to make it again with $$python" && rm -rf $(VENV); fi

@@ -16,14 +16,25 @@ read -r SLOTS THREADS < <(.venv/bin/python -m webapp.embedded)
 export TUNEBOARD_TF_THREADS="${TUNEBOARD_TF_THREADS:-$THREADS}"
 .venv/bin/celery -A webapp worker -B -Q cpu --concurrency "$SLOTS" --loglevel INFO \
   --schedule var/celerybeat-schedule --hostname "embedded@%h" > var/worker.log 2>&1 &
-WORKER=$!
-trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
+WORKERS=$!
+# JAX studies go to the cpu-jax queue, which a TensorFlow worker must not serve (README, Compute):
+# where JAX is installed (make run installs it), a one-slot JAX worker serves it beside the other.
+# TUNEBOARD_EMBEDDED_JAX=0 leaves it out.
+JAX_WORKER="none (JAX not installed, or TUNEBOARD_EMBEDDED_JAX=0)"
+if [ "${TUNEBOARD_EMBEDDED_JAX:-1}" != "0" ] && .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("jax") is None)'; then
+  KERAS_BACKEND=jax .venv/bin/celery -A webapp worker -Q cpu-jax --concurrency 1 --loglevel INFO \
+    --hostname "embedded-jax@%h" > var/worker-jax.log 2>&1 &
+  WORKERS="$WORKERS $!"
+  JAX_WORKER="1 slot on cpu-jax for JAX studies, log in var/worker-jax.log"
+fi
+trap 'kill $WORKERS 2>/dev/null; wait $WORKERS 2>/dev/null' EXIT INT TERM
 cat <<MSG
 
   Tuneboard is starting at  http://127.0.0.1:$PORT/
   Log in as                 demo / tuneboard-demo
   Worker                    $SLOTS trial slots (TUNEBOARD_EMBEDDED_SLOTS), log in var/worker.log
-                            (Ctrl-C stops web and worker)
+  JAX worker                $JAX_WORKER
+                            (Ctrl-C stops web and workers)
 
 MSG
 .venv/bin/python manage.py runserver "127.0.0.1:$PORT" --noreload

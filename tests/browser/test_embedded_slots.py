@@ -91,11 +91,13 @@ def _log_in(page, app: Embedded) -> None:
     page.wait_for_url(f"{app.url}/")
 
 
-def _start_study(page, app: Embedded, *, name: str, hypermodel: str, trials: int, epochs: int) -> int:
+def _start_study(page, app: Embedded, *, name: str, hypermodel: str, trials: int, epochs: int,
+                 backend: str = "tensorflow") -> int:
     (dataset,) = app.rows("SELECT id FROM experiments_dataset WHERE bundled_name = 'digits'")[0]
     page.goto(f"{app.url}/studies/new/?dataset={dataset}")
     page.get_by_label("Study name").fill(name)
     page.select_option("#id_hypermodel", hypermodel)
+    page.select_option("#id_backend", backend)
     page.locator("#hp-reset").click()
     page.get_by_label("Max trials").fill(str(trials))
     page.get_by_label("Epochs", exact=True).fill(str(epochs))
@@ -112,11 +114,14 @@ def _utc(text: str) -> datetime:
 def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensemble_at_once(
         embedded, page, screenshot):
     app = embedded()
+    workers = "SELECT backend, queues, concurrency FROM experiments_worker ORDER BY backend"
     deadline = time.monotonic() + 120
-    while not app.rows("SELECT concurrency FROM experiments_worker"):
-        assert time.monotonic() < deadline, "the embedded worker never registered"
+    while len(app.rows(workers)) < 2:
+        assert time.monotonic() < deadline, f"the embedded workers never registered: {app.rows(workers)}"
         time.sleep(0.5)
-    assert app.rows("SELECT concurrency FROM experiments_worker")[0][0] >= 2  # slots from the machine
+    (jax, tensorflow) = app.rows(workers)
+    assert tensorflow[0] == "tensorflow" and tensorflow[2] >= 2  # slots from the machine
+    assert jax[0] == "jax" and "cpu-jax" in jax[1] and jax[2] == 1  # JAX is installed: its worker beside
     _log_in(page, app)
     study = _start_study(page, app, name="two at once", hypermodel="slow", trials=4, epochs=6)
     running = "SELECT count(*) FROM experiments_trial WHERE study_id = ? AND status = 'running'"
@@ -156,6 +161,13 @@ def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensem
         time.sleep(0.05)
     waited = (_utc(app.rows(claimed)[0][0]) - clicked).total_seconds()
     assert waited <= 3, f"the ensemble was claimed {waited:.1f} s after the click"
+
+    # A new user picks JAX on the form: the embedded JAX worker runs it.
+    study = _start_study(page, app, name="on jax", hypermodel="dense", trials=1, epochs=2, backend="jax")
+    assert page.locator("#study-backend").inner_text().startswith("JAX")
+    page.locator("#study-status", has_text="Completed").wait_for(timeout=180_000)
+    trials = app.rows("SELECT status, worker_name FROM experiments_trial WHERE study_id = ?", study)
+    assert [(status, name.split("@")[0]) for status, name in trials] == [("completed", "embedded-jax")]
 
 
 def test_one_slot_is_said_and_the_eta_holds_within_30_percent(embedded, page):
