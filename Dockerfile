@@ -45,7 +45,8 @@ COPY static/ static/
 FROM base AS worker-jax
 ARG JAX_EXTRA=jax-cuda
 RUN mkdir webapp experiments workers \
-    && pip install --no-cache-dir ".[$JAX_EXTRA]" \
+    && pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+    && pip install --no-cache-dir ".[$JAX_EXTRA,gp]" \
     && rm -rf webapp experiments workers build *.egg-info
 COPY --from=source /app/ ./
 RUN pip install --no-cache-dir --no-deps . \
@@ -65,8 +66,10 @@ CMD ["celery", "-A", "webapp", "worker", "-Q", "gpu-jax", "--concurrency", "1", 
 
 # The default target: web, TensorFlow workers (cpu, gpu, tpu queues) and beat.
 FROM base AS tuneboard
+# PyTorch's CPU build first (Optuna's Gaussian-process tuner): the gp extra then finds it installed.
 RUN mkdir webapp experiments workers \
-    && pip install --no-cache-dir ".[tensorflow]" \
+    && pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+    && pip install --no-cache-dir ".[tensorflow,gp]" \
     && rm -rf webapp experiments workers build *.egg-info
 
 # GPU workers need TensorFlow's CUDA libraries (several GB, so off by default):

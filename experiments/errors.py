@@ -6,3 +6,8 @@ is logged with its traceback."""
 
 class TuneboardError(Exception):
     """str(exc) says what went wrong and what to do about it."""
+
+
+class TunerUnavailable(TuneboardError):
+    """The study's tuner cannot run on this worker (a library it needs is not installed): the
+    claim path ends the study FAILED with this message instead of retrying for ever."""

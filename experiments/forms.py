@@ -38,6 +38,7 @@ from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.tuning.pruning_options import model_field as pruning_field
 from experiments.tuning.search_space import SearchSpaceError, validate_search_space
 from experiments.tuning.space_values import default_initial_random_trials, fixed_type_errors
+from experiments.tuning.tuners import tuner_help
 
 METRICS_BY_TASK = {
     Dataset.Task.CLASSIFICATION: ["val_accuracy", "val_loss", "accuracy", "loss"],
@@ -180,6 +181,7 @@ class StudyForm(forms.ModelForm):
                                           "dataset's task (never a test metric).",
                       "backend": " ".join(f"{BACKEND_NAMES[name]}: {text}." for name, text in BACKENDS.items())
                                  + " Each runs on workers started for it (README, Compute).",
+                      "tuner": tuner_help(),
                       "parallelism": "Trials in flight at once across the workers of the queue.",
                       "batch_size": "Rows per device per step: with N devices per trial a step sees N × this "
                                     "(the global batch).",
@@ -283,7 +285,9 @@ class StudyForm(forms.ModelForm):
             rows = load_json(text, what="The search space") if isinstance(text, str) else (text or [])
         except InputError:
             rows = []
-        return default_initial_random_trials(rows if isinstance(rows, list) else [])
+        trials = self.data.get("max_trials") if self.is_bound else self.initial.get("max_trials")
+        trials = int(trials) if str(trials or "").isdigit() else None
+        return default_initial_random_trials(rows if isinstance(rows, list) else [], trials)
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()

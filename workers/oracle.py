@@ -16,13 +16,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import keras_tuner as kt
-import numpy as np
 from keras_tuner.src.engine import metrics_tracking
 from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
+from experiments.tuning.space_values import default_initial_random_trials
+from workers.bayesian import GaussianProcessSearch
 from workers.hyperparameters import to_hyperparameters, typed_values
+from workers.optuna_search import OptunaSearch
 
 
 class _StateInPostgres:
@@ -54,89 +56,19 @@ class RandomSearchOracle(_StateInPostgres, kt.oracles.RandomSearchOracle):
     pass
 
 
-class BayesianOptimizationOracle(_StateInPostgres, kt.oracles.BayesianOptimizationOracle):
-    """KerasTuner's Bayesian optimisation (a Gaussian process with a Matérn 5/2 kernel on
-    normalised scores, upper confidence bound with `beta`), at a cost that stays flat as a
-    study grows. KerasTuner refits the kernel from 21 starts on every claim and runs 50
-    L-BFGS-B searches over one-point predictions: 1.5 s per claim at 200 trials, tens of
-    seconds at 1,000. Here the kernel's length scale is re-estimated (on at most
-    GP_FIT_SUBSET trials: the best half and an even spread of the rest) only when the completed
-    trials grew by GP_REFIT_GROWTH since the last estimate, and kept in the oracle state; the
-    GP on all trials is then one Cholesky factorisation. The acquisition is scored on
-    ACQUISITION_CANDIDATES random points at once and the best few refined with L-BFGS-B.
-    Candidates are seeded by the study's seed and trial count, so any worker proposes the same."""
-
-    GP_REFIT_GROWTH = 1.1
-    GP_FIT_SUBSET = 256
-    ACQUISITION_CANDIDATES = 512
-    ACQUISITION_REFINED = 3
-
-    kernel_theta: list | None = None
-    kernel_fitted_on = 0
-
-    def get_state(self):
-        state = super().get_state()
-        state["gp_kernel"] = {"theta": self.kernel_theta, "fitted_on": self.kernel_fitted_on}
-        return state
-
-    def set_state(self, state):
-        super().set_state(state)
-        kernel = state.get("gp_kernel") or {}
-        self.kernel_theta, self.kernel_fitted_on = kernel.get("theta"), kernel.get("fitted_on", 0)
-
-    def _gp(self, **options):
-        from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import Matern
-
-        kernel = Matern(nu=2.5)
-        if self.kernel_theta is not None:
-            kernel = kernel.clone_with_theta(np.array(self.kernel_theta))
-        return GaussianProcessRegressor(kernel=kernel, normalize_y=True, alpha=self.alpha, random_state=self.seed,
-                                        **options)
-
-    def _fit(self, x, y) -> None:
-        if self.kernel_theta is None or len(y) >= self.GP_REFIT_GROWTH * self.kernel_fitted_on:
-            subset = np.arange(len(y))
-            if len(y) > self.GP_FIT_SUBSET:
-                half = self.GP_FIT_SUBSET // 2
-                order = np.argsort(y)  # scores are framed as minimisation: best first
-                rest = order[half:]
-                subset = np.concatenate([order[:half], rest[np.linspace(0, len(rest) - 1, half).astype(int)]])
-            estimate = self._gp(n_restarts_optimizer=2)
-            estimate.fit(x[subset], y[subset])
-            self.kernel_theta, self.kernel_fitted_on = estimate.kernel_.theta.tolist(), len(y)
-        self.gpr = self._gp(optimizer=None)
-        self.gpr.fit(x, y)
-
-    def populate_space(self, trial_id):
-        import scipy.optimize
-
-        completed = sum(1 for t in self.trials.values() if t.status == "COMPLETED")
-        initial = self.num_initial_points or max(3 * len(self.hyperparameters.space), 3)
-        if completed < initial:
-            return self._random_populate_space()
-        x, y = self._vectorize_trials()
-        self._fit(np.nan_to_num(x, posinf=0, neginf=0), np.nan_to_num(y, posinf=0, neginf=0))
-        bounds = self._get_hp_bounds()
-        rng = np.random.default_rng([self.seed or 0, len(self.trials)])
-        candidates = rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.ACQUISITION_CANDIDATES, len(bounds)))
-
-        def ucb(points):
-            mu, sigma = self.gpr.predict(np.atleast_2d(points), return_std=True)
-            return mu - self.beta * sigma
-
-        scores = ucb(candidates)
-        best_x, best = candidates[int(np.argmin(scores))], float(np.min(scores))
-        for start in candidates[np.argsort(scores)[: self.ACQUISITION_REFINED]]:
-            result = scipy.optimize.minimize(lambda v: float(ucb(v)[0]), x0=start, bounds=bounds, method="L-BFGS-B",
-                                             options={"maxiter": 30})
-            if float(result.fun) < best:
-                best_x, best = result.x, float(result.fun)
-        return {"status": TrialStatus.RUNNING, "values": self._vector_to_values(best_x)}
+class BayesianOptimizationOracle(_StateInPostgres, GaussianProcessSearch):
+    pass
 
 
 class HyperbandOracle(_StateInPostgres, kt.oracles.HyperbandOracle):
     pass
+
+
+class OptunaOracle(_StateInPostgres, OptunaSearch):
+    pass
+
+
+OPTUNA_TUNERS = {"optuna_tpe": "tpe", "optuna_gp": "gp", "optuna_nsga2": "nsga2"}
 
 
 class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
@@ -236,9 +168,15 @@ def _new_oracle(study):
         oracle = HyperbandOracle(max_epochs=study.epochs, factor=3, hyperband_iterations=HYPERBAND_ITERATIONS, **common)
     elif study.tuner == study.Tuner.BAYESIAN:
         oracle = BayesianOptimizationOracle(max_trials=study.max_trials,
-                                            num_initial_points=study.initial_random_trials, **common)
+                                            num_initial_points=study.initial_random_trials
+                                            or default_initial_random_trials(study.search_space, study.max_trials),
+                                            **common)
     elif study.tuner == study.Tuner.GRID:
         oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
+    elif study.tuner in OPTUNA_TUNERS:
+        oracle = OptunaOracle(sampler=OPTUNA_TUNERS[study.tuner], max_trials=study.max_trials,
+                              num_initial_points=study.initial_random_trials
+                              or default_initial_random_trials(study.search_space, study.max_trials), **common)
     else:
         oracle = RandomSearchOracle(max_trials=study.max_trials, **common)
     oracle.verbose = 0

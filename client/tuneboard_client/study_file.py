@@ -18,7 +18,7 @@ INT_FIELDS = ("max_trials", "executions_per_trial", "epochs", "batch_size", "pat
 ZERO_ALLOWED = ("patience", "initial_random_trials", "pruning_startup_trials", "pruning_warmup_epochs")
 TEXT_FIELDS = ("name", "hypermodel", "objective_metric", "precision", "jit_compile")
 CHOICES = {
-    "tuner": ("random", "bayesian", "hyperband", "grid"),
+    "tuner": ("random", "bayesian", "hyperband", "grid", "optuna_tpe", "optuna_gp", "optuna_nsga2"),
     "objective_direction": ("auto", "min", "max"),
     "queue": ("cpu", "gpu", "tpu"),
     "pruner": ("none", "median", "percentile", "successive_halving"),

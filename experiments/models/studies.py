@@ -21,6 +21,9 @@ class Study(models.Model):
         BAYESIAN = "bayesian", "Bayesian optimisation"
         HYPERBAND = "hyperband", "Hyperband"
         GRID = "grid", "Grid search"
+        OPTUNA_TPE = "optuna_tpe", "Optuna TPE"
+        OPTUNA_GP = "optuna_gp", "Optuna Gaussian process"
+        OPTUNA_NSGA2 = "optuna_nsga2", "Optuna NSGA-II"
 
     class Direction(models.TextChoices):
         MIN = "min", "minimise"
@@ -36,7 +39,7 @@ class Study(models.Model):
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="studies")
     hypermodel = models.CharField(max_length=100)
     search_space = models.JSONField(default=list)
-    tuner = models.CharField(max_length=10, choices=Tuner.choices, default=Tuner.RANDOM)
+    tuner = models.CharField(max_length=20, choices=Tuner.choices, default=Tuner.RANDOM)
     objective_metric = models.CharField(max_length=50, default="val_loss")
     objective_direction = models.CharField(max_length=3, choices=Direction.choices, default=Direction.MIN)
     max_trials = models.PositiveIntegerField(default=10)
@@ -92,6 +95,16 @@ class Study(models.Model):
     pruning_percentile = models.FloatField(default=PRUNING_DEFAULTS["percentile"])
     pruning_min_epochs = models.PositiveIntegerField(default=PRUNING_DEFAULTS["min_epochs"])
     pruning_reduction_factor = models.PositiveIntegerField(default=PRUNING_DEFAULTS["reduction_factor"])
+    # Several objectives (experiments/tuning/objectives.py): up to two more besides objective_metric,
+    # [{"metric": "params", "direction": "min"}, ...]; then the result is a Pareto front.
+    extra_objectives = models.JSONField(default=list, blank=True)
+    # [{"metric": "params", "op": "<=", "value": 100000}, ...]: a trial that breaks one is infeasible.
+    constraints = models.JSONField(default=list, blank=True)
+    # Stopping rules: the objective reached stop_target, or no improvement by more than
+    # stop_min_delta in stop_patience trials; the study then ends COMPLETED with the reason.
+    stop_target = models.FloatField(null=True, blank=True)
+    stop_patience = models.PositiveIntegerField(null=True, blank=True)
+    stop_min_delta = models.FloatField(default=0.0)
 
     class Meta:
         ordering = ["-created"]
@@ -133,6 +146,8 @@ class Trial(models.Model):
     score = models.FloatField(null=True, blank=True)
     best_epoch = models.PositiveIntegerField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
+    # Under the study's constraints: None while it runs, when it has no result, or without constraints.
+    feasible = models.BooleanField(null=True, blank=True)
     error = models.TextField(blank=True)
     tuner_id = models.CharField(max_length=200, blank=True)
     worker_host = models.CharField(max_length=200, blank=True)

@@ -8,6 +8,7 @@ from experiments.presentation import comparison, figures, importance, study_char
 from experiments.selectors.queueing import study_capacity
 from experiments.selectors.trials import WITH_RESULTS
 from experiments.tuning.space_values import default_initial_random_trials
+from experiments.tuning.tuners import GUIDED_TUNERS
 
 # What pages, the API and notifications show of a study's trials, as annotations of Study rows so
 # that one query reads them for any number of studies: the trials in each state, the epochs the
@@ -99,11 +100,13 @@ def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
 def bayesian_exploration(*, study: Study, completed: int) -> dict | None:
     """Where a Bayesian study stands: KerasTuner proposes random trials until `initial` have
     completed, then its Gaussian process guides the search."""
-    if study.tuner != Study.Tuner.BAYESIAN:
+    if study.tuner not in GUIDED_TUNERS:
         return None
-    initial = study.initial_random_trials or default_initial_random_trials(study.search_space)
+    initial = study.initial_random_trials or default_initial_random_trials(study.search_space, study.max_trials)
     return {"initial": initial, "done": min(completed, initial), "exploring": completed < initial,
-            "pure_random": study.max_trials <= initial, "default": study.initial_random_trials is None}
+            "pure_random": study.max_trials <= initial, "default": study.initial_random_trials is None,
+            "tuner": study.get_tuner_display(),
+            "guide": "TPE's model of good and bad trials" if study.tuner == "optuna_tpe" else "the Gaussian process"}
 
 
 def study_eta_seconds(*, study: Study, capacity: dict | None = None) -> float | None:

@@ -22,6 +22,7 @@ from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
 from experiments.tuning.space_values import grid_size
+from experiments.tuning.tuners import GUIDED_TUNERS
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
@@ -124,8 +125,9 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     epochs = options.get("epochs") or 0
     if tuner == Study.Tuner.HYPERBAND and "epochs" not in errors and epochs < HYPERBAND_MIN_EPOCHS:
         errors["epochs"] = f"Hyperband needs at least {HYPERBAND_MIN_EPOCHS} epochs to form brackets."
-    if options.get("initial_random_trials") is not None and tuner != Study.Tuner.BAYESIAN:
-        errors["initial_random_trials"] = "Initial random trials only apply to Bayesian optimisation."
+    if options.get("initial_random_trials") is not None and tuner not in GUIDED_TUNERS:
+        errors["initial_random_trials"] = ("Initial random trials only apply to Bayesian optimisation, Optuna TPE "
+                                           "and Optuna Gaussian process.")
     compute = {name: options[name] for name in COMPUTE_FIELDS if name in options}
     if compute:
         errors.update(compute_errors(**{**COMPUTE_DEFAULTS, **compute}))

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.services.jobs import resend_due
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
@@ -191,7 +192,13 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, co
     # Warm-start seeds go before the tuner's proposals: the tuner registers each as if it had
     # proposed it (a retry waiting in the tuner still goes first and leaves the seed for later).
     seed = _next_seed(study)
-    proposal = oracles.propose(study, oracle, claimant.tuner_id, seed=None if seed is None else seed["hyperparameters"])
+    try:
+        proposal = oracles.propose(study, oracle, claimant.tuner_id,
+                                   seed=None if seed is None else seed["hyperparameters"])
+    except TunerUnavailable as exc:
+        study_move(study, StudyStatus.FAILED, finished=timezone.now(), message=str(exc))
+        notify_study_ended(study=study)
+        return Claim("stopped")
     if proposal.status == "idle":
         _keep_oracle_on_commit(study, oracles, oracle, study.oracle_version)  # unchanged: the next poll reuses it
         if counts.running == 0:  # nothing will finish to wake it: ask again shortly

@@ -1,6 +1,6 @@
 /* The new-study form's Bayesian setting: shown only for Bayesian optimisation, with the number
- * an empty field means for the search space on the page (KerasTuner's default, 3 x the number
- * of hyperparameters) and a warning when every trial would be an initial random one. Without
+ * an empty field means for the search space and budget on the page (3 x the number of
+ * hyperparameters, at most a quarter of max trials, at least 3) and a warning when every trial would be an initial random one. Without
  * JavaScript the field simply stays visible and the server checks it. */
 (function () {
   const form = document.getElementById("study-form");
@@ -23,13 +23,15 @@
   }
 
   function update() {
-    const bayesian = tuner.value === "bayesian";
+    const bayesian = ["bayesian", "optuna_tpe", "optuna_gp"].includes(tuner.value);  // tuning/tuners.py GUIDED_TUNERS
     field.hidden = !bayesian;
     input.disabled = !bayesian;  // a disabled field is not sent: other tuners never get it
-    const fallback = Math.max(3 * hyperparameterCount(), 3);
+    const trials = parseInt(maxTrials.value, 10);
+    // experiments/tuning/space_values.py's default_initial_random_trials
+    const byBudget = trials > 0 ? Math.floor(trials / 4) : Infinity;
+    const fallback = Math.max(Math.min(3 * hyperparameterCount(), byBudget), 3);
     shownDefault.textContent = fallback;
     const initial = parseInt(input.value, 10) || fallback;
-    const trials = parseInt(maxTrials.value, 10);
     const pureRandom = bayesian && trials > 0 && trials <= initial;
     warning.hidden = !pureRandom;
     warning.textContent = pureRandom

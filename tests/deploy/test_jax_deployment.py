@@ -88,9 +88,9 @@ def test_a_jax_install_pulls_no_tensorflow_even_through_its_dependencies(extra):
 
 
 def test_the_test_extra_installs_both_backends_for_ci_and_make_run():
-    # make test runs both backends; make run's embedded worker is a TensorFlow one.
+    # make test runs both backends and every tuner (PyTorch for Optuna's GP); make run starts a worker of each.
     assert "install -q -e \".[test]\"" in (ROOT / "Makefile").read_text()
-    assert {"tensorflow", "tensorboard", "jax", "jaxlib"} <= names(extra_requirements("test"))
+    assert {"tensorflow", "tensorboard", "jax", "jaxlib", "torch"} <= names(extra_requirements("test"))
 
 
 # --- Dockerfile -----------------------------------------------------------------------------------
@@ -148,7 +148,9 @@ def test_the_jax_target_installs_jax_for_gpus_and_no_tensorflow():
     stages = dockerfile_stages()
     jax = stage_instructions(stages, "worker-jax")
     installs = pip_installs(jax)
-    assert installed_extras(installs) == {"jax-cuda"}  # the default; JAX_EXTRA=jax for CPU hosts
+    # jax-cuda by default (JAX_EXTRA=jax for CPU hosts); gp: PyTorch's CPU build for Optuna's GP tuner
+    assert installed_extras(installs) == {"jax-cuda", "gp"}
+    assert any("download.pytorch.org/whl/cpu" in i and "torch==" in i for i in installs), installs
     assert not any(re.search(r"tensorflow|tensorboard", i) for i in installs), installs
     for extra in installed_extras(installs):
         assert not names(extra_requirements(extra)) & TENSORFLOW
@@ -168,7 +170,10 @@ def test_the_jax_target_runs_a_jax_worker_of_the_gpu_jax_queue_without_prealloca
 def test_the_default_target_stays_the_tensorflow_image():
     stages = dockerfile_stages()
     default = stage_instructions(stages, "")
-    assert installed_extras(pip_installs(default)) == {"tensorflow"}
+    assert installed_extras(pip_installs(default)) == {"tensorflow", "gp"}
+    (torch,) = extra_requirements("gp")  # the CPU build, from PyTorch's own index, before the extra
+    assert f'--index-url https://download.pytorch.org/whl/cpu "torch{torch.specifier}"' in " ".join(
+        pip_installs(default))
     assert "KERAS_BACKEND" not in env_of(default)  # TensorFlow, the default backend
     (tensorflow,) = [r for r in extra_requirements("tensorflow") if r.name == "tensorflow"]
     assert f'"tensorflow[and-cuda]{tensorflow.specifier}"' in " ".join(pip_installs(default))

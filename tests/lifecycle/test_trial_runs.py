@@ -219,8 +219,8 @@ def test_the_bayesian_tuner_uses_the_studys_initial_random_trials(make_study):
 
     study = make_study(tuner="bayesian", initial_random_trials=2)
     assert load_oracle(study, trial_runs.trial_rows_for_oracle(study)).num_initial_points == 2
-    default = make_study(tuner="bayesian")  # KerasTuner's own default: None
-    assert load_oracle(default, trial_runs.trial_rows_for_oracle(default)).num_initial_points is None
+    default = make_study(tuner="bayesian")  # 3 x 2 hyperparameters, but at most a quarter of 6 trials, at least 3
+    assert load_oracle(default, trial_runs.trial_rows_for_oracle(default)).num_initial_points == 3
 
 
 def test_bayesian_optimisation_closes_in_on_the_optimum_after_its_random_start(make_study):

@@ -22,7 +22,18 @@ def test_the_form_says_what_an_empty_initial_random_trials_means(alice_client, a
     assert shows(response, "Initial random trials (Bayesian)")
     form = response.context["form"]
     rows = len(json.loads(form.initial["search_space"]))
-    assert f'<span id="initial-random-default">{max(3 * rows, 3)}</span>' in page_text(response)
+    trials = form.initial.get("max_trials") or form.fields["max_trials"].initial
+    expected = max(min(3 * rows, trials // 4), 3)
+    assert f'<span id="initial-random-default">{expected}</span>' in page_text(response)
+
+
+def test_the_default_initial_random_trials_suit_a_small_budget(alice_client, acme_dataset):
+    space = [{"name": f"h{i}", "type": "float", "min": 0.0, "max": 1.0} for i in range(8)]
+    form = _form(acme_dataset, tuner="bayesian", space=space, max_trials=20)
+    page = page_text(_post(alice_client, {**form, "name": ""}))  # refused: the page is shown again
+    assert '<span id="initial-random-default">5</span>' in page  # 3 x 8 = 24, but a quarter of 20
+    form = _form(acme_dataset, tuner="bayesian", space=space, max_trials=200)
+    assert '<span id="initial-random-default">24</span>' in page_text(_post(alice_client, {**form, "name": ""}))
 
 
 def test_a_bayesian_study_keeps_its_initial_random_trials(alice_client, acme_dataset):
@@ -34,7 +45,7 @@ def test_a_bayesian_study_keeps_its_initial_random_trials(alice_client, acme_dat
 def test_initial_random_trials_with_another_tuner_is_refused_with_a_message(alice_client, acme_dataset):
     response = _post(alice_client, _form(acme_dataset, tuner="random", initial_random_trials=5))
     assert response.status_code == 200
-    assert shows(response, "Initial random trials only apply to Bayesian optimisation.")
+    assert shows(response, "Initial random trials only apply to Bayesian optimisation, Optuna TPE and Optuna")
     assert not Study.objects.exists()
 
 
@@ -59,17 +70,17 @@ def _complete_trials(study, start, stop):
 
 def test_the_study_page_says_while_the_bayesian_tuner_explores_and_when_it_is_guided(
         alice_client, acme, alice, acme_dataset):
-    study = _bayesian(acme, alice, acme_dataset, max_trials=20)  # 2 hyperparameters: 6 random trials
+    study = _bayesian(acme, alice, acme_dataset, max_trials=24)  # 2 hyperparameters: 6 random trials
     _complete_trials(study, 0, 2)
     page = alice_client.get(reverse("study_detail", args=[study.id]))
-    assert shows(page, "Exploring: 2 of 6 initial random trials completed (KerasTuner")
+    assert shows(page, "Exploring: 2 of 6 initial random trials completed (the default: 3 × the number")
     _complete_trials(study, 2, 6)
     page = alice_client.get(reverse("study_detail", args=[study.id]))
     assert shows(page, "Guided by the Gaussian process since its 6 initial random trials completed.")
 
 
 def test_a_bayesian_study_that_can_only_explore_says_it_is_a_random_search(alice_client, acme, alice, acme_dataset):
-    study = _bayesian(acme, alice, acme_dataset, max_trials=6)
+    study = _bayesian(acme, alice, acme_dataset, max_trials=6, initial_random_trials=6)
     page = alice_client.get(reverse("study_detail", args=[study.id]))
     assert shows(page, "this study is a random search")
     other = _bayesian(acme, alice, acme_dataset, max_trials=6, initial_random_trials=2)

@@ -1,0 +1,144 @@
+"""Tuneboard's Bayesian optimisation: KerasTuner's BayesianOptimizationOracle (a Gaussian process
+with a Matérn 5/2 kernel on normalised scores, upper confidence bound with `beta`) with a kernel
+that is fitted properly and a claim whose cost stays flat as a study grows.
+
+Measured against KerasTuner's own oracle (benchmarks.search_quality), what decides the search's
+quality is the kernel fit. Started from the previous estimate with few restarts, the length scale
+could settle at its lower bound and stay there: the process then models noise and the search is
+random. So every refit starts afresh (the default length scale and GP_RESTARTS random ones, drawn
+from the study's seed and size), within LENGTH_SCALE_BOUNDS (inputs are scaled to [0, 1], so
+shorter scales only fit noise), with a length scale per dimension.
+
+What keeps a claim cheap (it runs under the study's row lock): the kernel is re-estimated only
+when the completed trials grew by GP_REFIT_GROWTH since the last estimate (kept in the oracle
+state, so any worker rebuilds the same process); past GP_FIT_SUBSET trials the process is fitted
+on the best half and an even spread of the rest; the acquisition is scored on
+ACQUISITION_CANDIDATES random points at once and the best few refined with L-BFGS-B; and the
+linear algebra runs on one thread, so a claim does not fight the trainers beside it for cores.
+Candidates are drawn from the study's seed and trial count: any worker proposes the same.
+
+Running trials are "hallucinated" as KerasTuner does (a pessimistic mean + one standard
+deviation), but from a process fitted on the completed trials of this claim (KerasTuner asks a
+process that a rebuilt oracle has not fitted yet)."""
+
+import numpy as np
+import scipy.optimize
+from keras_tuner.src.engine.trial import TrialStatus
+from keras_tuner.src.tuners.bayesian import BayesianOptimizationOracle
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import Matern
+from threadpoolctl import threadpool_limits
+
+
+class GaussianProcessSearch(BayesianOptimizationOracle):
+    GP_REFIT_GROWTH = 1.1
+    GP_FIT_SUBSET = 256
+    GP_RESTARTS = 8
+    LENGTH_SCALE_BOUNDS = (1e-2, 1e2)
+    ACQUISITION_CANDIDATES = 512
+    ACQUISITION_REFINED = 3
+
+    kernel_theta: list | None = None
+    kernel_fitted_on = 0
+
+    def get_state(self):
+        state = super().get_state()
+        state["gp_kernel"] = {"theta": self.kernel_theta, "fitted_on": self.kernel_fitted_on}
+        return state
+
+    def set_state(self, state):
+        super().set_state(state)
+        kernel = state.get("gp_kernel") or {}
+        self.kernel_theta, self.kernel_fitted_on = kernel.get("theta"), kernel.get("fitted_on", 0)
+
+    def initial_points(self) -> int:
+        return self.num_initial_points or max(3 * len(self.hyperparameters.space), 3)
+
+    def populate_space(self, trial_id):
+        completed = [t for t in self.trials.values() if t.status == TrialStatus.COMPLETED]
+        if len(completed) < self.initial_points() or not self._nonfixed_space():
+            return self._random_populate_space()
+        with threadpool_limits(limits=1):
+            gp = self._fit(*self._completed_vectors(completed))
+            # The best point not tried yet (on a coarse or small space the process can prefer a
+            # tried one); random values, or STOPPED once the space is exhausted, when none is left.
+            for point in self._acquire(gp):
+                values = self._vector_to_values(point)
+                if not self._duplicate(values):
+                    return {"status": TrialStatus.RUNNING, "values": values}
+        return self._random_populate_space()
+
+    # --- the process -------------------------------------------------------------------------------
+
+    def _vector(self, trial) -> list[float]:
+        """A trial's values embedded in [0, 1] per non-fixed hyperparameter (KerasTuner's
+        value_to_prob); an inactive or later-added one takes its default."""
+        values = trial.hyperparameters
+        return [hp.value_to_prob(values.values[hp.name] if values.is_active(hp) and hp.name in values.values
+                                 else hp.default) for hp in self._nonfixed_space()]
+
+    def _completed_vectors(self, completed) -> tuple[np.ndarray, np.ndarray]:
+        x = np.array([self._vector(t) for t in completed], dtype=float)
+        sign = -1.0 if self.objective.direction == "max" else 1.0  # framed as a minimisation
+        y = np.array([sign * t.score for t in completed], dtype=float)
+        return np.nan_to_num(x, posinf=0, neginf=0), np.nan_to_num(y, posinf=0, neginf=0)
+
+    def _kernel(self, dims: int) -> Matern:
+        kernel = Matern(nu=2.5, length_scale=np.ones(max(dims, 1)), length_scale_bounds=self.LENGTH_SCALE_BOUNDS)
+        if self.kernel_theta is not None and len(self.kernel_theta) == kernel.n_dims:
+            kernel = kernel.clone_with_theta(np.array(self.kernel_theta))
+        return kernel
+
+    def _subset(self, y: np.ndarray) -> np.ndarray:
+        if len(y) <= self.GP_FIT_SUBSET:
+            return np.arange(len(y))
+        half = self.GP_FIT_SUBSET // 2
+        order = np.argsort(y)  # best first
+        rest = order[half:]
+        return np.concatenate([order[:half], rest[np.linspace(0, len(rest) - 1, half).astype(int)]])
+
+    def _fit(self, x: np.ndarray, y: np.ndarray) -> GaussianProcessRegressor:
+        subset = self._subset(y)
+        x, y = x[subset], y[subset]
+        dims = x.shape[1]
+        stale = self.kernel_theta is None or len(self.kernel_theta) != max(dims, 1)
+        if stale or len(y) >= self.GP_REFIT_GROWTH * self.kernel_fitted_on:
+            self.kernel_theta = None  # start afresh, never from the last estimate
+            estimate = GaussianProcessRegressor(
+                kernel=self._kernel(dims), normalize_y=True, alpha=self.alpha, n_restarts_optimizer=self.GP_RESTARTS,
+                random_state=np.random.RandomState([self.seed or 0, len(y)]))
+            estimate.fit(x, y)
+            self.kernel_theta, self.kernel_fitted_on = estimate.kernel_.theta.tolist(), len(y)
+        ongoing = [t for t in self.ongoing_trials.values() if t.status == TrialStatus.RUNNING]
+        gp = self._fixed(x, y)
+        if ongoing:
+            # Pessimistic guesses for running trials, so parallel claims spread out.
+            x_running = np.array([self._vector(t) for t in ongoing], dtype=float)
+            mean, std = gp.predict(x_running, return_std=True)
+            gp = self._fixed(np.vstack([x, x_running]), np.concatenate([y, mean + std]))
+        return gp
+
+    def _fixed(self, x, y) -> GaussianProcessRegressor:
+        return GaussianProcessRegressor(kernel=self._kernel(x.shape[1]), normalize_y=True, alpha=self.alpha,
+                                        optimizer=None).fit(x, y)
+
+    def _acquire(self, gp: GaussianProcessRegressor):
+        bounds = self._get_hp_bounds()
+        rng = np.random.default_rng([self.seed or 0, len(self.trials)])
+        candidates = rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.ACQUISITION_CANDIDATES, len(bounds)))
+
+        def lower_confidence_bound(points):
+            mean, std = gp.predict(np.atleast_2d(points), return_std=True)
+            return mean - self.beta * std
+
+        scores = lower_confidence_bound(candidates)
+        order = np.argsort(scores)
+        refined = []
+        for start in candidates[order[: self.ACQUISITION_REFINED]]:
+            result = scipy.optimize.minimize(lambda v: float(lower_confidence_bound(v)[0]), x0=start, bounds=bounds,
+                                             method="L-BFGS-B", options={"maxiter": 30})
+            refined.append((float(result.fun), result.x))
+        refined.sort(key=lambda pair: pair[0])
+        # Best first: the refined optima, then the candidates by their score.
+        yield from (point for _, point in refined)
+        yield from candidates[order]
