@@ -1,13 +1,10 @@
 import json
 
 from django import forms
-from django.conf import settings
 from django.core import validators
 
-from experiments.datasets.bundled import BUNDLED
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.presentation.ranking_rule import metric_direction
-from experiments.services.datasets import UploadOptions
 from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
 from experiments.services.ensembles import METHODS as ENSEMBLE_METHODS
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
@@ -20,7 +17,6 @@ from experiments.services.warm_starts import (
     warm_start_seeds,
 )
 from experiments.tuning.bounds import (
-    MAX_FILENAME_CHARS,
     InputError,
     load_json,
     no_control_characters,
@@ -29,6 +25,7 @@ from experiments.tuning.bounds import (
 )
 from experiments.tuning.compute_options import BACKEND_NAMES, BACKENDS
 from experiments.tuning.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
+from experiments.tuning.objectives import COST_METRICS, ObjectiveError, cost_help, parse_constraints, parse_objectives
 from experiments.tuning.pruning_options import APPLIES as PRUNING_APPLIES
 from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.tuning.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
@@ -62,80 +59,12 @@ def _percentile(value) -> None:
 def infer_direction(metric: str) -> str:
     return Study.Direction.MAX if metric_direction(metric) == "max" else Study.Direction.MIN
 
+COST_HELP = cost_help()
+
 
 def default_epoch_cap(study: Study) -> int:
     """The retrain's best-epoch detection cap: room for 3x the search's epochs (at least 10)."""
     return min(MAX_EPOCH_CAP, max(10, 3 * study.epochs))
-
-
-def _fraction_field(initial: float) -> forms.FloatField:
-    return forms.FloatField(initial=initial, min_value=0.01, max_value=0.9,
-                            help_text="Share of the rows, e.g. 0.15.")
-
-
-class BundledDatasetForm(forms.Form):
-    bundled_name = forms.ChoiceField(label="Bundled dataset", choices=[(k, f"{k} — {v}") for k, v in BUNDLED.items()])
-    name = forms.CharField(max_length=100, required=False, help_text="Defaults to the dataset's name.",
-                           validators=[no_control_characters])
-    val_fraction = _fraction_field(0.15)
-    test_fraction = _fraction_field(0.15)
-    seed = seed_field("Split seed")
-
-
-class DatasetUploadForm(forms.Form):
-    name = forms.CharField(max_length=100, validators=[no_control_characters])
-    file = forms.FileField(help_text="CSV with a header row, NPZ with arrays x and y, or a ZIP of images in one "
-                           "folder per class.")
-    kind = forms.ChoiceField(label="Kind of data", initial="auto", required=False, choices=[
-        ("auto", "Detect (ZIP: images; NPZ: by the shape of x; CSV: tabular, text or time series by the fields below)"),
-        ("tabular", "Tabular rows"), ("image", "Images"), ("text", "Text"), ("sequence", "Sequences")])
-    target_column = forms.CharField(max_length=200, required=False, help_text="CSV only: the column to predict.")
-    text_column = forms.CharField(max_length=200, required=False,
-                                  help_text="Text CSV: the column holding the texts.")
-    window = forms.IntegerField(required=False, min_value=1, max_value=100_000, label="Window length",
-                                help_text="Time-series CSV: time steps each sample sees (rows in file order).")
-    horizon = forms.IntegerField(initial=1, min_value=1, required=False, max_value=100_000,
-                                 help_text="Time-series CSV: how many steps after the window the target is.")
-    image_size = forms.CharField(max_length=20, required=False, label="Image size",
-                                 help_text="Images: height×width (e.g. 32x32) or one number for squares; "
-                                 "empty: the most common size, at most 256.")
-    color_mode = forms.ChoiceField(label="Colour mode", initial="auto", required=False, choices=[
-        ("auto", "Detect (grayscale when every image is)"), ("grayscale", "Grayscale"), ("rgb", "RGB"),
-        ("rgba", "RGBA")])
-    task = forms.ChoiceField(choices=[("auto", "Detect"), ("classification", "Classification"),
-                                      ("regression", "Regression")], initial="auto")
-    val_fraction = _fraction_field(0.15)
-    test_fraction = _fraction_field(0.15)
-    seed = seed_field("Split seed")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["file"].help_text += f" At most {settings.UPLOAD_MAX_MB} MB."
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        if len(upload.name) > MAX_FILENAME_CHARS:
-            raise forms.ValidationError(f"The file name is too long ({len(upload.name)} characters; at most "
-                                        f"{MAX_FILENAME_CHARS}): rename the file and upload it again.")
-        return upload
-
-    def clean_image_size(self):
-        text = self.cleaned_data["image_size"].strip().lower().replace("×", "x")
-        if not text:
-            return None
-        parts = text.split("x")
-        if len(parts) > 2 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
-            raise forms.ValidationError("Write the size as height×width, e.g. 32x32, or one number for squares.")
-        height, width = (int(parts[0]), int(parts[-1]))
-        if not (4 <= height <= 1024 and 4 <= width <= 1024):
-            raise forms.ValidationError("Each side must be from 4 to 1,024 pixels.")
-        return height, width
-
-    def upload_options(self):
-        data = self.cleaned_data
-        return UploadOptions(kind=data["kind"] or "auto", target_column=data["target_column"],
-                             text_column=data["text_column"], window=data["window"], horizon=data["horizon"] or 1,
-                             image_size=data["image_size"], color_mode=data["color_mode"] or "auto", task=data["task"])
 
 
 class SeedStudiesField(forms.ModelMultipleChoiceField):
@@ -162,6 +91,16 @@ class StudyForm(forms.ModelForm):
                   "the space's default; they count towards max trials.")
     top_k = forms.IntegerField(label="Best configurations per study", initial=DEFAULT_TOP_K, min_value=1,
                                max_value=MAX_TOP_K, required=False)
+    extra_objectives = forms.CharField(
+        required=False, label="More objectives", widget=forms.Textarea(attrs={"rows": 2, "placeholder": "params min"}),
+        help_text="Up to two more metrics to optimise at once, one per line with min or max (e.g. \"params min\", "
+                  "\"latency_ms min\"): the result is then a Pareto front to pick from. " + COST_HELP)
+    constraints = forms.CharField(
+        required=False, label="Constraints",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "params <= 100000"}),
+        help_text="One per line: a metric, <= or >=, and a number (e.g. \"params <= 100000\", \"latency_ms <= 5\"). "
+                  "A trial that breaks one is infeasible: never best, never on the front, and the tuner learns to "
+                  "avoid it.")
 
     class Meta:
         model = Study
@@ -285,7 +224,8 @@ class StudyForm(forms.ModelForm):
             rows = load_json(text, what="The search space") if isinstance(text, str) else (text or [])
         except InputError:
             rows = []
-        trials = self.data.get("max_trials") if self.is_bound else self.initial.get("max_trials")
+        trials = (self.data.get("max_trials") if self.is_bound
+                  else self.initial.get("max_trials", self.fields["max_trials"].initial))
         trials = int(trials) if str(trials or "").isdigit() else None
         return default_initial_random_trials(rows if isinstance(rows, list) else [], trials)
 
@@ -326,6 +266,12 @@ class StudyForm(forms.ModelForm):
                 self.add_error("search_space", " ".join(m for messages in wrong.values() for m in messages))
         if data.get("objective_direction") == "auto" and metric:
             data["objective_direction"] = infer_direction(metric)
+        allowed = METRICS_BY_TASK[dataset.task] + list(COST_METRICS) if dataset and hypermodel in BUILTIN else None
+        for name, parse in (("extra_objectives", parse_objectives), ("constraints", parse_constraints)):
+            try:
+                data[name] = parse(data.get(name), allowed=allowed)
+            except ObjectiveError as exc:
+                self.add_error(name, str(exc))
         for name, default in COMPUTE_DEFAULTS.items():
             if data.get(name) in (None, "") and name != "queue":
                 data[name] = default

@@ -29,6 +29,15 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import Matern
 from threadpoolctl import threadpool_limits
 
+# A trial's constraint violations, kept among its KerasTuner metrics (workers/oracle.py, complete).
+CONSTRAINT_METRIC = "tuneboard/constraint_{}"
+
+
+def violated(trial) -> bool:
+    """Whether the trial broke one of the study's constraints."""
+    return any(name.startswith("tuneboard/constraint_") and trial.metrics.get_last_value(name) > 0
+               for name in trial.metrics.metrics)
+
 
 class GaussianProcessSearch(BayesianOptimizationOracle):
     GP_REFIT_GROWTH = 1.1
@@ -80,8 +89,12 @@ class GaussianProcessSearch(BayesianOptimizationOracle):
     def _completed_vectors(self, completed) -> tuple[np.ndarray, np.ndarray]:
         x = np.array([self._vector(t) for t in completed], dtype=float)
         sign = -1.0 if self.objective.direction == "max" else 1.0  # framed as a minimisation
-        y = np.array([sign * t.score for t in completed], dtype=float)
-        return np.nan_to_num(x, posinf=0, neginf=0), np.nan_to_num(y, posinf=0, neginf=0)
+        y = np.nan_to_num(np.array([sign * t.score for t in completed], dtype=float), posinf=0, neginf=0)
+        broken = np.array([violated(t) for t in completed], dtype=bool)
+        if broken.any():
+            # An infeasible trial counts as the worst result seen: the process steers away from it.
+            y[broken] = y.max() if broken.all() else y[~broken].max()
+        return np.nan_to_num(x, posinf=0, neginf=0), y
 
     def _kernel(self, dims: int) -> Matern:
         kernel = Matern(nu=2.5, length_scale=np.ones(max(dims, 1)), length_scale_bounds=self.LENGTH_SCALE_BOUNDS)

@@ -29,6 +29,10 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState, create_trial
 
 from experiments.errors import TunerUnavailable
+from workers.bayesian import CONSTRAINT_METRIC
+
+_CONSTRAINTS_KEY = "constraints"  # optuna/study/_constrained_optimization.py: what samplers read
+BROKEN = 1e12  # a constraint on a metric the trial did not report
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -36,12 +40,17 @@ SAMPLERS = ("tpe", "gp", "nsga2")
 
 
 class OptunaSearch(oracle_module.Oracle):
-    def __init__(self, *, sampler: str, num_initial_points: int | None = None, **kwargs):
+    def __init__(self, *, sampler: str, num_initial_points: int | None = None, extra_objectives=(),
+                 constraints: int = 0, **kwargs):
+        """`extra_objectives`: the study's other objectives ([{"metric", "direction"}]), read from
+        each trial's metrics; `constraints`: how many, their violations read likewise."""
         super().__init__(**kwargs)
         if sampler not in SAMPLERS:
             raise ValueError(f"Unknown Optuna sampler {sampler!r}.")
         self.sampler = sampler
         self.num_initial_points = num_initial_points
+        self.extra_objectives = list(extra_objectives)
+        self.constraint_count = constraints
         self.trial_attrs: dict[str, dict] = {}  # trial id -> what the sampler recorded on it
 
     def get_state(self):
@@ -60,7 +69,8 @@ class OptunaSearch(oracle_module.Oracle):
                          if not isinstance(hp, hp_module.Fixed)}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna's "experimental feature" notes
-            study = optuna.create_study(direction="maximize" if self.objective.direction == "max" else "minimize",
+            directions = [self.objective.direction] + [row["direction"] for row in self.extra_objectives]
+            study = optuna.create_study(directions=["maximize" if d == "max" else "minimize" for d in directions],
                                         sampler=self._sampler())
             # Every trial, in a fixed order: Optuna's ids (which NSGA-II's parent records name)
             # are then the same in every rebuild.
@@ -111,12 +121,22 @@ class OptunaSearch(oracle_module.Oracle):
                   if name in values and _contains(dist, values[name])}
         known = {name: distributions[name] for name in params}
         attrs = self.trial_attrs.get(trial.trial_id, {})
-        if trial.status == TrialStatus.COMPLETED and trial.score is not None and math.isfinite(trial.score):
-            return create_trial(params=params, distributions=known, value=float(trial.score),
-                                state=TrialState.COMPLETE, system_attrs=attrs)
+        values = self._objective_values(trial)
+        if trial.status == TrialStatus.COMPLETED and values is not None:
+            constraints = {f"{_CONSTRAINTS_KEY}:{i}": _last(trial, CONSTRAINT_METRIC.format(i), BROKEN)
+                           for i in range(self.constraint_count)}
+            return create_trial(params=params, distributions=known, values=values, state=TrialState.COMPLETE,
+                                system_attrs={**attrs, **constraints})
         if trial.status == TrialStatus.RUNNING:
             return create_trial(params=params, distributions=known, state=TrialState.RUNNING, system_attrs=attrs)
         return create_trial(params=params, distributions=known, state=TrialState.FAIL, system_attrs=attrs)
+
+    def _objective_values(self, trial) -> list[float] | None:
+        """Its score and each other objective's value, or None when one is missing."""
+        values = [trial.score] + [_last(trial, row["metric"], None) for row in self.extra_objectives]
+        if any(v is None or not math.isfinite(v) for v in values):
+            return None
+        return [float(v) for v in values]
 
     def _suggest(self, asked, distributions: dict) -> dict:
         """The active hyperparameters' values, parents before children (the space's order)."""
@@ -136,6 +156,10 @@ class OptunaSearch(oracle_module.Oracle):
             else:
                 chosen.values[hp.name] = int(value) if isinstance(hp, hp_module.Int) else float(value)
         return chosen.values
+
+
+def _last(trial, metric: str, default):
+    return trial.metrics.get_last_value(metric) if trial.metrics.exists(metric) else default
 
 
 def _torch_installed() -> bool:

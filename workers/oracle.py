@@ -12,6 +12,7 @@ The row lock, not the oracle's per-process lock, serialises claims across proces
 import collections
 import contextlib
 import copy
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -22,9 +23,9 @@ from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
 from experiments.tuning.space_values import default_initial_random_trials
-from workers.bayesian import GaussianProcessSearch
+from workers.bayesian import CONSTRAINT_METRIC, GaussianProcessSearch
 from workers.hyperparameters import to_hyperparameters, typed_values
-from workers.optuna_search import OptunaSearch
+from workers.optuna_search import BROKEN, OptunaSearch
 
 
 class _StateInPostgres:
@@ -175,6 +176,7 @@ def _new_oracle(study):
         oracle = ResumableGridSearchOracle(max_trials=study.max_trials, **common)
     elif study.tuner in OPTUNA_TUNERS:
         oracle = OptunaOracle(sampler=OPTUNA_TUNERS[study.tuner], max_trials=study.max_trials,
+                              extra_objectives=study.extra_objectives, constraints=len(study.constraints),
                               num_initial_points=study.initial_random_trials
                               or default_initial_random_trials(study.search_space, study.max_trials), **common)
     else:
@@ -302,9 +304,16 @@ class KerasTunerOracles:
         return Proposal("running", kt_trial.trial_id, dict(kt_trial.hyperparameters.values),
                         compact_trial_state(kt_trial), seeded=bool(taken), retry=kt_trial.trial_id in known)
 
-    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None) -> Ended:
+    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None,
+                 extra: dict | None = None, violations: list[float] | None = None) -> Ended:
+        """`extra`: the other objectives' values; `violations`: each constraint's (> 0: broken),
+        kept as trial metrics (CONSTRAINT_METRIC) for the tuners that model them."""
         kt_trial = oracle.trials[trial_id]
-        oracle.update_trial(trial_id, {objective: score}, step=0 if best_step is None else best_step)
+        metrics = {objective: score}
+        metrics.update({name: value for name, value in (extra or {}).items()
+                        if value is not None and math.isfinite(value)})
+        metrics.update({CONSTRAINT_METRIC.format(i): min(value, BROKEN) for i, value in enumerate(violations or [])})
+        oracle.update_trial(trial_id, metrics, step=0 if best_step is None else best_step)
         kt_trial.status = TrialStatus.COMPLETED
         oracle.end_trial(kt_trial)
         return Ended(compact_trial_state(kt_trial), oracle.failure_limit_reached)

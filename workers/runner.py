@@ -18,6 +18,7 @@ from experiments.services.training_inputs import study_for_training, trial_check
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
 from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
 from experiments.tuning.compute_options import ComputeSettings
+from experiments.tuning.objectives import needs_latency
 from workers import checkpoints, hypermodels
 from workers.compute import backend
 from workers.environment import environment_record, training_settings
@@ -63,7 +64,7 @@ def trial_spec(study, values: dict, *, seed: int) -> TrialSpec:
         objective=study.objective_metric, direction=study.objective_direction,
         epochs=int(values.get("tuner/epochs", study.epochs)), initial_epoch=int(values.get("tuner/initial_epoch", 0)),
         batch_size=study.batch_size, patience=study.patience, executions=study.executions_per_trial, seed=seed,
-        time_limit_seconds=settings.MAX_TRIAL_SECONDS,
+        time_limit_seconds=settings.MAX_TRIAL_SECONDS, measure_latency=needs_latency(study),
     )
 
 

@@ -27,6 +27,7 @@ from workers.compute import (
     placement_for,
     precision,
 )
+from workers.model_costs import model_costs
 from workers.trial_stops import TrialCancelled, TrialFailed
 
 
@@ -63,6 +64,7 @@ class TrialSpec:
     seed: int
     initial_epoch: int = 0
     time_limit_seconds: float | None = None  # TUNEBOARD_MAX_TRIAL_SECONDS
+    measure_latency: bool = False  # the study optimises or bounds latency_ms (workers/model_costs.py)
 
 
 @dataclass
@@ -309,8 +311,9 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
             pruned = report.pruned
             break
     assert best is not None
+    costs = model_costs(model, data.x_val, latency=spec.measure_latency, replicas=run.placement.replicas)
     return TrialResult(
-        score=float(np.mean(scores)), best_step=best[1], metrics=best[2],
+        score=float(np.mean(scores)), best_step=best[1], metrics={**best[2], **costs},
         checkpoint_path=best[3], duration_seconds=time.monotonic() - started, compute=run.record(),
         epochs_trained=epochs_trained, pruned=pruned,
     )

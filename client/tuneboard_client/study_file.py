@@ -24,8 +24,10 @@ CHOICES = {
     "pruner": ("none", "median", "percentile", "successive_halving"),
 }
 REQUIRED = ("name", "dataset", "hypermodel", "search_space")
+# Lists of mappings, checked in full by the server: [{metric, direction}] and [{metric, op, value}].
+LIST_FIELDS = {"extra_objectives": ("metric", "direction"), "constraints": ("metric", "op", "value")}
 FIELDS = (*REQUIRED, "tuner", "objective_metric", "objective_direction", *INT_FIELDS, "queue", "precision",
-          "jit_compile", "pruner", "pruning_percentile", "start")
+          "jit_compile", "pruner", "pruning_percentile", *LIST_FIELDS, "start")
 HP_TYPES = ("int", "float", "choice", "boolean", "fixed")
 
 
@@ -103,6 +105,12 @@ def validate(data: Any, *, source: str = "the study file") -> dict:
         problems.append(f"dataset: ids are positive, not {dataset}")
     if "start" in data and not isinstance(data["start"], bool):
         problems.append(f"start: must be true or false, not {data['start']!r}")
+    for key, keys in LIST_FIELDS.items():
+        rows = data.get(key)
+        if rows is not None and not (isinstance(rows, list) and all(isinstance(r, dict) and set(r) == set(keys)
+                                                                    for r in rows)):
+            problems.append(f"{key}: must be a list of mappings with {', '.join(keys)} (e.g. - {{"
+                            + ", ".join(f"{k}: ..." for k in keys) + "})")
     problems += _search_space_problems(data.get("search_space"))
     if problems:
         raise StudyFileError(source, problems)

@@ -76,7 +76,8 @@ class StudySerializer(serializers.ModelSerializer):
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "status", "message", "created",
+                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "extra_objectives", "constraints",
+                  "status", "message", "created",
                   "started", "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used"]
 
     def get_url(self, obj) -> str:
@@ -107,6 +108,10 @@ class StudySerializer(serializers.ModelSerializer):
     def get_best_trial(self, obj) -> TrialSerializer(allow_null=True):  # type: ignore[valid-type]
         best = self.context[FIGURES]["best"].get(obj.pk)
         return TrialSerializer(best, context=self.context).data if best is not None else None
+
+
+# Lists in the API's JSON, text in the page's form (one validation layer: the form's).
+STUDY_JSON_FIELDS = ("search_space", "extra_objectives", "constraints")
 
 
 class StudyInput(StrictSerializer):
@@ -145,6 +150,12 @@ class StudyInput(StrictSerializer):
     pruning_percentile = serializers.FloatField(required=False, help_text="The percentile pruner's share kept.")
     pruning_min_epochs = serializers.IntegerField(required=False, help_text="Successive halving's first rung.")
     pruning_reduction_factor = serializers.IntegerField(required=False)
+    extra_objectives = serializers.JSONField(
+        required=False, help_text='Up to two more objectives: [{"metric": "params", "direction": "min"}]; metrics '
+                                  'besides the hypermodel\'s: params, latency_ms. The result is a Pareto front.')
+    constraints = serializers.JSONField(
+        required=False, help_text='[{"metric": "params", "op": "<=", "value": 100000}]: a trial that breaks one is '
+                                  'infeasible.')
     start = serializers.BooleanField(required=False, default=False)
 
 
@@ -221,7 +232,7 @@ class StudyList(generics.GenericAPIView):
             raise invalid("start", f"Must be true or false, not {start!r}.")
         start = start is True or str(start).lower() in ("true", "on", "1")
         data["seed_from"] = seed_studies(request, data)
-        form = validated(StudyForm, data, json_fields=("search_space",), team=request.team, refuse_unused=True)
+        form = validated(StudyForm, data, json_fields=STUDY_JSON_FIELDS, team=request.team, refuse_unused=True)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         if start:
             study_start(study=study)
@@ -308,7 +319,7 @@ class StudyClone(generics.GenericAPIView):
                 raise invalid("dataset", "Give one dataset's id, a whole number like 12.")
             values["dataset"] = get_dataset_for_user(request, dataset_id).id
         values["seed_from"] = seed_studies(request, data)
-        form = validated(StudyForm, values, json_fields=("search_space",), defaults=False, team=request.team,
+        form = validated(StudyForm, values, json_fields=STUDY_JSON_FIELDS, defaults=False, team=request.team,
                          refuse_unused=True)
         study = study_create(team=request.team, user=request.user, **form.cleaned_data)
         return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)

@@ -7,6 +7,7 @@ from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from experiments.api.bodies import NoFields, body_object, strict
@@ -15,6 +16,7 @@ from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute
 from experiments.models import Trial, TrialEpoch, TrialRerun
 from experiments.selectors.trial_reruns import trial_reruns
+from experiments.selectors.trials import pareto_rows
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.views.access import get_study_for_user, get_trial_for_user
 
@@ -36,7 +38,7 @@ class TrialSerializer(serializers.ModelSerializer):
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
                   "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from", "epochs_trained",
-                  "pruning"]
+                  "pruning", "feasible"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,
@@ -191,3 +193,32 @@ class TrialEpochs(generics.GenericAPIView):
         trial = get_trial_for_user(request, study_id, trial_pk)
         page = self.paginate_queryset(TrialEpoch.objects.filter(trial=trial).order_by("execution", "epoch"))
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ParetoRowSerializer(serializers.Serializer):
+    trial = TrialSerializer()
+    values = serializers.ListField(child=serializers.FloatField(),
+                                   help_text="One per objective, in `objectives`'s order.")
+
+
+class ParetoFrontSerializer(serializers.Serializer):
+    objectives = serializers.ListField(child=serializers.DictField(),
+                                       help_text='[{"metric", "direction"}], primary first.')
+    front = ParetoRowSerializer(many=True)
+
+
+class StudyParetoFront(generics.GenericAPIView):
+    """The trials of a multi-objective study that no other feasible trial beats on every objective,
+    best first by the first objective (what the study page's Pareto table shows). A study with one
+    objective has no front: 404 with the reason."""
+    serializer_class = ParetoFrontSerializer
+
+    @extend_schema(responses={200: ParetoFrontSerializer, **ERRORS})
+    def get(self, request, study_id: int):
+        study = get_study_for_user(request, study_id)
+        if not study.extra_objectives:
+            raise NotFound("This study has one objective: its best trial is its result (best_trial), not a front.")
+        objectives = [{"metric": study.objective_metric, "direction": study.objective_direction},
+                      *study.extra_objectives]
+        rows = pareto_rows(study=study)
+        return Response(self.get_serializer({"objectives": objectives, "front": rows}).data)

@@ -30,6 +30,7 @@ urlpatterns = [
     path("studies/<int:study_id>/clone/", studies.StudyClone.as_view(), name="study-clone"),
     path("studies/<int:study_id>/models/", trained_models.StudyModels.as_view(), name="study-models"),
     path("studies/<int:study_id>/trials/", trials.TrialList.as_view(), name="trial-list"),
+    path("studies/<int:study_id>/pareto-front/", trials.StudyParetoFront.as_view(), name="study-pareto-front"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", trials.TrialDetail.as_view(), name="trial-detail"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/epochs/", trials.TrialEpochs.as_view(), name="trial-epochs"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/", trials.TrialRerunCreate.as_view(),

@@ -6,7 +6,7 @@ from django.utils import timezone
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import comparison, figures, importance, study_charts
 from experiments.selectors.queueing import study_capacity
-from experiments.selectors.trials import WITH_RESULTS
+from experiments.selectors.trials import WITH_RESULTS, pareto_chart
 from experiments.tuning.space_values import default_initial_random_trials
 from experiments.tuning.tuners import GUIDED_TUNERS
 
@@ -155,6 +155,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
         "importance": importance,
         "importance_trials": len(sample),
         "eta_seconds": study_eta_seconds(study=study),
+        "pareto": pareto_chart(study=study) if study.extra_objectives else None,
     }
 
 

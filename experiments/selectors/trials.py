@@ -6,6 +6,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import figures, study_charts
+from experiments.tuning.objectives import directions, objective_values, pareto_front
 
 # Trials that produced a result (a pruned one is cut short, not failed).
 WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
@@ -36,7 +37,8 @@ def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -
 
 def _best_trial_pks(study_ids: list[int], order: tuple[str, ...]):
     """Each study's best completed trial by `order` (evaluated once per study, not per trial)."""
-    best = Trial.objects.filter(study_id=OuterRef("pk"), status=Trial.Status.COMPLETED).order_by(*order)
+    best = (Trial.objects.filter(study_id=OuterRef("pk"), status=Trial.Status.COMPLETED)
+            .exclude(feasible=False).order_by(*order))  # an infeasible trial is never "best"
     return Study.objects.filter(pk__in=study_ids).annotate(best_pk=Subquery(best.values("pk")[:1])).values("best_pk")
 
 
@@ -66,8 +68,42 @@ def study_top_trials(*, study: Study, n: int, include_pruned: bool = False) -> l
     (a pruned trial's score is its best before it was stopped, short of its full training)."""
     order = "-score" if study.objective_direction == "max" else "score"
     statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+    if study.extra_objectives:  # several objectives: the Pareto front, by the first objective
+        return [row["trial"] for row in pareto_rows(study=study, include_pruned=include_pruned)[:n]]
     return list(Trial.objects.filter(study=study, status__in=statuses, score__isnull=False)
-                .order_by(order, "number")[:n])
+                .exclude(feasible=False).order_by(order, "number")[:n])
+
+
+def pareto_chart(*, study: Study) -> dict:
+    """Every completed trial with a value for each objective, marked on the front or not, and
+    infeasible ones apart: the study page's Pareto chart (one query)."""
+    trials = list(Trial.objects.filter(study=study, status=Trial.Status.COMPLETED, score__isnull=False)
+                  .order_by("number").values("pk", "number", "score", "metrics", "feasible"))
+    points = [(t, objective_values(t["metrics"], t["score"], study)) for t in trials]
+    points = [(t, v) for t, v in points if all(x is not None for x in v)]
+    feasible = [(t, v) for t, v in points if t["feasible"] is not False]
+    front = {feasible[i][0]["pk"] for i in pareto_front([v for _, v in feasible], directions(study))}
+    return {"objectives": [f"{d} {m}" for m, d in zip(objective_names(study), directions(study), strict=True)],
+            "points": [{"number": t["number"], "values": v, "front": t["pk"] in front,
+                        "feasible": t["feasible"] is not False} for t, v in points]}
+
+
+def objective_names(study: Study) -> list[str]:
+    return [study.objective_metric] + [row["metric"] for row in study.extra_objectives]
+
+
+def pareto_rows(*, study: Study, include_pruned: bool = False) -> list[dict]:
+    """The study's Pareto front: its feasible trials with a value for every objective that no
+    other such trial beats on all of them, best first by the first objective. Each row: the
+    trial and its objective values (experiments/tuning/objectives.py)."""
+    statuses = WITH_RESULTS if include_pruned else (Trial.Status.COMPLETED,)
+    candidates = [(t, objective_values(t.metrics, t.score, study))
+                  for t in Trial.objects.filter(study=study, status__in=statuses, score__isnull=False)
+                  .exclude(feasible=False).defer("kt_state").order_by("number")]
+    candidates = [(t, v) for t, v in candidates if all(x is not None for x in v)]
+    front = [candidates[i] for i in pareto_front([v for _, v in candidates], directions(study))]
+    first = 1 if study.objective_direction == "min" else -1
+    return [{"trial": t, "values": v} for t, v in sorted(front, key=lambda pair: (first * pair[1][0], pair[0].number))]
 
 
 def study_trials_export(*, study: Study) -> tuple[list[str], Iterator[list]]:

@@ -18,6 +18,7 @@ from experiments.states import STUDY_MOVES, StudyStatus
 from experiments.tuning.bounds import MAX_SEED
 from experiments.tuning.compute_options import BACKENDS, compute_errors
 from experiments.tuning.hypermodel_catalog import BUILTIN, backend_mismatch, hypermodels_for_kind
+from experiments.tuning.objectives import ObjectiveError, objective_errors, parse_constraints, parse_objectives
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
@@ -134,6 +135,7 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     pruning = {name: options[name] for name in PRUNING_FIELDS if name in options}
     if pruning:
         errors.update(pruning_errors(tuner=tuner, epochs=options.get("epochs"), **pruning))
+    errors.update(_objectives_errors(tuner, options))
     dataset, hypermodel = options.get("dataset"), options.get("hypermodel")
     if dataset is not None and hypermodel:
         # A name this process does not know is left to the worker, which reports it on the trial.
@@ -144,6 +146,21 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     backend = options.get("backend")
     if entry and backend in BACKENDS and "hypermodel" not in errors and (why := backend_mismatch(entry, backend)):
         errors["backend"] = f"The {hypermodel} hypermodel {why}; choose TensorFlow or another hypermodel."
+    return errors
+
+
+def _objectives_errors(tuner: str | None, options: dict) -> dict[str, str]:
+    """Several objectives and constraints: well formed (the form parses the page's lines; other
+    callers pass lists), and what they allow (experiments/tuning/objectives.py)."""
+    errors, parsed = {}, {}
+    for name, parse in (("extra_objectives", parse_objectives), ("constraints", parse_constraints)):
+        try:
+            parsed[name] = parse(options.get(name), allowed=None)
+        except ObjectiveError as exc:
+            errors[name] = str(exc)
+    if "extra_objectives" in parsed:
+        errors.update(objective_errors(tuner=tuner, objective_metric=options.get("objective_metric"),
+                                       extra_objectives=parsed["extra_objectives"], pruner=options.get("pruner")))
     return errors
 
 
@@ -161,6 +178,9 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
         raise StudyError("That dataset does not belong to your team.")
     rows = validate_search_space(search_space)
     _refuse(study_settings_errors(search_space=rows, dataset=dataset, hypermodel=hypermodel, **options))
+    for field, parse in (("extra_objectives", parse_objectives), ("constraints", parse_constraints)):
+        if field in options:
+            options[field] = parse(options[field], allowed=None)  # as stored: plain lists of dicts
     seeds = []
     if seed_from:
         try:

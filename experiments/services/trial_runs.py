@@ -32,6 +32,7 @@ from experiments.services.notifications import notify_study_ended, notify_trial_
 from experiments.services.studies import study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
 from experiments.states import StudyStatus, TrialStatus
+from experiments.tuning.objectives import violations
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
@@ -45,7 +46,8 @@ class Oracles(Protocol):
 
     def load(self, study: Study, trial_rows_since: Callable[[int], Iterable[tuple[dict, dict]]]): ...
     def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
-    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None): ...
+    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None,
+                 extra: dict | None = None, violations: list[float] | None = None): ...
     def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
     def release(self, oracle, trial_id: str): ...
     def done(self, oracle) -> bool: ...
@@ -263,10 +265,15 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         # A pruned trial reaches the tuner as a completed one whose score is its best value
         # before it was stopped (the value the pruner judged, scored like a completed trial's
         # best epoch): the Bayesian tuner's Gaussian process learns that the region is poor.
+        # The other objectives' values and the constraints' violations (> 0: broken) reach the
+        # tuner too: Optuna's samplers search for the front and avoid infeasible regions.
+        found = violations(outcome.metrics, study.constraints)
         ended = oracles.complete(oracle, row.trial_id, objective=study.objective_metric, score=outcome.score,
-                                 best_step=outcome.best_step)
+                                 best_step=outcome.best_step, violations=found,
+                                 extra={o["metric"]: outcome.metrics.get(o["metric"]) for o in study.extra_objectives})
         status = TrialStatus.PRUNED if outcome.status == "pruned" else TrialStatus.COMPLETED
         _finish_row(row, study, status, ended.state, outcome, score=outcome.score,
+                    feasible=all(v <= 0 for v in found) if study.constraints else None,
                     best_epoch=None if outcome.best_step is None else outcome.best_step + 1,
                     metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute,
                     environment=outcome.environment, epochs_trained=outcome.epochs_trained, pruning=outcome.pruning)

@@ -8,7 +8,7 @@ from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
                  "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "backend", "parallelism",
                  "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
-                 *PRUNING_FIELDS]
+                 *PRUNING_FIELDS, "extra_objectives", "constraints"]
 
 NAME_ROOM = Study._meta.get_field("name").max_length - len(" (copy)")
 

@@ -14,6 +14,8 @@ from experiments.selectors.studies import study_chart_data as study_chart_data_f
 from experiments.selectors.studies import study_eta_seconds, study_progress, study_pruning_savings, team_studies
 from experiments.selectors.trained_models import study_models
 from experiments.selectors.trials import (
+    objective_names,
+    pareto_rows,
     study_best_trial,
     study_top_trials,
     study_trials_by_score,
@@ -29,6 +31,7 @@ from experiments.tuning import pruners
 from experiments.tuning.bounds import parse_id
 from experiments.tuning.cloning import clone_values
 from experiments.tuning.hypermodel_catalog import hypermodel_entries
+from experiments.tuning.objectives import as_lines
 from experiments.tuning.pruning_options import PruningSettings
 from experiments.tuning.pruning_options import describe as describe_pruning
 from experiments.views.access import (
@@ -65,6 +68,8 @@ def study_clone(request, study_id: int):
     original = get_study_for_user(request, study_id)
     initial = clone_values(original)
     initial["search_space"] = json.dumps(initial["search_space"], indent=1)
+    for name in ("extra_objectives", "constraints"):
+        initial[name] = as_lines(initial[name])
     initial["seed_from"] = [original.pk] if study_top_trials(study=original, n=1) else []
     return _study_form_page(request, initial, original=original)
 
@@ -123,6 +128,8 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
         "pruning_savings": study_pruning_savings(study=study, progress=progress),
         "search_space_names": [row["name"] for row in study.search_space],
         "no_live_worker": study.is_active and not capacity["slots"],
+        "pareto": pareto_rows(study=study) if study.extra_objectives else None,
+        "objective_names": objective_names(study),
     }
     for trial in context["trials"]:
         trial.still_improving = (trial.status == trial.Status.COMPLETED

@@ -33,6 +33,7 @@
     if (curves.length) Plotly.react("curves-chart", curves, { ...base("Learning curves (loss; dotted: train)"), xaxis: { title: { text: "epoch" } } }, config);
 
     drawParallel(data);
+    drawPareto(data.pareto);
 
     show("importance", data.importance.length > 0);
     if (data.importance.length) {
@@ -43,6 +44,29 @@
     }
     const note = document.getElementById("charts-note");
     note.textContent = h.shown < h.total ? `History shows ${h.shown} of ${h.total} trials (every improvement kept).` : "";
+  }
+
+  // Several objectives: every trial on the first two (a third as colour), the Pareto front
+  // joined by a line, infeasible trials as grey crosses.
+  function drawPareto(p) {
+    if (!p || !document.getElementById("pareto-chart")) return;
+    show("pareto", p.points.length > 0);
+    if (!p.points.length) return;
+    const pick = (rows, i) => rows.map((r) => r.values[i]);
+    const label = (rows) => rows.map((r) => "trial " + r.number);
+    const front = p.points.filter((r) => r.front).sort((a, b) => a.values[0] - b.values[0]);
+    const rest = p.points.filter((r) => !r.front && r.feasible);
+    const infeasible = p.points.filter((r) => !r.feasible);
+    const colour = p.objectives.length > 2 ? { color: pick(rest, 2), colorscale: "Viridis", showscale: true,
+      colorbar: { title: { text: p.objectives[2] } } } : { color: "#9aa9bb" };
+    Plotly.react("pareto-chart", [
+      { x: pick(rest, 0), y: pick(rest, 1), text: label(rest), mode: "markers", name: "dominated", marker: colour },
+      { x: pick(infeasible, 0), y: pick(infeasible, 1), text: label(infeasible), mode: "markers", name: "infeasible",
+        marker: { color: "#bbbbbb", symbol: "x" } },
+      { x: pick(front, 0), y: pick(front, 1), text: label(front), mode: "lines+markers", name: "Pareto front",
+        line: { shape: "hv", color: "#d62728" }, marker: { size: 9, color: "#d62728" } },
+    ], { ...base("Pareto front"), xaxis: { title: { text: p.objectives[0] } }, yaxis: { title: { text: p.objectives[1] } } },
+    config);
   }
 
   // Parallel coordinates: the most important hyperparameters by default (the server picks

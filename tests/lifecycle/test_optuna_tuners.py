@@ -12,8 +12,8 @@ from experiments.models import Study, Trial
 from experiments.services import studies, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
 from tests.integration.helpers import saved_study
-from workers import oracle as adapter
 from workers import optuna_search
+from workers import oracle as adapter
 
 ORACLES = adapter.KerasTunerOracles()
 pytestmark = pytest.mark.django_db

@@ -185,7 +185,7 @@ def test_the_dockerfile_installs_the_package_and_exposes_port_8000():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
     # The default image's dependencies with TensorFlow (an extra), then the package itself.
-    assert re.search(r'pip install --no-cache-dir "\.\[tensorflow\]"', dockerfile)
+    assert re.search(r'pip install --no-cache-dir "\.\[tensorflow,gp\]"', dockerfile)
     assert re.search(r"pip install --no-cache-dir --no-deps \.(\s|$)", dockerfile)
     assert re.search(r"^EXPOSE 8000$", dockerfile, re.MULTILINE)
 

@@ -43,11 +43,13 @@ space = [
     {"name": "learning_rate", "type": "float", "min": 0.001, "max": 0.1, "step": None,
      "sampling": "log", "parent": None, "parent_values": []},
 ]
+# Two objectives, so its Pareto front (page and API) is served too.
 study = study_create(team=team, user=user, dataset=dataset, name="study", hypermodel="dense",
-                     search_space=space, objective_metric="val_accuracy", objective_direction="max")
+                     search_space=space, objective_metric="val_accuracy", objective_direction="max",
+                     extra_objectives=[{"metric": "params", "direction": "min"}])
 trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
                              hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9,
-                             metrics={"val_accuracy": 0.9})
+                             metrics={"val_accuracy": 0.9, "params": 1234.0})
 TrialEpoch.objects.create(trial=trial, epoch=0, metrics={"loss": 0.5, "val_accuracy": 0.9})
 # A second study of the dataset, with enough trials for the comparison's importance.
 study_b = study_create(team=team, user=user, dataset=dataset, name="study b", hypermodel="dense",
