@@ -35,6 +35,10 @@ from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.tuning.pruning_options import model_field as pruning_field
 from experiments.tuning.search_space import SearchSpaceError, validate_search_space
 from experiments.tuning.space_values import default_initial_random_trials, fixed_type_errors
+from experiments.tuning.stopping_rules import HELP_TEXTS as STOPPING_HELP
+from experiments.tuning.stopping_rules import LABELS as STOPPING_LABELS
+from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
+from experiments.tuning.stopping_rules import NOT_A_NUMBER
 from experiments.tuning.tuners import tuner_help
 
 METRICS_BY_TASK = {
@@ -107,7 +111,7 @@ class StudyForm(forms.ModelForm):
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
                   "patience", "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision",
-                  "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS]
+                  "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience",
                   "batch_size": "Batch size (per replica)", "queue": "Accelerator queue", "backend": "Keras backend",
@@ -115,7 +119,8 @@ class StudyForm(forms.ModelForm):
                   "devices_per_trial": "Devices per trial", "pruner": "Pruner",
                   "pruning_startup_trials": "Startup trials", "pruning_warmup_epochs": "Warm-up epochs",
                   "pruning_min_trials": "Minimum trials at an epoch", "pruning_percentile": "Percentile kept",
-                  "pruning_min_epochs": "Min epochs (first rung)", "pruning_reduction_factor": "Reduction factor"}
+                  "pruning_min_epochs": "Min epochs (first rung)", "pruning_reduction_factor": "Reduction factor",
+                  **STOPPING_LABELS}
         help_texts = {"objective_metric": "What the tuner optimises: a metric the hypermodel reports on this "
                                           "dataset's task (never a test metric).",
                       "backend": " ".join(f"{BACKEND_NAMES[name]}: {text}." for name, text in BACKENDS.items())
@@ -135,7 +140,8 @@ class StudyForm(forms.ModelForm):
                                             "trials reached it.",
                       "pruning_percentile": "The share of trials kept at each epoch: 25 keeps the best quarter.",
                       "pruning_min_epochs": "Successive halving judges at epochs m, m·r, m·r², …; this is m.",
-                      "pruning_reduction_factor": "r: at each rung only the best 1/r of the trials go on."}
+                      "pruning_reduction_factor": "r: at each rung only the best 1/r of the trials go on.",
+                      **STOPPING_HELP}
 
     def __init__(self, *args, team, refuse_unused: bool = False, **kwargs):
         """`refuse_unused`: a bad value of a setting the chosen pruner does not read is refused
@@ -183,9 +189,12 @@ class StudyForm(forms.ModelForm):
         self._objective_metric_widget()
         self.fields["initial_random_trials"].label = "Initial random trials (Bayesian)"
         for name in ("backend", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
-                     *PRUNING_FIELDS):
-            # Absent: the default (TensorFlow, float32, auto, 1, 1; no pruning).
+                     *PRUNING_FIELDS, *STOPPING_FIELDS):
+            # Absent: the default (TensorFlow, float32, auto, 1, 1; no pruning, no stopping rule).
             self.fields[name].required = False
+        self.fields["stop_patience"].validators = []  # the service's range and words (1 to max trials)
+        for name, message in NOT_A_NUMBER.items():
+            self.fields[name].error_messages["invalid"] = message
         self.pruners_explained = PRUNERS_EXPLAINED
         self.pruning_field_names = [name for name in PRUNING_FIELDS if name != "pruner"]
         self.pruning_applies = {pruner: [pruning_field(name) for name in names]
@@ -286,6 +295,8 @@ class StudyForm(forms.ModelForm):
                 self.errors.pop(key, None)
         if not data.get("pruner"):
             data["pruner"] = "none"
+        if "stop_min_delta" not in self.errors and data.get("stop_min_delta") is None:
+            data["stop_min_delta"] = 0.0
         # The rules live in the service; the form only shows them beside their fields.
         settings = {name: data.get(name) for name in self.Meta.fields if name in data}
         for name, message in study_settings_errors(**settings).items():

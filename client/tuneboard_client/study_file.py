@@ -5,6 +5,7 @@ one of the team's datasets (resolved through the API by `resolve`)."""
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,11 @@ import yaml
 
 INT_FIELDS = ("max_trials", "executions_per_trial", "epochs", "batch_size", "patience", "seed", "parallelism",
               "initial_random_trials", "steps_per_execution", "devices_per_trial", "pruning_startup_trials",
-              "pruning_warmup_epochs", "pruning_min_trials", "pruning_min_epochs", "pruning_reduction_factor")
+              "pruning_warmup_epochs", "pruning_min_trials", "pruning_min_epochs", "pruning_reduction_factor",
+              "stop_patience")
+# Numbers, whole or not; the ones in AT_LEAST_ZERO may not be negative.
+NUMBER_FIELDS = ("pruning_percentile", "stop_target", "stop_min_delta")
+AT_LEAST_ZERO = ("stop_min_delta",)
 # Whole numbers that may be 0 (the others start at 1; the seed may be anything).
 ZERO_ALLOWED = ("patience", "initial_random_trials", "pruning_startup_trials", "pruning_warmup_epochs")
 TEXT_FIELDS = ("name", "hypermodel", "objective_metric", "precision", "jit_compile")
@@ -27,7 +32,7 @@ REQUIRED = ("name", "dataset", "hypermodel", "search_space")
 # Lists of mappings, checked in full by the server: [{metric, direction}] and [{metric, op, value}].
 LIST_FIELDS = {"extra_objectives": ("metric", "direction"), "constraints": ("metric", "op", "value")}
 FIELDS = (*REQUIRED, "tuner", "objective_metric", "objective_direction", *INT_FIELDS, "queue", "precision",
-          "jit_compile", "pruner", "pruning_percentile", *LIST_FIELDS, "start")
+          "jit_compile", "pruner", *NUMBER_FIELDS, *LIST_FIELDS, "start")
 HP_TYPES = ("int", "float", "choice", "boolean", "fixed")
 
 
@@ -91,9 +96,19 @@ def validate(data: Any, *, source: str = "the study file") -> dict:
         elif key != "seed" and value < (0 if key in ZERO_ALLOWED else 1):
             lowest = "0 or more" if key in ZERO_ALLOWED else "1 or more"
             problems.append(f"{key}: must be {lowest}, not {value}")
-    percentile = data.get("pruning_percentile")
-    if percentile is not None and (isinstance(percentile, bool) or not isinstance(percentile, int | float)):
-        problems.append(f"pruning_percentile: must be a number, not {_kind(percentile)} {percentile!r}")
+    for key in NUMBER_FIELDS:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            problems.append(f"{key}: must be a number, not {_kind(value)} {value!r}")
+        elif not math.isfinite(value):
+            problems.append(f"{key}: must be a finite number, not {value!r}")
+        elif key in AT_LEAST_ZERO and value < 0:
+            problems.append(f"{key}: must be 0 or more, not {value}")
+    delta = data.get("stop_min_delta")
+    if type(delta) in (int, float) and delta > 0 and data.get("stop_patience") is None:
+        problems.append("stop_min_delta: only applies with stop_patience; set it too, or leave stop_min_delta out")
     for key, choices in CHOICES.items():
         value = data.get(key)
         if value is not None and value not in choices:

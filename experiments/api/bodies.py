@@ -20,7 +20,8 @@ _TRUTHS = {"true": True, "on": True, "1": True, "false": False, "off": False, "0
 
 
 def _kind(field: forms.Field) -> str:
-    if isinstance(field, forms.IntegerField | forms.ModelChoiceField):
+    # FloatField is an IntegerField in Django: ask about it first.
+    if isinstance(field, forms.IntegerField | forms.ModelChoiceField) and not isinstance(field, forms.FloatField):
         return "a whole number"
     if isinstance(field, _NUMBER_FIELDS):
         return "a number"

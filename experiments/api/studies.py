@@ -31,6 +31,8 @@ from experiments.tuning.cloning import clone_values
 from experiments.tuning.compute_options import BACKEND_NAMES
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import PRUNERS
+from experiments.tuning.stopping_rules import HELP_TEXTS as STOPPING_HELP
+from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
 from experiments.views.access import get_dataset_for_user, get_studies_for_user, get_study_for_user
 
 
@@ -76,9 +78,9 @@ class StudySerializer(serializers.ModelSerializer):
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
                   "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, "extra_objectives", "constraints",
-                  "status", "message", "created",
-                  "started", "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used"]
+                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives",
+                  "constraints", "status", "message", "created", "started", "finished", "progress", "best_trial",
+                  "pruning_saved", "seeds", "seeds_used"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
@@ -156,6 +158,9 @@ class StudyInput(StrictSerializer):
     constraints = serializers.JSONField(
         required=False, help_text='[{"metric": "params", "op": "<=", "value": 100000}]: a trial that breaks one is '
                                   'infeasible.')
+    stop_target = serializers.FloatField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_target"])
+    stop_patience = serializers.IntegerField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_patience"])
+    stop_min_delta = serializers.FloatField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_min_delta"])
     start = serializers.BooleanField(required=False, default=False)
 
 

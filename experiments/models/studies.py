@@ -11,6 +11,7 @@ from experiments.states import TRIAL_FINISHED, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, JIT_COMPILE, PRECISIONS, task_queue
 from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.tuning.pruning_options import PRUNERS
+from experiments.tuning.stopping_rules import PREFIX as STOPPED_EARLY
 
 
 class Study(models.Model):
@@ -121,6 +122,11 @@ class Study(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.RUNNING
+
+    @property
+    def stopped_early(self) -> bool:
+        """Ended by a stopping rule before its budget was spent; `message` says which and why."""
+        return self.status == self.Status.COMPLETED and self.message.startswith(STOPPED_EARLY)
 
     @property
     def can_start(self) -> bool:

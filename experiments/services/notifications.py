@@ -120,12 +120,16 @@ def _study_ended(study: Study) -> Message:
                   best_score=best.score if best else None, best_trial=best.number if best else None)
     # "Trial N" as every page numbers trials (1-based start order), not KerasTuner's id.
     result = f"best {study.objective_metric} {best.score:.4g} (Trial {best.number})" if best else "no trial completed"
-    return Message(f"Study “{study.name}” finished: {completed} trials completed, {result}.",
+    if study.message:  # why it ended before its budget was spent (a stopping rule)
+        fields["message"] = study.message
+    trials = f"{completed} trial{'s' if completed != 1 else ''}"
+    return Message(f"Study “{study.name}” finished: {trials} completed, {result}. {study.message}".strip(),
                    reverse("study_detail", args=[study.pk]), {"study": fields})
 
 
 def notify_study_ended(*, study: Study) -> None:
-    """A study COMPLETED (its tuner has nothing left) or FAILED (too many failures in a row)."""
+    """A study COMPLETED (its tuner has nothing left, or a stopping rule was met) or FAILED (too many
+    failures in a row)."""
     kind = EventKind.STUDY_COMPLETED if study.status == Study.Status.COMPLETED else EventKind.STUDY_FAILED
     notify(team_id=study.team_id, kind=kind, describe=lambda: _study_ended(study), owner_id=study.created_by_id)
 

@@ -23,6 +23,8 @@ from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
 from experiments.tuning.space_values import grid_size
+from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
+from experiments.tuning.stopping_rules import stopping_errors
 from experiments.tuning.tuners import GUIDED_TUNERS
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
@@ -135,6 +137,10 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     pruning = {name: options[name] for name in PRUNING_FIELDS if name in options}
     if pruning:
         errors.update(pruning_errors(tuner=tuner, epochs=options.get("epochs"), **pruning))
+    stopping = {name: options[name] for name in STOPPING_FIELDS if name in options}
+    if stopping:
+        max_trials = options.get("max_trials", Study._meta.get_field("max_trials").default)
+        errors.update(stopping_errors(max_trials=None if "max_trials" in errors else max_trials, **stopping))
     errors.update(_objectives_errors(tuner, options))
     dataset, hypermodel = options.get("dataset"), options.get("hypermodel")
     if dataset is not None and hypermodel:
@@ -191,6 +197,8 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
         max_trials = options.get("max_trials") or Study._meta.get_field("max_trials").default
         if too_many := seed_count_error(seeds=len(seeds), max_trials=max_trials):
             raise StudyError(too_many)
+    if options.get("stop_min_delta") is None:
+        options.pop("stop_min_delta", None)  # empty: the column's default, 0
     return Study.objects.create(team=team, created_by=user, dataset=dataset, name=name.strip(),
                                 hypermodel=hypermodel, search_space=rows, seeds=seeds, **options)
 

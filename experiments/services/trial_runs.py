@@ -27,12 +27,14 @@ from django.utils import timezone
 
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
+from experiments.selectors.trials import WITH_RESULTS as RESULTS
 from experiments.services.jobs import resend_due
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.studies import study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.objectives import violations
+from experiments.tuning.stopping_rules import StoppingRules, stop_reason
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
@@ -108,7 +110,7 @@ class Outcome:
 def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
     if not oracle_done or running or study.status != StudyStatus.RUNNING:
         return False
-    if not Trial.objects.filter(study=study, status__in=[TrialStatus.COMPLETED, TrialStatus.PRUNED]).exists():
+    if not Trial.objects.filter(study=study, status__in=RESULTS).exists():
         # The budget is spent and nothing succeeded: that is a failed study, whatever the count of
         # failures in a row (a wrong Fixed value in a small budget ended "completed" before).
         last = Trial.objects.filter(study=study, status=TrialStatus.FAILED).order_by("-number").first()
@@ -117,6 +119,23 @@ def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
                     message=f"The budget is spent and no trial completed.{reason}")
     else:
         study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+    notify_study_ended(study=study)
+    return True
+
+
+def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
+    """End a running study whose stopping rule this result met (the caller holds its lock).
+    Running trials stop at their next epoch end, as after a cancel; no trial is claimed after."""
+    rules = StoppingRules.from_study(study)
+    if not rules.enabled or budget_spent or outcome.status not in RESULTS:
+        return False  # a spent budget ends it the ordinary way, _complete_if_done
+    # An infeasible trial (it breaks a constraint) reaches no target and is no improvement.
+    results = (Trial.objects.filter(study=study, status__in=RESULTS, score__isnull=False).exclude(feasible=False)
+               .order_by("number").values_list("number", "score"))
+    reason = stop_reason(rules, results=results, direction=study.objective_direction, metric=study.objective_metric)
+    if reason is None:
+        return False
+    study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
     notify_study_ended(study=study)
     return True
 
@@ -255,12 +274,14 @@ def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome
 
 
 RELEASED_REASON = "Stopped before it finished (the study was cancelled or its worker shut down); it runs again."
+STOPPED_EARLY_REASON = ("Stopped before it finished: the study's stopping rule was met and the study ended "
+                        "(its epochs so far are kept).")
 
 
 def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle) -> bool:
     """Write the outcome to the oracle and the row; True when the failure limit was reached."""
     running_study = study.status == StudyStatus.RUNNING
-    if outcome.status in ("completed", "pruned"):
+    if outcome.status in RESULTS:
         # Always kept, even when the study was cancelled meanwhile: a result is never thrown away.
         # A pruned trial reaches the tuner as a completed one whose score is its best value
         # before it was stopped (the value the pruner judged, scored like a completed trial's
@@ -282,9 +303,10 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
                     environment=outcome.environment)
-    else:  # released: no penalty, it runs again (now, or when the study is resumed)
+    else:  # released: no penalty, it runs again (now, or when the study is resumed) unless it stopped early
         ended = oracles.release(oracle, row.trial_id)
-        _finish_row(row, study, TrialStatus.CANCELLED, ended.state, outcome, error=outcome.error or RELEASED_REASON)
+        _finish_row(row, study, TrialStatus.CANCELLED, ended.state, outcome,
+                    error=STOPPED_EARLY_REASON if study.stopped_early else outcome.error or RELEASED_REASON)
     return running_study and ended.failure_limit_reached
 
 
@@ -316,7 +338,8 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
         finish = Finish()
         if failure_limit:
             _fail_after_failures(study)
-        elif study.status == StudyStatus.RUNNING:
+        elif study.status == StudyStatus.RUNNING and not _stop_early(
+                study, outcome, budget_spent=oracles.done(oracle) and not counts.running):
             finish = _fill_slots(study, oracles, oracle, next_claimant, counts)
         _save_oracle(study, oracles, oracle)
         return finish

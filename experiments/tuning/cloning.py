@@ -2,13 +2,14 @@
 
 from experiments.models import Study
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
 
 # Everything that defines the search except where it runs (the dataset, which may change)
-# and its name: space, tuner and its settings, objective, budget, training and compute.
+# and its name: space, tuner and its settings, objective, budget, training, compute and stopping rules.
 CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
                  "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "backend", "parallelism",
                  "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
-                 *PRUNING_FIELDS, "extra_objectives", "constraints"]
+                 *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives", "constraints"]
 
 NAME_ROOM = Study._meta.get_field("name").max_length - len(" (copy)")
 

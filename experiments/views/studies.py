@@ -34,6 +34,8 @@ from experiments.tuning.hypermodel_catalog import hypermodel_entries
 from experiments.tuning.objectives import as_lines
 from experiments.tuning.pruning_options import PruningSettings
 from experiments.tuning.pruning_options import describe as describe_pruning
+from experiments.tuning.stopping_rules import StoppingRules
+from experiments.tuning.stopping_rules import describe as describe_stopping
 from experiments.views.access import (
     editor_required,
     get_studies_for_user,
@@ -160,6 +162,8 @@ def study_detail(request, study_id: int):
     context = _live_context(study, _trial_status(request))
     context["messages"] = _current_messages(request, study)
     context["pruning_line"] = describe_pruning(PruningSettings.from_study(study))
+    context["stopping_line"] = describe_stopping(StoppingRules.from_study(study), metric=study.objective_metric,
+                                                 direction=study.objective_direction)
     return render(request, "studies/detail.html", context)
 
 

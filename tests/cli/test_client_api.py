@@ -152,6 +152,12 @@ def test_a_study_file_may_set_a_pruner():
     assert (fields["pruner"], fields["pruning_warmup_epochs"], fields["pruning_percentile"]) == ("median", 0, 30)
 
 
+def test_a_study_file_may_set_stopping_rules_and_they_reach_the_payload(client):
+    fields = study_file.parse(VALID + "stop_target: 0.95\nstop_patience: 3\nstop_min_delta: 0.001\n")
+    payload, _ = study_file.resolve(fields, client.resolve_dataset)
+    assert (payload["stop_target"], payload["stop_patience"], payload["stop_min_delta"]) == (0.95, 3, 0.001)
+
+
 def test_a_valid_study_file_resolves_its_dataset(client):
     fields = study_file.parse(VALID)
     payload, start = study_file.resolve(fields, client.resolve_dataset)
@@ -178,6 +184,12 @@ def test_a_valid_study_file_resolves_its_dataset(client):
     (VALID + "pruner: sometimes\n", ["pruner: must be one of none, median, percentile, successive_halving"]),
     (VALID + "pruning_min_trials: 0\n", ["pruning_min_trials: must be 1 or more, not 0"]),
     (VALID + "pruning_percentile: half\n", ["pruning_percentile: must be a number, not text 'half'"]),
+    (VALID + "stop_target: high\n", ["stop_target: must be a number, not text 'high'"]),
+    (VALID + "stop_target: .nan\n", ["stop_target: must be a finite number"]),
+    (VALID + "stop_patience: 0\n", ["stop_patience: must be 1 or more, not 0"]),
+    (VALID + "stop_patience: 2\nstop_min_delta: -0.1\n", ["stop_min_delta: must be 0 or more, not -0.1"]),
+    (VALID + "stop_min_delta: 0.01\n", ["stop_min_delta: only applies with stop_patience"]),
+    (VALID + "stop_after: 3\n", ["stop_after: unknown field (did you mean"]),
     (VALID + "  - {name: units, type: int}\n",
      ["search_space[4] (units): the name 'units' is used twice", "search_space[4] (units): min is required",
       "search_space[4] (units): max is required"]),
