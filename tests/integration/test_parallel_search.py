@@ -43,7 +43,7 @@ def test_two_workers_run_a_study_with_parallelism_two(acme, alice, start_worker)
     assert len({t.worker_name for t in completed}) == 2, "both workers should have served trials"
 
 
-@pytest.mark.parametrize("tuner", ["random", "bayesian", "hyperband", "grid"])
+@pytest.mark.parametrize("tuner", ["random", "bayesian", "hyperband", "grid", "optuna_tpe"])
 def test_each_tuner_runs_in_parallel(acme, alice, start_worker, tuner):
     start_worker("w1", concurrency=2)
     options = {"max_trials": 5, "epochs": 2}
@@ -57,7 +57,7 @@ def test_each_tuner_runs_in_parallel(acme, alice, start_worker, tuner):
     completed = assert_no_duplicates(study)
     trials = Trial.objects.filter(study=study)
     assert not trials.filter(status=Trial.Status.RUNNING).exists()
-    if tuner in ("random", "bayesian"):
+    if tuner in ("random", "bayesian", "optuna_tpe"):
         assert len(completed) == 5
     if tuner == "grid":
         combos = {(t.hyperparameters["units"], t.hyperparameters["learning_rate"]) for t in completed}

@@ -94,3 +94,18 @@ def test_pruning_decisions_are_the_same_whichever_worker_runs_the_trials(acme, a
         if trial.pruning:
             assert other.pruning["value"] == pytest.approx(trial.pruning["value"], rel=1e-6)
             assert other.pruning["threshold"] == pytest.approx(trial.pruning["threshold"], rel=1e-6)
+
+
+def test_median_pruning_works_with_optuna_tpe_and_the_tuner_is_told_the_pruned_score(acme, alice, breast_cancer,
+                                                                                     start_worker):
+    start_worker("w1")
+    # Seed 3: TPE's random start draws a learning rate near 1e-5 (with seed 1 it draws none that
+    # bad, and then nothing is clearly behind).
+    study = run(acme, alice, breast_cancer, "tpe with pruning", tuner="optuna_tpe", initial_random_trials=6, seed=3,
+                **MEDIAN)
+    found = trials(study)
+    assert len(found) == SEARCH["max_trials"]
+    stopped = [t for t in found.values() if t.status == Trial.Status.PRUNED]
+    assert stopped, "median pruning stopped no trial"
+    for trial in stopped:
+        assert trial.epochs_trained < EPOCHS and trial.kt_state["score"] == trial.score  # TPE learns from it
