@@ -14,6 +14,7 @@ from experiments.presentation.ranking_rule import (
     recorded_test_metrics,
     tie_breaks,
 )
+from experiments.selectors.trials import pareto_rows
 
 LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created")
 
@@ -87,10 +88,20 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
         models = models.filter(created__date__lte=until)
     methods = dict(TrainedModel.Method.choices)
     rows = []
+    front_cache: dict[int, set[int]] = {}
+
+    def fronts(study_id: int) -> set[int]:
+        """The trial ids on a multi-objective study's Pareto front (one read per such study)."""
+        if study_id not in front_cache:
+            study = Study.objects.get(pk=study_id)
+            front_cache[study_id] = {row["trial"].pk for row in pareto_rows(study=study, include_pruned=True)}
+        return front_cache[study_id]
+
     # Plain values, not model instances: a thousand rows without the studies' JSON columns.
     for m in models.values("id", "name", "version", "kind", "method", "epoch_source", "best_epoch", "epoch_cap",
                            "study_id", "study__name", "study__hypermodel", "created_by__username", "created",
-                           "test_metrics", "val_metrics", "trial__metrics", "hyperparameters", "report__weights"):
+                           "test_metrics", "val_metrics", "trial__metrics", "hyperparameters", "report__weights",
+                           "trial_id", "study__extra_objectives"):
         validation = figures.model_validation(m)  # the figure every page shows for this model
         warning = ""
         if figures.retrain_hit_cap(m):
@@ -106,6 +117,10 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
             "study": m["study__name"] or "", "hypermodel": m["study__hypermodel"] or "ensemble",
             "author": m["created_by__username"] or "", "created": m["created"],
             "hp": {k: v for k, v in m["hyperparameters"].items() if not k.startswith("tuner/")},
+            # Several objectives: the trial's other objective values, and whether it is on the front.
+            "objectives": [(o["metric"], (m["trial__metrics"] or {}).get(o["metric"]))
+                           for o in m["study__extra_objectives"] or []],
+            "on_front": m["trial_id"] in fronts(m["study_id"]) if m["study__extra_objectives"] else None,
         })
     ranking = ranking_for(team=team, task=dataset.task, rows=rows)
     metric, higher_is_better = ranking["metric"], ranking["direction"] == "max"

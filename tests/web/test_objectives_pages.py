@@ -131,3 +131,19 @@ def test_a_clone_carries_the_objectives_and_constraints(alice_client, alice, two
     copy = Study.objects.get(pk=answer.json()["id"])
     assert (copy.extra_objectives, copy.constraints) == (two_objective_study.extra_objectives,
                                                          two_objective_study.constraints)
+
+
+def test_the_leaderboard_marks_models_from_the_front_with_their_other_objectives(alice_client, acme, alice,
+                                                                                 two_objective_study):
+    from experiments.models import TrainedModel
+
+    for number, name in ((1, "on-front"), (3, "dominated")):
+        trial = two_objective_study.trials.get(number=number)
+        TrainedModel.objects.create(team=acme, dataset=two_objective_study.dataset, study=two_objective_study,
+                                    trial=trial, name=name, version=1, method="retrain", seed=1, status="completed",
+                                    test_metrics={"accuracy": trial.score}, val_metrics={"accuracy": trial.score})
+    page = page_text(alice_client.get(reverse("leaderboard") + f"?dataset={two_objective_study.dataset_id}"))
+    on_front = page.split('title="on-front v1"', 1)[1].split("</td>", 1)[0]
+    dominated = page.split('title="dominated v1"', 1)[1].split("</td>", 1)[0]
+    assert "Pareto front</span>" in on_front and "params 5000" in on_front
+    assert "Pareto front" not in dominated and "params 6000" in dominated
