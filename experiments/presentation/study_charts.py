@@ -27,12 +27,13 @@ def downsample_indices(n: int, limit: int, keep: set[int] | None = None) -> list
 
 def history(trials: list[dict], direction: str) -> dict:
     """Scores in start order and the best-so-far line. `trials`: dicts with number, score,
-    status, trial_id (completed ones carry a score)."""
+    status, trial_id (completed ones carry a score) and feasible (an infeasible trial, one that
+    broke a constraint, is shown but never the best so far)."""
     numbers, scores, best_line, improved = [], [], [], set()
     best = None
     for i, trial in enumerate(trials):
         score = trial["score"]
-        if score is not None and math.isfinite(score):
+        if score is not None and math.isfinite(score) and trial.get("feasible") is not False:
             if best is None or (score < best if direction == "min" else score > best):
                 best = score
                 improved.add(i)

@@ -131,7 +131,7 @@ def study_chart_data(*, study: Study, curve_trials: int = 10) -> dict:
     Hyperparameters are read for an even sample of the finished trials only (parallel
     coordinates and importance need no more), which keeps a 10,000-trial study fast."""
     trials = list(Trial.objects.filter(study=study).order_by("number").values(
-        "pk", "number", "trial_id", "status", "score", "duration_seconds"))
+        "pk", "number", "trial_id", "status", "score", "duration_seconds", "feasible"))
     completed = [t for t in trials if t["status"] == Trial.Status.COMPLETED and t["score"] is not None]
     ranked = sorted(completed, key=lambda t: t["score"], reverse=study.objective_direction == "max")
     running = [t for t in trials if t["status"] == Trial.Status.RUNNING]

@@ -127,3 +127,26 @@ def test_a_gp_study_on_a_worker_without_pytorch_fails_with_the_reason(acme, alic
     assert study.status == Study.Status.FAILED
     assert "Optuna's Gaussian-process tuner needs PyTorch on the worker" in study.message
     assert not study.trials.exists()
+
+
+@pytest.mark.parametrize("tuner", ["optuna_tpe", "optuna_nsga2"])
+def test_a_cancelled_study_resumes_and_the_released_trial_runs_again_with_its_values(acme, alice, iris, tuner):
+    study = studies.study_start(study=saved_study(acme, alice, iris, tuner=tuner, search_space=SPACE, max_trials=6,
+                                                  parallelism=1, seed=9))
+    first = _claim(study, "a").trial
+    _finish(first, objective(first.hyperparameters))
+    running = _claim(study, "b").trial
+    studies.study_cancel(study=study)
+    trial_runs.finish_trial(trial_pk=running.pk, oracles=ORACLES, outcome=Outcome("released"))
+    studies.study_start(study=Study.objects.get(pk=study.pk))
+    adapter._cache.clear()
+    again = _claim(study, "c").trial
+    assert (again.trial_id, again.attempt, again.hyperparameters) == (running.trial_id, 2, running.hyperparameters)
+    _finish(again, objective(again.hyperparameters))
+    for i in range(4):
+        adapter._cache.clear()
+        trial = _claim(study, f"d{i}").trial
+        _finish(trial, objective(trial.hyperparameters))
+    study.refresh_from_db()
+    assert study.status == Study.Status.COMPLETED
+    assert study.trials.filter(status=Trial.Status.COMPLETED).count() == 6
