@@ -10,8 +10,10 @@ import pytest
 
 from experiments.models import Study, Trial
 from experiments.services import studies, trial_runs
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services.trial_runs import Outcome
 from tests.integration.helpers import saved_study
+from tests.lifecycle.test_warm_start_claims import claim as _claim
+from tests.lifecycle.test_warm_start_claims import finish as _finish
 from workers import optuna_search
 from workers import oracle as adapter
 
@@ -38,16 +40,6 @@ CONDITIONAL = [
 def objective(values: dict) -> float:
     """Maximised (val_accuracy): best at 32 units and a learning rate of 0.003."""
     return -((values.get("units", 32) - 32) / 60) ** 2 - (math.log10(values["learning_rate"]) + 2.5) ** 2 / 9
-
-
-def _claim(study, tuner_id):
-    return trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner_id, worker_host="h"),
-                                  oracles=ORACLES)
-
-
-def _finish(trial, score):
-    outcome = Outcome("completed", score=score, best_step=0, metrics={"val_accuracy": score})
-    trial_runs.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES)
 
 
 def run_two_workers(study, trials: int, score=objective) -> list[dict]:
