@@ -27,7 +27,17 @@ from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.bayesian import BayesianOptimizationOracle
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import Matern
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
+
+# Found once per process: looking the BLAS/OpenMP libraries up costs ~3 ms a claim.
+_THREADPOOLS: list[ThreadpoolController] = []
+
+
+def _one_thread():
+    if not _THREADPOOLS:
+        _THREADPOOLS.append(ThreadpoolController())
+    return _THREADPOOLS[0].limit(limits=1)
+
 
 # A trial's constraint violations, kept among its KerasTuner metrics (workers/oracle.py, complete).
 CONSTRAINT_METRIC = "tuneboard/constraint_{}"
@@ -67,7 +77,7 @@ class GaussianProcessSearch(BayesianOptimizationOracle):
         completed = [t for t in self.trials.values() if t.status == TrialStatus.COMPLETED]
         if len(completed) < self.initial_points() or not self._nonfixed_space():
             return self._random_populate_space()
-        with threadpool_limits(limits=1):
+        with _one_thread():
             gp = self._fit(*self._completed_vectors(completed))
             # The best point not tried yet (on a coarse or small space the process can prefer a
             # tried one); random values, or STOPPED once the space is exhausted, when none is left.
