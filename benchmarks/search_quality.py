@@ -2,6 +2,7 @@
 
     python -m benchmarks.search_quality            # everything (PostgreSQL for the claim part)
     python -m benchmarks.search_quality quality    # only the search quality (no database)
+    python -m benchmarks.search_quality quality --jobs 2 --functions branin,mixed --tuners random,optuna_tpe
 
 Search quality: each tuner minimises standard test functions, driven exactly as the claim path
 drives it (workers/oracle.py): before every proposal a fresh oracle of the tuner's class is
@@ -13,10 +14,14 @@ its state is stored again. Every tuner gets the same seeds. Reported: median and
 - hartmann6: 6 floats on [0, 1], optimum -3.32237
 - mixed: an Int with a step, a log-scaled Float, a Float and a 4-way Choice, optimum 0
 - svc_digits: a real, cheap objective: the validation error of an RBF SVC on scikit-learn's
-  digits (C and gamma on log scales, 1,100 training rows, 350 validation rows)
+  digits (C and gamma on log scales, 1,100 training rows, 350 validation rows); no known
+  optimum, so its "regret" is the best validation error itself
 
 Tuners: Tuneboard's Bayesian (tuner "bayesian"), KerasTuner 1.4.8's own BayesianOptimizationOracle
-for reference (the same initial random trials), and random search.
+for reference, random search, and Optuna's TPE and Gaussian-process samplers as Tuneboard tuners
+("optuna_tpe", "optuna_gp"); every model-based tuner starts with the same INITIAL random trials
+(the study's initial_random_trials). `--jobs N` spreads the (function, tuner) runs over N
+processes: the proposals are seeded, so only the seconds depend on it (and on the host's load).
 
 Claim cost: p95 of a Bayesian claim (through trial_runs.claim_trial on PostgreSQL) with 1,000
 trials stored, on a quiet host and with two processes training Keras models beside it.
@@ -38,6 +43,15 @@ SEEDS = int(os.environ.get("SEARCH_QUALITY_SEEDS", "15"))
 TRIALS = 40
 CHECKPOINTS = (10, 20, 40)
 INITIAL = 10  # initial random trials for both Bayesian oracles, as in the issue's comparison
+# KerasTuner draws each random value with the seed `study seed + values drawn so far`: studies
+# seeded 1, 2, 3, ... draw the same values shifted by a few places (with two hyperparameters,
+# seed 3's trials are seed 1's from its second on), so 15 consecutive seeds are 2 to 6 searches.
+# Seeds SEED_STRIDE apart never share a draw within a benchmark's trials.
+SEED_STRIDE = 1000
+
+
+def study_seeds() -> list[int]:
+    return [SEED_STRIDE * n for n in range(1, SEEDS + 1)]
 
 
 def _float(name, low, high, **extra):
@@ -140,6 +154,8 @@ TUNERS = {
     "tuneboard_bayesian": ("bayesian", None),
     "keras_tuner_bayesian": ("bayesian", _keras_tuner_bayesian),
     "random": ("random", None),
+    "optuna_tpe": ("optuna_tpe", None),
+    "optuna_gp": ("optuna_gp", None),
 }
 
 
@@ -186,29 +202,98 @@ def _summary(runs: list[list[float]], optimum: float | None) -> dict:
     return found
 
 
-def measure_quality(tuners=tuple(TUNERS), functions=tuple(FUNCTIONS)) -> dict:
+def _objective(function: str):
+    return FUNCTIONS[function]["f"] or SvcDigits()
+
+
+def _run_tuner(function: str, name: str, objective=None) -> dict:
+    """Every seed of one tuner on one function: the objective of each trial, and the seconds."""
+    objective = objective or _objective(function)
+    started = time.monotonic()
+    runs = [run_search(name, function, seed, objective) for seed in study_seeds()]
+    seconds = round(time.monotonic() - started, 1)
+    print(f"{function} {name}: {_summary(runs, FUNCTIONS[function]['optimum'])['40']} ({seconds} s)",
+          file=sys.stderr, flush=True)
+    return {"runs": runs, "seconds": seconds}
+
+
+def _run_tuner_in_child(function: str, name: str) -> dict:
+    _setup_quality_only()
+    return _run_tuner(function, name)
+
+
+def _vs(ours: list[float], theirs: list[float]) -> list[int]:
+    pairs = list(zip(ours, theirs, strict=True))
+    return [sum(a < b for a, b in pairs), sum(a == b for a, b in pairs), sum(a > b for a, b in pairs)]
+
+
+RUNS = ROOT / "var" / "bench" / "search_quality-runs.json"  # every trial's objective, for --reuse (not kept in git)
+
+
+def _reusable() -> dict:
+    """(function, tuner) -> runs of the last quality run, when it had as many seeds and trials."""
+    if not RUNS.exists():
+        return {}
+    stored = json.loads(RUNS.read_text())
+    if (stored.get("study_seeds"), stored.get("trials")) != (study_seeds(), TRIALS):
+        return {}
+    return {(function, name): found
+            for function, by_tuner in stored["runs"].items() for name, found in by_tuner.items()}
+
+
+def measure_quality(tuners=tuple(TUNERS), functions=tuple(FUNCTIONS), jobs: int = 1, reuse=()) -> dict:
+    """`reuse`: tuners whose runs are taken from the last quality run's RUNS file (their code
+    unchanged since: the proposals are seeded, so rerunning them gives the same figures)."""
+    stored = _reusable() if reuse else {}
+    reused = {pair: stored[pair] for pair in stored if pair[1] in reuse and pair[0] in functions and pair[1] in tuners}
+    work = [(function, name) for function in functions for name in tuners if (function, name) not in reused]
+    if jobs > 1:
+        import concurrent.futures
+        import multiprocessing
+
+        # Fresh interpreters (spawn): forking a process that loaded TensorFlow is not safe. The
+        # slowest tuner (KerasTuner's own) first, so the processes end about together.
+        order = sorted(work, key=lambda pair: pair[1] != "keras_tuner_bayesian")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pair: pool.submit(_run_tuner_in_child, *pair) for pair in order}
+            done = {pair: future.result() for pair, future in futures.items()}
+    else:
+        objectives = {function: _objective(function) for function in functions}
+        done = {(function, name): _run_tuner(function, name, objectives[function]) for function, name in work}
+    done.update(reused)
+    previous = json.loads(RUNS.read_text())["runs"] if stored else {}
+    runs_by_function = {function: {**previous.get(function, {}),
+                                   **{name: done[function, name] for name in tuners}} for function in functions}
+    RUNS.parent.mkdir(parents=True, exist_ok=True)
+    kept = {"study_seeds": study_seeds(), "trials": TRIALS, "runs": {**previous, **runs_by_function}}
+    RUNS.write_text(json.dumps(kept) + "\n")
     results = {}
     for function in functions:
         spec = FUNCTIONS[function]
-        objective = spec["f"] or SvcDigits()
         per_tuner, best_at_40, seconds = {}, {}, {}
         for name in tuners:
-            started = time.monotonic()
-            runs = [run_search(name, function, seed, objective) for seed in range(1, SEEDS + 1)]
-            seconds[name] = round(time.monotonic() - started, 1)
+            runs = done[function, name]["runs"]
+            seconds[name] = done[function, name]["seconds"]
             per_tuner[name] = _summary(runs, spec["optimum"])
             best_at_40[name] = [round(min(run), 5) for run in runs]
-            print(f"{function} {name}: {per_tuner[name]['40']} ({seconds[name]} s)", file=sys.stderr)
         entry = {"optimum": spec["optimum"], "tuners": per_tuner, "best_at_40_by_seed": best_at_40,
                  "seconds": seconds}
-        if {"tuneboard_bayesian", "keras_tuner_bayesian"} <= set(per_tuner):
-            ours, theirs = (per_tuner[t]["40"]["median_regret"] for t in ("tuneboard_bayesian", "keras_tuner_bayesian"))
-            entry["tuneboard_bayesian_vs_keras_tuner_median_at_40"] = round(ours / theirs, 3) if theirs else None
-            ours_by_seed, theirs_by_seed = best_at_40["tuneboard_bayesian"], best_at_40["keras_tuner_bayesian"]
-            entry["tuneboard_bayesian_wins_ties_losses_vs_keras_tuner"] = [
-                sum(a < b for a, b in zip(ours_by_seed, theirs_by_seed, strict=True)),
-                sum(a == b for a, b in zip(ours_by_seed, theirs_by_seed, strict=True)),
-                sum(a > b for a, b in zip(ours_by_seed, theirs_by_seed, strict=True))]
+        if any((function, name) in reused for name in tuners):
+            entry["reused_from_last_run"] = sorted(name for name in tuners if (function, name) in reused)
+        if spec["optimum"] is None:
+            entry["regret_is"] = "the best value itself (the validation error): no known optimum"
+        if "keras_tuner_bayesian" in per_tuner:
+            theirs = per_tuner["keras_tuner_bayesian"]["40"]["median_regret"]
+            for name in (t for t in tuners if t != "keras_tuner_bayesian"):
+                ours = per_tuner[name]["40"]["median_regret"]
+                ratio = round(ours / theirs, 3) if theirs else None
+                if name == "tuneboard_bayesian":
+                    entry["tuneboard_bayesian_vs_keras_tuner_median_at_40"] = ratio
+                    entry["tuneboard_bayesian_wins_ties_losses_vs_keras_tuner"] = _vs(
+                        best_at_40[name], best_at_40["keras_tuner_bayesian"])
+                entry.setdefault("vs_keras_tuner_median_regret_ratio_at_40", {})[name] = ratio
+                entry.setdefault("wins_ties_losses_vs_keras_tuner_at_40", {})[name] = _vs(
+                    best_at_40[name], best_at_40["keras_tuner_bayesian"])
         results[function] = entry
     return results
 
@@ -256,6 +341,11 @@ def measure_claims(busy: bool, stored: int = 1000) -> dict:
 
 def _setup_quality_only() -> None:
     import secrets
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)  # KerasTuner's own fits, by the thousand
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
@@ -264,8 +354,28 @@ def _setup_quality_only() -> None:
     django.setup()
 
 
+def _arguments():
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.search_quality")
+    parser.add_argument("parts", nargs="*", choices=["quality", "claims"], default=["quality", "claims"])
+    parser.add_argument("--functions", default=",".join(FUNCTIONS), help="comma-separated, of: " + ", ".join(FUNCTIONS))
+    parser.add_argument("--tuners", default=",".join(TUNERS), help="comma-separated, of: " + ", ".join(TUNERS))
+    parser.add_argument("--reuse", default="", help="comma-separated tuners whose runs (every seed, every trial) "
+                        "are taken from the last quality run's " + RUNS.name + " instead of run again")
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the quality part (its seconds then "
+                        "include the other processes' load)")
+    arguments = parser.parse_args()
+    for given, known in ((arguments.functions, FUNCTIONS), (arguments.tuners, TUNERS), (arguments.reuse, TUNERS)):
+        unknown = set(filter(None, given.split(","))) - set(known)
+        if unknown:
+            parser.error(f"unknown: {', '.join(sorted(unknown))}")
+    return arguments
+
+
 def main() -> None:
-    parts = sys.argv[1:] or ["quality", "claims"]
+    arguments = _arguments()
+    parts = arguments.parts or ["quality", "claims"]
     if "claims" in parts:
         from benchmarks.harness import setup_django
 
@@ -277,10 +387,13 @@ def main() -> None:
     else:
         _setup_quality_only()
     started = time.monotonic()
-    result: dict = {"seeds": SEEDS, "trials": TRIALS, "initial_random_trials": INITIAL,
+    result: dict = {"seeds": SEEDS, "study_seeds": study_seeds(), "trials": TRIALS, "initial_random_trials": INITIAL,
                     "driven_as": "an oracle rebuilt from stored rows and state before every proposal"}
     if "quality" in parts:
-        result["functions"] = measure_quality()
+        result["jobs"] = arguments.jobs
+        result["functions"] = measure_quality(
+            tuple(arguments.tuners.split(",")), tuple(arguments.functions.split(",")), jobs=arguments.jobs,
+            reuse=tuple(filter(None, arguments.reuse.split(","))))
     if "claims" in parts:
         quiet, busy = measure_claims(busy=False), measure_claims(busy=True)
         result.update({"bayesian_claim_ms_p95_at_1000_quiet": quiet["p95_ms"],
