@@ -20,8 +20,9 @@ very wiggly, only when the data insist.
 
 What keeps a claim cheap (it runs under the study's row lock): the kernel is re-estimated only
 when the completed trials grew by GP_REFIT_GROWTH since the last estimate (kept in the oracle
-state, so any worker rebuilds the same process); past GP_FIT_SUBSET trials the process is fitted
-on the best half and an even spread of the rest; the acquisition is scored on
+state, so any worker rebuilds the same process), on at most KERNEL_FIT_SUBSET trials (the best
+half and an even spread of the rest) and with fewer restarts past MANY_POINTS; past GP_FIT_SUBSET
+trials the predicting process is fitted on such a subset too; the acquisition is scored on
 ACQUISITION_CANDIDATES random points at once and the best few refined with L-BFGS-B; and the
 linear algebra runs on one thread, so a claim does not fight the trainers beside it for cores.
 Candidates are drawn from the study's seed and trial count: any worker proposes the same.
@@ -60,8 +61,10 @@ def violated(trial) -> bool:
 
 class GaussianProcessSearch(BayesianOptimizationOracle):
     GP_REFIT_GROWTH = 1.1
-    GP_FIT_SUBSET = 256
+    GP_FIT_SUBSET = 256  # the process that predicts: one Cholesky factorisation of this many
+    KERNEL_FIT_SUBSET = 128  # the kernel estimate: many factorisations, so fewer points
     GP_RESTARTS = 8
+    MANY_POINTS, GP_RESTARTS_MANY = 64, 2
     LENGTH_SCALE_BOUNDS = (1e-2, 1e2)
     LENGTH_SCALE_PRIOR = (3.0, 6.0)  # Gamma(shape, rate) on each length scale of inputs in [0, 1]
     ACQUISITION_CANDIDATES = 512
@@ -122,26 +125,30 @@ class GaussianProcessSearch(BayesianOptimizationOracle):
             kernel = kernel.clone_with_theta(np.array(self.kernel_theta))
         return kernel
 
-    def _subset(self, y: np.ndarray) -> np.ndarray:
-        if len(y) <= self.GP_FIT_SUBSET:
+    def _subset(self, y: np.ndarray, size: int) -> np.ndarray:
+        if len(y) <= size:
             return np.arange(len(y))
-        half = self.GP_FIT_SUBSET // 2
+        half = size // 2
         order = np.argsort(y)  # best first
         rest = order[half:]
         return np.concatenate([order[:half], rest[np.linspace(0, len(rest) - 1, half).astype(int)]])
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> GaussianProcessRegressor:
-        subset = self._subset(y)
-        x, y = x[subset], y[subset]
-        dims = x.shape[1]
+        completed, dims = len(y), x.shape[1]
         stale = self.kernel_theta is None or len(self.kernel_theta) != max(dims, 1)
-        if stale or len(y) >= self.GP_REFIT_GROWTH * self.kernel_fitted_on:
+        if stale or completed >= self.GP_REFIT_GROWTH * self.kernel_fitted_on:
+            # The estimate runs under the study's row lock: past KERNEL_FIT_SUBSET trials on a
+            # subset, and with fewer restarts once there are many points to start from.
+            fit = self._subset(y, self.KERNEL_FIT_SUBSET)
+            restarts = self.GP_RESTARTS if len(fit) <= self.MANY_POINTS else self.GP_RESTARTS_MANY
             self.kernel_theta = None  # start afresh, never from the last estimate
             estimate = GaussianProcessRegressor(
-                kernel=self._kernel(dims), normalize_y=True, alpha=self.alpha, n_restarts_optimizer=self.GP_RESTARTS,
-                optimizer=self._most_probable_theta, random_state=np.random.RandomState([self.seed or 0, len(y)]))
-            estimate.fit(x, y)
-            self.kernel_theta, self.kernel_fitted_on = estimate.kernel_.theta.tolist(), len(y)
+                kernel=self._kernel(dims), normalize_y=True, alpha=self.alpha, n_restarts_optimizer=restarts,
+                optimizer=self._most_probable_theta, random_state=np.random.RandomState([self.seed or 0, completed]))
+            estimate.fit(x[fit], y[fit])
+            self.kernel_theta, self.kernel_fitted_on = estimate.kernel_.theta.tolist(), completed
+        subset = self._subset(y, self.GP_FIT_SUBSET)
+        x, y = x[subset], y[subset]
         ongoing = [t for t in self.ongoing_trials.values() if t.status == TrialStatus.RUNNING]
         gp = self._fixed(x, y)
         if ongoing:
