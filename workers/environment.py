@@ -63,9 +63,10 @@ def devices(compute: dict | None) -> dict | None:
 
 
 def training_settings(spec: TrialSpec) -> dict:
-    """The settings a trial trains with, without the seed (kept on its own) and the server's time limit."""
+    """The settings a trial trains with, without the seed (kept on its own), the server's time
+    limit and whether its latency is measured (after training: the model is the same either way)."""
     settings = asdict(spec)
-    for name in ("seed", "time_limit_seconds"):
+    for name in ("seed", "time_limit_seconds", "measure_latency"):
         settings.pop(name)
     return settings
 
