@@ -17,6 +17,8 @@ from experiments.models.notifications import (
     NotificationPreference,
     Webhook,
 )
+from experiments.models.predictions import PredictionJob
+from experiments.models.registry import AliasMove, ModelAlias, ModelVersion, RegisteredModel, ServingExport
 from experiments.models.reruns import TrialRerun, TrialRerunEpoch
 from experiments.models.studies import PruningReference, Study, Trial, TrialEpoch
 from experiments.models.teams import ROLE_RANK, ApiToken, Invitation, Membership, PasswordResetRequest, Team, lower_role
@@ -29,9 +31,10 @@ from experiments.models.trained_models import (
 )
 
 __all__ = [
-    "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions", "Dataset",
-    "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelConversion", "ModelFile",
-    "NotificationDelivery", "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PruningReference",
-    "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch",
-    "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
+    "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",
+    "Dataset", "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelAlias", "ModelConversion",
+    "ModelFile", "ModelVersion", "NotificationDelivery", "NotificationEvent", "NotificationPreference",
+    "PasswordResetRequest", "PredictionJob", "PruningReference", "RegisteredModel", "ServingExport", "StoredBlob",
+    "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun",
+    "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
 ]

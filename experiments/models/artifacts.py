@@ -32,6 +32,8 @@ class Artifact(models.Model):
         CHECKPOINT = "checkpoint", "Trial checkpoint"
         MODEL = "model", "Trained model"
         PREDICTIONS = "predictions", "Cached predictions"
+        PREDICTION_INPUTS = "prediction_inputs", "Batch prediction inputs"
+        BATCH_PREDICTIONS = "batch_predictions", "Batch predictions"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="artifacts")
     kind = models.CharField(max_length=20, choices=Kind.choices)
