@@ -6,13 +6,16 @@ import keras
 
 
 def weighted_average_model(members: list, weights: list[float], input_shape: tuple,
-                           task: str = "classification") -> keras.Model:
+                           task: str = "classification", positions: list[int] | None = None) -> keras.Model:
+    """`positions`: each member's place in the ensemble's member list, for layer names that
+    match the report's rows when members without weight were left out."""
     # The members' own input type: raw uint8 images and raw strings go in as they are.
     first = members[0].inputs[0]
     inputs = keras.Input(shape=tuple(first.shape[1:]) if first.shape else input_shape, dtype=first.dtype,
                          name="features")
     outputs = []
-    for i, (member, weight) in enumerate(zip(members, weights, strict=True)):
+    positions = list(range(len(members))) if positions is None else positions
+    for i, member, weight in zip(positions, members, weights, strict=True):
         if weight <= 0:
             continue  # a member greedy selection never picked adds nothing
         # Members of one hypermodel share a name; nested models need distinct ones.

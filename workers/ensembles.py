@@ -113,6 +113,20 @@ def fit_greedy(predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int
     return Fit(weights, _loss(weights @ inputs, y, task), rounds * m)
 
 
+# A member whose weight is below this changes no output by more than 1e-4 of its range, yet
+# costs a whole model's size and inference time in every exported format: it is left out.
+NEGLIGIBLE_WEIGHT = 1e-4
+
+
+def without_negligible(weights: np.ndarray) -> np.ndarray:
+    """The weights with those below NEGLIGIBLE_WEIGHT set to exactly 0 and the rest scaled to
+    sum to 1 again. Nelder–Mead's |w| / sum |w| approaches a corner but rarely reaches it, so a
+    starved member keeps a weight like 1e-9 that would otherwise ship it."""
+    kept = np.where(weights >= NEGLIGIBLE_WEIGHT, weights, 0.0)
+    total = kept.sum()
+    return kept / total if total > 0 else weights
+
+
 def blend(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.tensordot(weights, predictions, axes=1)
 

@@ -139,7 +139,10 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed)
     except ensembles.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
-    weights = fit.weights
+    # Every figure below, and the exported model, use the same weights: a negligible member is
+    # dropped from all of them alike, so the files reproduce what the page reports.
+    weights = ensembles.without_negligible(fit.weights)
+    kept = [i for i, w in enumerate(weights) if w > 0]
 
     def both(w):
         return {"val": _as_model_metrics(ensembles.metrics(ensembles.blend(val, w), data.y_val, task)),
@@ -153,8 +156,9 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     mean = np.full(len(members), 1.0 / len(members))
     result = both(weights)
 
-    combined = weighted_average_model([m.final_model() for m in members], [float(w) for w in weights],
-                                      tuple(data.x_test.shape[1:]), task)
+    # Only the members that carry weight are loaded and exported.
+    combined = weighted_average_model([members[i].final_model() for i in kept], [float(weights[i]) for i in kept],
+                                      tuple(data.x_test.shape[1:]), task, positions=kept)
     exported_predictions = predict(combined, data.x_test, PREDICT_BATCH)
     expected = ensembles.blend(test, weights)
     gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
@@ -165,6 +169,8 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         "method": row.method,
         "weights": [float(w) for w in weights],
         "members": [m.label for m in members],
+        # Weight 0 (or below ensembles.NEGLIGIBLE_WEIGHT): not in any exported format.
+        "dropped_members": [members[i].label for i in range(len(members)) if i not in kept],
         "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
                               for m in members],
         "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},

@@ -42,6 +42,8 @@ def _lineage(model: TrainedModel, members: list) -> dict:
                          "validation_source": figures.member_validation(m).source.long,
                          "test": m.test_metrics} for m in members],
             "weights_fitted_on": "validation predictions of members trained on the training split only",
+            # Weight 0: left out of every exported format (they would add size and inference time only).
+            "dropped_members": [figures.member_label(m) for m in members if m.weight == 0],
         }}
     study, trial = model.study, model.trial
     return {

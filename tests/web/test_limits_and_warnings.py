@@ -66,8 +66,15 @@ def test_an_ensemble_that_one_member_carries_says_it_is_effectively_that_model(
     page = page_text(alice_client.get(reverse("model_detail", args=[lopsided.id])))
     assert "Effectively a single model: m v1 carries at least 99% of the weight." in page
     assert "carries the ensemble" in page.split('id="ensemble-members"')[1].split("m v2")[0]
+    # The members without weight are not in the downloads, and both the page and the card say so.
+    rows = page.split('id="ensemble-members"')[1]
+    assert rows.count("dropped: weight 0, not in the downloads") == 2
+    assert "dropped" not in rows.split("m v2")[0]
+    card = alice_client.get(reverse("model_card", args=[lopsided.id])).json()
+    assert card["lineage"]["ensemble"]["dropped_members"] == ["m v2", "m v3"]
     even = finished_ensemble(acme, alice, acme_study.dataset, members, [0.4, 0.35, 0.25], name="even")
-    assert "Effectively a single model" not in page_text(alice_client.get(reverse("model_detail", args=[even.id])))
+    even_page = page_text(alice_client.get(reverse("model_detail", args=[even.id])))
+    assert "Effectively a single model" not in even_page and "dropped: weight 0" not in even_page
     board = page_text(alice_client.get(reverse("leaderboard")))
     assert "≈ one member" in board.split('data-model="lopsided-v1"')[1].split("</tr>")[0]
     assert "≈ one member" not in board.split('data-model="even-v1"')[1].split("</tr>")[0]
