@@ -97,7 +97,8 @@ def test_a_second_export_after_a_label_move_rewrites_only_the_config(tmp_path, z
     assert parsed_config(out)["digits"][2] == {"production": 2}
     # Nothing changed at all: not even the config is touched.
     unchanged = tree(out)
-    assert layout_write(plan=[PlannedModel("digits", versions, {"production": 2})], folder=out)["config_changed"] is False
+    again = layout_write(plan=[PlannedModel("digits", versions, {"production": 2})], folder=out)
+    assert again["config_changed"] is False
     assert tree(out) == unchanged
 
 
