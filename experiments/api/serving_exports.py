@@ -3,7 +3,7 @@ folder with its last export, or one export by id."""
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 
@@ -43,7 +43,7 @@ class ServingStatusSerializer(serializers.Serializer):
 class ServingExports(generics.GenericAPIView):
     serializer_class = ServingExportSerializer
 
-    @extend_schema(responses={200: ServingStatusSerializer, **ERRORS})
+    @extend_schema(operation_id="v1_serving_exports_status", responses={200: ServingStatusSerializer, **ERRORS})
     def get(self, request):
         status = serving_status(team=request.team)
         context = self.get_serializer_context()
@@ -62,7 +62,9 @@ class ServingExports(generics.GenericAPIView):
 class ServingExportDetail(generics.GenericAPIView):
     serializer_class = ServingExportSerializer
 
-    @extend_schema(responses={200: ServingExportSerializer, **ERRORS})
+    # Ids are positive: the path pattern takes digits only (a "-3" is no route of the API).
+    @extend_schema(parameters=[OpenApiParameter("export_id", {"type": "integer", "minimum": 1}, OpenApiParameter.PATH)],
+                   responses={200: ServingExportSerializer, **ERRORS})
     def get(self, request, export_id: int):
         export = get_object_or_404(ServingExport, pk=export_id, team=request.team)
         return Response(self.get_serializer(export).data)

@@ -15,8 +15,8 @@ def serving_view(request):
     return render(request, "registry/serving.html")
 
 
+@editor_required  # first: an anonymous visitor is sent to log in, whatever the method
 @require_POST
-@editor_required
 def serving_export_view(request):
     export = serving_export_request(team=request.team, reason="manual", user=request.user)
     messages.success(request, f"Serving export {export.pk} queued: a worker of the cpu queue writes the team's "

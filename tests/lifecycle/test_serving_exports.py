@@ -11,14 +11,12 @@ import redis
 from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
-from google.protobuf import text_format
-from tensorflow_serving.config import model_server_config_pb2
 
 from experiments.models import ModelConversion, ServingExport
 from experiments.selectors.serving_exports import CONVERSION_PENDING, serving_status
 from experiments.services import serving_exports
 from experiments.services.queueing import EXPORT_SERVING_TASK
-from tests.fixtures.registry_rows import move_alias, register, savedmodel_zip_bytes, trained_model
+from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
 from workers import reaper
 from workers.serving_exports import export_serving
 
@@ -37,12 +35,6 @@ def digits(acme, iris):
     first = trained_model(acme, iris, "first", savedmodel=savedmodel_zip_bytes("first"))
     second = trained_model(acme, iris, "second", savedmodel=savedmodel_zip_bytes("second"))
     return register(acme, "digits", [first, second], {"production": 1, "staging": 2})
-
-
-def config(folder) -> dict:
-    parsed = text_format.Parse((folder / "models.config").read_text(), model_server_config_pb2.ModelServerConfig())
-    return {c.name: (c.base_path, sorted(c.model_version_policy.specific.versions), dict(c.version_labels))
-            for c in parsed.model_config_list.config}
 
 
 def claim(export, host="cpu-host"):
@@ -83,7 +75,7 @@ def test_the_worker_writes_the_teams_folder_as_the_registry_stands_when_it_runs(
     folder = serving_dir / f"team-{acme.pk}"
     assert export.status == ServingExport.Status.COMPLETED and export.duration_seconds > 0
     assert sorted(export.report["written"]) == ["digits/1", "digits/2"]
-    assert config(folder) == {"digits": ("/models/" + f"team-{acme.pk}/digits", [1, 2],
+    assert parsed_config(folder) == {"digits": ("/models/" + f"team-{acme.pk}/digits", [1, 2],
                                          {"production": 2, "staging": 2})}
     assert (folder / "digits" / "2" / "saved_model.pb").read_text() == "graph of second"
     assert {"version": "wine/1", "reason": CONVERSION_PENDING} in export.report["skipped"]
@@ -128,7 +120,7 @@ def test_the_command_exports_in_process_and_says_what_it_did(acme, digits, tmp_p
     call_command("export_serving", team=acme.name, to=str(tmp_path / "here"), base_path="/srv/models", stdout=out)
     printed = out.getvalue()
     assert "Written: digits/1, digits/2" in printed and "Labels of digits: production → 1, staging → 2" in printed
-    assert config(tmp_path / "here")["digits"] == ("/srv/models/digits", [1, 2], {"production": 1, "staging": 2})
+    assert parsed_config(tmp_path / "here")["digits"] == ("/srv/models/digits", [1, 2], {"production": 1, "staging": 2})
     export = ServingExport.objects.get(team=acme)
     assert (export.status, export.reason) == (ServingExport.Status.COMPLETED, "command")
 

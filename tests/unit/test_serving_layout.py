@@ -9,11 +9,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from google.protobuf import text_format
-from tensorflow_serving.config import model_server_config_pb2
 
 from experiments.serving import layout
 from experiments.serving.layout import LayoutError, PlannedModel, PlannedVersion, layout_write
+from tests.fixtures.registry_rows import parsed_config
 
 
 def savedmodel_zip(folder: Path, tag: str, *, name: str = "old-name", version: int = 7) -> Path:
@@ -32,17 +31,6 @@ def planned(zip_path: Path, version: int) -> PlannedVersion:
     data = zip_path.read_bytes()
     return PlannedVersion(version=version, sha256=hashlib.sha256(data).hexdigest(),
                           fetch=lambda target: Path(target).write_bytes(data))
-
-
-def parsed_config(folder: Path) -> dict:
-    """models.config as TF Serving parses it: {name: (base_path, versions, labels)}."""
-    config = text_format.Parse((folder / "models.config").read_text(), model_server_config_pb2.ModelServerConfig())
-    out = {}
-    for entry in config.model_config_list.config:
-        assert entry.model_platform == "tensorflow"
-        out[entry.name] = (entry.base_path, sorted(entry.model_version_policy.specific.versions),
-                           dict(entry.version_labels))
-    return out
 
 
 def tree(folder: Path) -> dict:
