@@ -129,8 +129,9 @@ def serving_export_here(*, team: Team, user=None, folder: Path | None = None,
     export like a worker's, never sent to the broker. `folder` (as TF Serving sees it at
     `base_path`) instead of the team's serving folder. Raises what the writer raised, with the
     export FAILED."""
-    export = ServingExport.objects.create(team_id=team.pk, reason="command", created_by=user)
-    export = serving_export_claim(export_pk=export.pk, worker_host=f"{socket.gethostname()} (export_serving)")
+    with transaction.atomic():  # claimed before anyone sees it queued (the reaper would send it to a worker)
+        export = ServingExport.objects.create(team_id=team.pk, reason="command", created_by=user)
+        export = serving_export_claim(export_pk=export.pk, worker_host=f"{socket.gethostname()} (export_serving)")
     started = time.monotonic()
     try:
         report = serving_export_write(export=export, folder=folder, base_path=base_path)
