@@ -18,9 +18,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# var/serving exists in the image so a Compose volume mounted there starts owned by tuneboard.
 RUN useradd --create-home --uid 1000 --user-group tuneboard \
-    && mkdir -p /app/var \
-    && chown tuneboard:tuneboard /app/var
+    && mkdir -p /app/var/serving \
+    && chown -R tuneboard:tuneboard /app/var
 
 # Dependencies are installed in each target's own layer before the code: the backends are large
 # and pyproject.toml changes far less often than the code. The empty package folders make that

@@ -8,6 +8,7 @@ from experiments.views import (
     models,
     notifications,
     reruns,
+    serving_exports,
     studies,
     study_comparison,
     teams,
@@ -68,4 +69,7 @@ urlpatterns = [
     path("models/<int:model_id>/model-card.json", models.model_card_download, name="model_card"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
+    # Serving from the registry: the team's TF Serving folder and its exports.
+    path("registry/serving/", serving_exports.serving_view, name="registry_serving"),
+    path("registry/serving/export/", serving_exports.serving_export_view, name="registry_serving_export"),
 ]

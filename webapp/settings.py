@@ -293,6 +293,13 @@ MAX_DATASET_MB = env_int("TUNEBOARD_MAX_DATASET_MB", 2048, minimum=1)
 MAX_DATASET_ROWS = env_int("TUNEBOARD_MAX_DATASET_ROWS", 1_000_000, minimum=10)
 MAX_CLASSES = env_int("TUNEBOARD_MAX_CLASSES", 1_000, minimum=2)
 
+# TF Serving's layout of each team's registry (experiments/serving/layout.py), written by the cpu
+# queue's workers into <SERVING_DIR>/team-<id>/ (not private: TF Serving, another user, reads it).
+# SERVING_BASE_PATH: where TF Serving sees SERVING_DIR (its mount, e.g. /models), which
+# models.config's base_path entries start with; empty: SERVING_DIR's own path (same host).
+SERVING_DIR = Path(env_str("TUNEBOARD_SERVING_DIR", str(VAR_DIR / "serving"))).absolute()
+SERVING_BASE_PATH = env_str("TUNEBOARD_SERVING_BASE_PATH", "").rstrip("/")
+
 # Team-provided hypermodels installed on the workers: "name=pkg.module:build_model,...".
 HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])
 

@@ -135,6 +135,22 @@ def convert_model(self, conversion_pk: int) -> str:
     return run(conversion_pk=conversion_pk)
 
 
+@shared_task(
+    name="workers.tasks.export_serving",
+    bind=True,
+    autoretry_for=DATABASE_UNAVAILABLE,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def export_serving(self, export_pk: int) -> str:
+    if stop_requested():  # received as the worker began to stop: hand it to another worker
+        raise self.retry(countdown=0, max_retries=None)
+    from workers.serving_exports import export_serving as run
+
+    return run(export_pk=export_pk)
+
+
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
     from workers.reaper import reap as run

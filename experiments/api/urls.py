@@ -7,6 +7,7 @@ from experiments.api import (
     fleet,
     leaderboard,
     notifications,
+    serving_exports,
     studies,
     study_comparison,
     trained_models,
@@ -45,4 +46,8 @@ urlpatterns = [
     path("webhooks/", notifications.WebhookList.as_view(), name="webhook-list"),
     path("deliveries/", notifications.DeliveryList.as_view(), name="delivery-list"),
     path("audit/", audit.AuditList.as_view(), name="audit-list"),
+    # Serving from the registry: request an export of the team's registry, read the last one.
+    path("serving-exports/", serving_exports.ServingExports.as_view(), name="serving-exports"),
+    path("serving-exports/<int:export_id>/", serving_exports.ServingExportDetail.as_view(),
+         name="serving-export-detail"),
 ]

@@ -11,6 +11,7 @@ RUN_TRIAL_TASK = "workers.tasks.run_trial"
 TRAIN_MODEL_TASK = "workers.tasks.train_model"
 RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
 CONVERT_MODEL_TASK = "workers.tasks.convert_model"
+EXPORT_SERVING_TASK = "workers.tasks.export_serving"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None,
@@ -54,3 +55,7 @@ def rerun_task_enqueue(*, rerun_pk: int, queue: str, unsent: Callable[[int], Non
 
 def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(CONVERT_MODEL_TASK, args=[conversion_pk], queue=queue, unsent=unsent)
+
+
+def serving_export_task_enqueue(*, export_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+    _send_on_commit(EXPORT_SERVING_TASK, args=[export_pk], queue=queue, unsent=unsent)

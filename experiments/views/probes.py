@@ -156,9 +156,10 @@ class DatabaseCollector:
         return []  # no queries at registration time
 
     def collect(self):
-        from experiments.models import ModelConversion, Study, TrainedModel, Trial, TrialRerun, Worker
+        from experiments.models import ModelConversion, ServingExport, Study, TrainedModel, Trial, TrialRerun, Worker
         from experiments.services.conversions import CONVERSION_QUEUE
         from experiments.services.model_runs import ENSEMBLE_QUEUE
+        from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
 
         queues = [choice for choice, _ in Study.Queue.choices]
         up = GaugeMetricFamily("tuneboard_database_up", "1 when the metrics queries could run")
@@ -203,8 +204,10 @@ class DatabaseCollector:
                                       .annotate(n=Count("id"))):
                 depth[task_queue(queue, backend)] += n
             depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=ModelStatus.QUEUED).count()
+            depth[SERVING_EXPORT_QUEUE] += ServingExport.objects.filter(status=ModelStatus.QUEUED).count()
             queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
-                                            "studies, queued model jobs, trial re-runs and conversions) per queue",
+                                            "studies, queued model jobs, trial re-runs, conversions and serving "
+                                            "exports) per queue",
                                             labels=["queue"])
             for queue, n in sorted(depth.items()):
                 queue_depth.add_metric([queue], n)

@@ -11,6 +11,9 @@ queue, for KEDA's metrics-api trigger (deploy/kubernetes/; valueLocation "work")
     queued_conversions   QUEUED conversions (SavedModel/TFLite from a model's .keras file; their
                     tasks go to CONVERSION_QUEUE, "cpu")
     running_conversions  RUNNING conversions, on that queue
+    queued_serving_exports   QUEUED serving exports (TF Serving layout of a team's registry; their
+                    tasks go to SERVING_EXPORT_QUEUE, "cpu")
+    running_serving_exports  RUNNING serving exports, on that queue
     due_deliveries  notification e-mails and webhook calls due now (their tasks go to the cpu queue)
     work            the sum, counting due deliveries as one (one worker sends them all): the number of
                     worker processes (concurrency 1) that have something to do
@@ -28,10 +31,19 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from experiments.models import ModelConversion, NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
+from experiments.models import (
+    ModelConversion,
+    NotificationDelivery,
+    ServingExport,
+    Study,
+    TrainedModel,
+    Trial,
+    TrialRerun,
+)
 from experiments.services.conversions import CONVERSION_QUEUE
 from experiments.services.model_runs import ENSEMBLE_QUEUE
 from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
+from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
 from experiments.states import DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import JAX_SUFFIX, TASK_QUEUES, queue_backend
 
@@ -42,6 +54,12 @@ def _authorized(request: HttpRequest) -> bool:
     expected = os.environ.get(TOKEN_ENV, "")
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     return bool(expected) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), expected)
+
+
+def _by_status(table) -> dict:
+    """Active jobs of a table whose tasks all go to one queue, by status."""
+    return dict(table.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+                .order_by().values_list("status").annotate(n=Count("id")))
 
 
 def scaling_counts(queue: str) -> dict:
@@ -64,8 +82,8 @@ def scaling_counts(queue: str) -> dict:
     reruns = dict(TrialRerun.objects.filter(trial__study__queue=accelerator, trial__study__backend=backend,
                                             status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
                   .order_by().values_list("status").annotate(n=Count("id")))
-    conversions = dict(ModelConversion.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
-                       .order_by().values_list("status").annotate(n=Count("id"))) if queue == CONVERSION_QUEUE else {}
+    conversions = _by_status(ModelConversion) if queue == CONVERSION_QUEUE else {}
+    exports = _by_status(ServingExport) if queue == SERVING_EXPORT_QUEUE else {}
     counts = {
         "queue": queue,
         "queued_trials": queued_trials,
@@ -76,6 +94,8 @@ def scaling_counts(queue: str) -> dict:
         "running_reruns": reruns.get(ModelStatus.RUNNING, 0),
         "queued_conversions": conversions.get(ModelStatus.QUEUED, 0),
         "running_conversions": conversions.get(ModelStatus.RUNNING, 0),
+        "queued_serving_exports": exports.get(ModelStatus.QUEUED, 0),
+        "running_serving_exports": exports.get(ModelStatus.RUNNING, 0),
     }
     counts["work"] = sum(v for k, v in counts.items() if k != "queue")
     counts["due_deliveries"] = NotificationDelivery.objects.filter(

@@ -24,7 +24,7 @@ from webapp.env import env_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "deploy" / "kubernetes"
-OVERLAYS = ["cpu-only", "gpu", "tpu", "gpu-jax"]
+OVERLAYS = ["cpu-only", "gpu", "tpu", "gpu-jax", "serving"]
 K8S_VERSION = "1.30"
 KEDA_SCHEMAS = json.loads((Path(__file__).parent / "keda" / "schemas.json").read_text())
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -98,7 +98,8 @@ def test_web_beat_migrate_and_config(rendered):
     assert config["TUNEBOARD_ARTIFACT_STORAGE"] == "database"
     assert config["DEBUG"] == "false"  # so the pods refuse to start without the Secret's SECRET_KEY
     assert "tuneboard-web" in config["ALLOWED_HOSTS"].split(",")  # KEDA calls the web by its Service name
-    for obj in list(deployments.values()) + [job]:
+    # TF Serving (the serving overlay) runs its own image and reads no configuration of the app's.
+    for obj in [d for name, d in deployments.items() if name != "tuneboard-tf-serving"] + [job]:
         env_from = container(obj)["envFrom"]
         assert {"configMapRef": {"name": "tuneboard-config"}} in env_from
         assert {"secretRef": {"name": "tuneboard-secrets"}} in env_from
@@ -112,7 +113,7 @@ def test_workers_consume_real_queues_and_scaledobjects_match(rendered):
     workers = {name: d for name, d in by_kind(objects, "Deployment").items() if name.startswith("tuneboard-worker-")}
     queues = {worker_queue(d) for d in workers.values()}
     expected = {"cpu-only": {"cpu"}, "gpu": {"cpu", "gpu"}, "tpu": {"cpu", "tpu"},
-                "gpu-jax": {"cpu", "gpu-jax"}}[overlay]
+                "gpu-jax": {"cpu", "gpu-jax"}, "serving": {"cpu"}}[overlay]
     assert queues == expected
     routable = set(Study.Queue.values) | set(TASK_QUEUES) | {settings.CELERY_TASK_DEFAULT_QUEUE, ENSEMBLE_QUEUE}
     assert queues <= routable
@@ -255,3 +256,41 @@ def test_probes_and_keda_calls_stay_on_plain_http_and_send_an_allowed_host(rende
         assert url.scheme == "http" and redirect_exempt(url.path) and url.hostname in allowed
     assert redirect_exempt("/metrics")
     assert not redirect_exempt("/login/") and not redirect_exempt("/api/v1/studies/")
+
+
+def test_the_serving_overlay_runs_tf_serving_on_the_volume_the_cpu_workers_write():
+    from experiments.serving.layout import CONFIG
+
+    objects = render("serving")
+    deployments = by_kind(objects, "Deployment")
+    claim = by_kind(objects, "PersistentVolumeClaim")["tuneboard-serving"]
+    assert "ReadWriteMany" in claim["spec"]["accessModes"]
+    config = by_kind(objects, "ConfigMap")["tuneboard-config"]["data"]
+    settings_text = (ROOT / "webapp" / "settings.py").read_text()
+    assert all(f'"{name}"' in settings_text for name in ("TUNEBOARD_SERVING_DIR", "TUNEBOARD_SERVING_BASE_PATH"))
+
+    def mounts(deployment) -> dict:
+        """mountPath -> (claim, read-only) of the serving volume."""
+        pod = deployment["spec"]["template"]["spec"]
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+                  if "persistentVolumeClaim" in v}
+        return {m["mountPath"]: (claims[m["name"]], m.get("readOnly", False))
+                for m in container(deployment).get("volumeMounts", []) if m["name"] in claims}
+
+    worker = deployments["tuneboard-worker-cpu"]
+    assert mounts(worker) == {config["TUNEBOARD_SERVING_DIR"]: ("tuneboard-serving", False)}
+    assert worker["spec"]["template"]["spec"]["securityContext"]["fsGroup"] == 1000
+    assert container(worker)["command"][:4] == ["celery", "-A", "webapp", "worker"]  # the base's, kept
+    serving = deployments["tuneboard-tf-serving"]
+    assert mounts(serving) == {config["TUNEBOARD_SERVING_BASE_PATH"]: ("tuneboard-serving", True)}
+    tf = container(serving)
+    assert tf["image"] == "tensorflow/serving:" + re.search(
+        r'"tensorflow==([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    flags = dict(arg.removeprefix("--").partition("=")[::2] for arg in tf["args"])
+    assert flags["model_config_file"] == f"{config['TUNEBOARD_SERVING_BASE_PATH']}/team-1/{CONFIG}"
+    assert int(flags["model_config_file_poll_wait_seconds"]) > 0
+    assert "allow_version_labels_for_unavailable_models" in flags
+    service = by_kind(objects, "Service")["tuneboard-tf-serving"]
+    assert {p["port"] for p in service["spec"]["ports"]} == {8500, 8501}
+    assert service["spec"]["selector"] == serving["spec"]["selector"]["matchLabels"]
+

@@ -6,7 +6,15 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.models import ModelConversion, NotificationDelivery, Study, TrainedModel, Trial, TrialRerun
+from experiments.models import (
+    ModelConversion,
+    NotificationDelivery,
+    ServingExport,
+    Study,
+    TrainedModel,
+    Trial,
+    TrialRerun,
+)
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.notifications import notify_webhook_test
 from experiments.services.studies import study_create
@@ -73,6 +81,9 @@ def world(alice, acme):
     # Conversions (SavedModel/TFLite from a JAX-trained model's .keras file) go to the cpu queue.
     for status in ("queued", "completed"):
         ModelConversion.objects.create(model=done, formats=["savedmodel"], status=status)
+    # Serving exports too.
+    for status in ("running", "failed"):
+        ServingExport.objects.create(team=acme, status=status)
     return acme
 
 
@@ -82,11 +93,13 @@ def test_counts_per_queue(client, token, world):
     assert gpu.status_code == 200
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
                           "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
-                          "queued_conversions": 0, "running_conversions": 0, "due_deliveries": 0, "work": 10}
+                          "queued_conversions": 0, "running_conversions": 0, "queued_serving_exports": 0,
+                          "running_serving_exports": 0, "due_deliveries": 0, "work": 10}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
                                                  "queued_models": 2, "running_models": 0, "queued_reruns": 0,
                                                  "running_reruns": 0, "queued_conversions": 1,
-                                                 "running_conversions": 0, "due_deliveries": 0, "work": 5}
+                                                 "running_conversions": 0, "queued_serving_exports": 0,
+                                                 "running_serving_exports": 1, "due_deliveries": 0, "work": 6}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("web", "worker-cpu", "worker-gpu", "beat")
 # The JAX workers run their own image (tests/deploy/test_jax_deployment.py); same queue rules.
 WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu", "worker-gpu-jax": "gpu-jax", "worker-cpu-jax": "cpu-jax"}
-PROFILES = {"worker-gpu": ["gpu"], "worker-gpu-jax": ["gpu-jax"], "worker-cpu-jax": ["cpu-jax"]}
+PROFILES = {"worker-gpu": ["gpu"], "worker-gpu-jax": ["gpu-jax"], "worker-cpu-jax": ["cpu-jax"],
+            "tf-serving": ["serving"]}
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +225,37 @@ def test_the_image_carries_no_secret_key():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert not re.search(r"^(ENV|ARG)\b[^\n]*SECRET_KEY", dockerfile, re.MULTILINE)
     assert dockerfile.count("SECRET_KEY=") == 1
+
+
+def tf_serving_flags(service: dict) -> dict:
+    return dict(arg.removeprefix("--").partition("=")[::2] for arg in service["command"])
+
+
+def test_tf_serving_reads_the_team_folder_the_cpu_worker_writes(compose, services, app_env):
+    from experiments.serving.layout import CONFIG
+
+    tf_serving, worker = services["tf-serving"], services["worker-cpu"]
+    assert "serving" in compose["volumes"]
+    written = next(v for v in worker["volumes"] if v.startswith("serving:")).split(":")[1]
+    read = next(v for v in tf_serving["volumes"] if v.startswith("serving:"))
+    assert written == app_env["TUNEBOARD_SERVING_DIR"]
+    assert read == f"serving:{app_env['TUNEBOARD_SERVING_BASE_PATH']}:ro"
+    flags = tf_serving_flags(tf_serving)
+    # The folder serving_team_folder names (team-<id>) under where TF Serving sees the volume.
+    assert re.fullmatch(rf"{app_env['TUNEBOARD_SERVING_BASE_PATH']}/\$\{{TUNEBOARD_SERVING_TEAM_FOLDER:-team-1\}}/"
+                        rf"{CONFIG}", flags["model_config_file"])
+    assert int(flags["model_config_file_poll_wait_seconds"]) > 0  # exports are picked up without a restart
+    assert "allow_version_labels_for_unavailable_models" in flags
+    assert {"8501:8501", "8500:8500"} <= set(tf_serving["ports"])
+
+
+def test_tf_serving_is_the_release_of_the_tensorflow_that_writes_the_savedmodels(services):
+    tag = services["tf-serving"]["image"].removeprefix("tensorflow/serving:")
+    pinned = re.search(r'"tensorflow==([\d.]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert tag == pinned
+
+
+def test_the_image_has_the_serving_folder_so_the_volume_starts_writable_by_the_app_user():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "mkdir -p /app/var/serving" in dockerfile and "chown -R tuneboard:tuneboard /app/var" in dockerfile
+

@@ -26,7 +26,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from experiments.models import Artifact, ModelFile, Study, TrainedModel, Trial, TrialEpoch, Worker
+from experiments.models import Artifact, ModelFile, ServingExport, Study, TrainedModel, Trial, TrialEpoch, Worker
 from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_create
@@ -92,7 +92,8 @@ from experiments.services.webhooks import webhook_create
 
 webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://93.184.215.14/hook",
                             events=["study.completed"])
-ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id,
+serving_export = ServingExport.objects.create(team=team, reason="crawl")
+ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id, "export_id": serving_export.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}

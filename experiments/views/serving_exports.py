@@ -1,0 +1,29 @@
+"""The serving panel of the registry: the team's TF Serving folder, its last export, and the
+"Export now" button (the same export every alias move queues)."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from experiments.services.serving_exports import serving_export_request
+from experiments.views.access import editor_required, team_required
+
+
+@team_required
+def serving_view(request):
+    return render(request, "registry/serving.html")
+
+
+@editor_required  # first: an anonymous visitor is sent to log in, whatever the method
+@require_POST
+def serving_export_view(request):
+    export = serving_export_request(team=request.team, reason="manual", user=request.user)
+    messages.success(request, f"Serving export {export.pk} queued: a worker of the cpu queue writes the team's "
+                              "registry into its serving folder.")
+    # Back to the page the button is on (a registered model's page), else the serving page.
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                       require_https=request.is_secure()):
+        return redirect(back)
+    return redirect("registry_serving")
