@@ -5,7 +5,7 @@ from django import forms
 from django.utils.text import slugify
 
 from experiments.models import TrainedModel
-from experiments.tuning.bounds import no_control_characters, parse_id
+from experiments.tuning.bounds import MAX_ID, no_control_characters
 
 MAX_NAME = 80
 MAX_ALIAS = 40
@@ -24,11 +24,10 @@ def _slug(value: str, *, what: str, limit: int) -> str:
     return value
 
 
-def _whole_number(value, *, what: str) -> int:
-    number = parse_id(value)
-    if number is None:
-        raise forms.ValidationError(f"Give the {what} as a whole number (1, 2, ...).")
-    return number
+def _number_field(label: str, what: str, **kwargs) -> forms.IntegerField:
+    message = f"Give the {what} as a whole number (1, 2, ...)."
+    return forms.IntegerField(label=label, min_value=1, max_value=MAX_ID, **kwargs, error_messages={
+        "invalid": message, "min_value": message, "max_value": message})
 
 
 class RegisterForm(forms.Form):
@@ -47,14 +46,14 @@ class RegisterForm(forms.Form):
 class _PicksModel(forms.Form):
     """A trained model of the team, by id (the API's bodies)."""
 
-    model = forms.CharField(label="Model", help_text="The trained model's (or ensemble's) id.")
+    model = _number_field("Model", "model's id", help_text="The trained model's (or ensemble's) id.")
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)
         self.team = team
 
     def clean_model(self) -> TrainedModel:
-        pk = _whole_number(self.cleaned_data["model"], what="model's id")
+        pk = self.cleaned_data["model"]
         found = TrainedModel.objects.filter(team=self.team, pk=pk).first()
         if found is None:
             raise forms.ValidationError(f"Model {pk} was not found in this team.")
@@ -76,13 +75,10 @@ class AliasForm(forms.Form):
 
     alias = forms.CharField(label="Alias", max_length=200, validators=[no_control_characters],
                             help_text="production, staging or any name (lower-case letters, digits, '-' and '_').")
-    version = forms.CharField(label="Version")
+    version = _number_field("Version", "version")
 
     def clean_alias(self):
         return _slug(self.cleaned_data["alias"], what="alias", limit=MAX_ALIAS)
-
-    def clean_version(self):
-        return _whole_number(self.cleaned_data["version"], what="version")
 
 
 class AliasRemoveForm(forms.Form):
@@ -94,7 +90,4 @@ class AliasRemoveForm(forms.Form):
 class RollbackForm(forms.Form):
     """The page's one-click rollback: the move to undo."""
 
-    move = forms.CharField(label="Move")
-
-    def clean_move(self):
-        return _whole_number(self.cleaned_data["move"], what="move")
+    move = _number_field("Move", "move")

@@ -123,3 +123,7 @@ def register_suggestion(*, team: Team, model: TrainedModel, signature: list[dict
     fitting.sort(key=lambda r: r.id not in same_data)
     return {"name": fitting[0].name if fitting else (slugify(model.dataset.name) or f"dataset-{model.dataset_id}"),
             "names": [r.name for r in registered if r.id not in taken]}
+
+
+def registered_model_move(*, registered: RegisteredModel, move_id: int) -> AliasMove | None:
+    return registered.alias_moves.filter(pk=move_id).first()
