@@ -32,7 +32,8 @@ def _state():
 def test_an_editor_registers_from_the_model_page_and_moves_and_rolls_back_an_alias(alice_client, models):
     first, second = models
     page = page_text(alice_client.get(reverse("model_detail", args=[first.id])))
-    assert 'id="registry-none"' in page and 'id="register-name" name="name" list="registered-names" value="iris"' in page
+    assert 'id="registry-none"' in page
+    assert 'id="register-name" name="name" list="registered-names" value="iris"' in page
     response = alice_client.post(reverse("model_register", args=[first.id]), {"name": "iris"}, follow=True)
     registered = RegisteredModel.objects.get()
     assert response.redirect_chain[-1][0] == reverse("registry_detail", args=[registered.id])
