@@ -70,29 +70,24 @@ def _act(request, registered: RegisteredModel, form_class, action, done: str):
     return redirect("registry_detail", registered_model_id=registered.id)
 
 
-@require_POST
-@editor_required
-def registry_alias_set_view(request, registered_model_id: int):
-    registered = get_registered_model_for_user(request, registered_model_id)
-    return _act(request, registered, AliasForm, lambda data: registry_alias_set(
-        registered=registered, alias=data["alias"], version=data["version"], user=request.user),
-        "{name}@{alias} is now {where}.")
+def _alias_view(form_class, action, done: str):
+    """An editor's POST-only view: `action(registered, cleaned data, user)` from `form_class`."""
+
+    @require_POST
+    @editor_required
+    def view(request, registered_model_id: int):
+        registered = get_registered_model_for_user(request, registered_model_id)
+        return _act(request, registered, form_class, lambda data: action(registered, data, request.user), done)
+
+    return view
 
 
-@require_POST
-@editor_required
-def registry_alias_remove_view(request, registered_model_id: int):
-    registered = get_registered_model_for_user(request, registered_model_id)
-    return _act(request, registered, AliasRemoveForm, lambda data: registry_alias_remove(
-        registered=registered, alias=data["alias"], user=request.user), "{name}@{alias} removed.")
-
-
-@require_POST
-@editor_required
-def registry_rollback_view(request, registered_model_id: int):
-    registered = get_registered_model_for_user(request, registered_model_id)
-    return _act(request, registered, RollbackForm, lambda data: registry_alias_rollback(
-        registered=registered, move_id=data["move"], user=request.user), "Rolled back: {name}@{alias} is {where}.")
+registry_alias_set_view = _alias_view(AliasForm, lambda registered, data, user: registry_alias_set(
+    registered=registered, alias=data["alias"], version=data["version"], user=user), "{name}@{alias} is now {where}.")
+registry_alias_remove_view = _alias_view(AliasRemoveForm, lambda registered, data, user: registry_alias_remove(
+    registered=registered, alias=data["alias"], user=user), "{name}@{alias} removed.")
+registry_rollback_view = _alias_view(RollbackForm, lambda registered, data, user: registry_alias_rollback(
+    registered=registered, move_id=data["move"], user=user), "Rolled back: {name}@{alias} is {where}.")
 
 
 @require_POST
