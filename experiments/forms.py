@@ -8,7 +8,13 @@ from experiments.presentation.ranking_rule import metric_direction
 from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
 from experiments.services.ensembles import METHODS as ENSEMBLE_METHODS
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
-from experiments.services.trained_models import MAX_EPOCH_CAP, MAX_MODEL_NAME, ModelRequestError, check_model_name
+from experiments.services.trained_models import (
+    MAX_EPOCH_CAP,
+    MAX_MODEL_NAME,
+    ModelRequestError,
+    check_model_name,
+    default_model_name,
+)
 from experiments.services.warm_starts import (
     DEFAULT_TOP_K,
     MAX_TOP_K,
@@ -356,7 +362,9 @@ class ModelRequestForm(forms.Form):
     epoch_cap = forms.IntegerField(label="Epoch cap for best-epoch detection", initial=100, min_value=1,
                                    max_value=MAX_EPOCH_CAP)
     name = forms.SlugField(label="Model name", max_length=80, required=False,
-                           help_text="Versions count up per name; defaults to the study's name.")
+                           help_text="Each model gets a name of its own: <study>-trial-<trial id> by default. A "
+                                     "name given is used as is for one trial and as <name>-trial-<trial id> for "
+                                     "several; making a name again counts its version up.")
     include_pruned = forms.BooleanField(label="Include pruned trials", required=False,
                                         help_text="Pruned trials stopped early, so their scores are short of a full "
                                                   "training; by default only completed trials are picked.")
@@ -371,6 +379,8 @@ class ModelRequestForm(forms.Form):
             self.fields["epoch_cap"].help_text = (
                 f"Defaults to 3 × the study's {study.epochs} epochs (at least 10, at most {MAX_EPOCH_CAP}): "
                 f"{cap}. If the best epoch found is the cap, the model was still improving: raise it.")
+            if "top_n" in self.fields:
+                self.fields["name"].widget.attrs["placeholder"] = f"{default_model_name(study)}-trial-<id>"
 
 
 class RankingForm(forms.Form):
@@ -409,7 +419,8 @@ class EnsembleForm(forms.Form):
                                        help_text="Greedy selection only: how many picks (with replacement).")
     seed = seed_field(required=False, help_text="Breaks ties in greedy selection.")
     name = forms.CharField(required=False, max_length=MAX_MODEL_NAME, validators=[no_control_characters],
-                           help_text="Lower-case letters, digits, '-' and '_'; defaults to ensemble-<method>.")
+                           help_text="Lower-case letters, digits, '-' and '_'; defaults to "
+                                     "ensemble-<method>-<dataset>.")
 
     def __init__(self, *args, team, **kwargs):
         super().__init__(*args, **kwargs)

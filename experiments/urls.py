@@ -7,6 +7,7 @@ from experiments.views import (
     leaderboard,
     models,
     notifications,
+    registry,
     reruns,
     serving_exports,
     studies,
@@ -69,6 +70,14 @@ urlpatterns = [
     path("models/<int:model_id>/model-card.json", models.model_card_download, name="model_card"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
+    # The model registry.
+    path("registry/", registry.registry_list, name="registry_list"),
+    path("registry/<int:registered_model_id>/", registry.registry_detail, name="registry_detail"),
+    path("registry/<int:registered_model_id>/aliases/", registry.registry_alias_set_view, name="registry_alias_set"),
+    path("registry/<int:registered_model_id>/aliases/remove/", registry.registry_alias_remove_view,
+         name="registry_alias_remove"),
+    path("registry/<int:registered_model_id>/rollback/", registry.registry_rollback_view, name="registry_rollback"),
+    path("models/<int:model_id>/register/", registry.model_register, name="model_register"),
     # Serving from the registry: the team's TF Serving folder and its exports.
     path("registry/serving/", serving_exports.serving_view, name="registry_serving"),
     path("registry/serving/export/", serving_exports.serving_export_view, name="registry_serving_export"),

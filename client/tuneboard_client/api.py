@@ -368,6 +368,43 @@ class Client:
     def list_workers(self) -> list[dict]:
         return list(self.paginate("workers/"))
 
+    # --- the model registry ----------------------------------------------------------------
+
+    def list_registered_models(self) -> list[dict]:
+        return list(self.paginate("registry/"))
+
+    def resolve_registered_model(self, ref: int | str) -> int:
+        """A registered model's id from its id or its name."""
+        if isinstance(ref, int) or str(ref).isdigit():
+            return int(ref)
+        for row in self.list_registered_models():
+            if row.get("name") == ref:
+                return int(row["id"])
+        raise TuneboardAPIError(f"No registered model named {ref!r} in this team (see `tuneboard registry list`).",
+                                status=404)
+
+    def get_registered_model(self, ref: int | str) -> dict:
+        return self.get(f"registry/{self.resolve_registered_model(ref)}/")
+
+    def register_model(self, model_id: int, name: str, description: str | None = None) -> dict:
+        """Register a finished model as the next version of `name` (made when new)."""
+        return self.post("registry/", _clean({"model": int(model_id), "name": name, "description": description}))
+
+    def set_alias(self, ref: int | str, alias: str, version: int) -> dict:
+        return self.request("PUT", f"registry/{self.resolve_registered_model(ref)}/aliases/{alias}/",
+                            json={"version": int(version)})
+
+    def remove_alias(self, ref: int | str, alias: str) -> dict:
+        return self.request("DELETE", f"registry/{self.resolve_registered_model(ref)}/aliases/{alias}/")
+
+    def rollback_alias(self, ref: int | str, alias: str) -> dict:
+        """Roll back the alias's latest move (recorded as a new move)."""
+        registered = self.get_registered_model(ref)
+        latest = next((m for m in registered.get("moves", []) if m.get("alias") == alias), None)
+        if latest is None:
+            raise TuneboardAPIError(f"{registered.get('name')}@{alias} has never moved: nothing to roll back.")
+        return self.post(latest["rollback_url"])
+
 
 def normalise_method(method: str) -> str:
     """"nelder-mead", "Nelder Mead" -> "nelder_mead"."""

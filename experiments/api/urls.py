@@ -7,6 +7,7 @@ from experiments.api import (
     fleet,
     leaderboard,
     notifications,
+    registry,
     serving_exports,
     studies,
     study_comparison,
@@ -46,6 +47,15 @@ urlpatterns = [
     path("webhooks/", notifications.WebhookList.as_view(), name="webhook-list"),
     path("deliveries/", notifications.DeliveryList.as_view(), name="delivery-list"),
     path("audit/", audit.AuditList.as_view(), name="audit-list"),
+    # The model registry.
+    path("registry/", registry.RegistryList.as_view(), name="registry-list"),
+    path("registry/<int:registered_model_id>/", registry.RegistryDetail.as_view(), name="registry-detail"),
+    path("registry/<int:registered_model_id>/versions/", registry.RegistryVersions.as_view(),
+         name="registry-versions"),
+    path("registry/<int:registered_model_id>/aliases/<str:alias>/", registry.RegistryAlias.as_view(),
+         name="registry-alias"),
+    path("registry/<int:registered_model_id>/moves/<int:move_id>/rollback/", registry.RegistryRollback.as_view(),
+         name="registry-rollback"),
     # Serving from the registry: request an export of the team's registry, read the last one.
     path("serving-exports/", serving_exports.ServingExports.as_view(), name="serving-exports"),
     path("serving-exports/<int:export_id>/", serving_exports.ServingExportDetail.as_view(),

@@ -1,10 +1,14 @@
-"""Reads of the model registry: a team's registered models, and what a reference such as
+"""Reads of the model registry: a team's registered models, one registered model's versions,
+aliases and moves, the versions a trained model is, and what a reference such as
 `digits@production` or `digits/3` names."""
 
 import re
 
+from django.db.models import Count, Max
+from django.utils.text import slugify
+
 from experiments.errors import TuneboardError
-from experiments.models import ModelAlias, ModelVersion, Team
+from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
 
 # "<registered model>@<alias>" or "<registered model>/<version>"
 REFERENCE = re.compile(r"^(?P<name>[-a-zA-Z0-9_]+)(?:@(?P<alias>[-a-zA-Z0-9_]+)|/(?P<version>\d+))$")
@@ -33,3 +37,93 @@ def registry_reference_resolve(*, team: Team, reference: str) -> ModelVersion:
     if found is None:
         raise RegistryReferenceError(f"The registered model {name!r} has no version {version} in this team.")
     return found
+
+
+def team_registered_models(*, team: Team) -> list[RegisteredModel]:
+    """The team's registered models, each with `version_count`, `latest_version` and `alias_rows`
+    (name -> version number), in three queries however many there are."""
+    registered = list(RegisteredModel.objects.filter(team=team)
+                      .annotate(version_count=Count("versions"), latest_version=Max("versions__version"))
+                      .order_by("name"))
+    aliases: dict[int, list] = {}
+    for row in (ModelAlias.objects.filter(registered_model__team=team).order_by("name")
+                .values("registered_model_id", "name", "version__version")):
+        aliases.setdefault(row["registered_model_id"], []).append({"name": row["name"],
+                                                                   "version": row["version__version"]})
+    for item in registered:
+        item.alias_rows = aliases.get(item.id, [])
+    return registered
+
+
+def team_registered_model(*, team: Team, registered_model_id: int) -> RegisteredModel | None:
+    return RegisteredModel.objects.filter(team=team, pk=registered_model_id).select_related("created_by").first()
+
+
+def registered_model_versions(*, registered: RegisteredModel) -> list[ModelVersion]:
+    """Its versions, newest first, with their trained model (test metrics, status) and
+    `alias_names`."""
+    versions = list(registered.versions.select_related("trained_model", "trained_model__dataset", "created_by")
+                    .order_by("-version"))
+    names: dict[int, list[str]] = {}
+    for version_id, name in ModelAlias.objects.filter(registered_model=registered).values_list("version_id", "name"):
+        names.setdefault(version_id, []).append(name)
+    for version in versions:
+        version.alias_names = sorted(names.get(version.id, []))
+    return versions
+
+
+def registered_model_aliases(*, registered: RegisteredModel) -> list[ModelAlias]:
+    return list(registered.aliases.select_related("version").order_by("name"))
+
+
+def registered_model_moves(*, registered: RegisteredModel, limit: int = 200) -> list[AliasMove]:
+    """Its alias moves, newest first (who, when, from, to), each with `can_roll_back`: it is its
+    alias's latest move (as services.registry.registry_alias_rollback requires)."""
+    moves = list(registered.alias_moves.select_related("from_version", "to_version", "user")
+                 .order_by("-created", "-id")[:limit])
+    seen: set[str] = set()
+    for move in moves:
+        move.can_roll_back = move.alias not in seen
+        seen.add(move.alias)
+    return moves
+
+
+def models_registry_entries(*, model_ids: list[int]) -> dict[int, list[dict]]:
+    """For each trained model id, the versions it is ({registered_model_id, name, version,
+    aliases}), in one query (a LEFT JOIN on the aliases): the leaderboard's badges."""
+    entries: dict[int, dict[int, dict]] = {}
+    rows = (ModelVersion.objects.filter(trained_model_id__in=model_ids)
+            .values("id", "trained_model_id", "version", "registered_model_id", "registered_model__name",
+                    "aliases__name")
+            .order_by("registered_model__name", "aliases__name"))
+    for row in rows:
+        entry = entries.setdefault(row["trained_model_id"], {}).setdefault(row["id"], {
+            "registered_model_id": row["registered_model_id"], "name": row["registered_model__name"],
+            "version": row["version"], "aliases": []})
+        if row["aliases__name"]:
+            entry["aliases"].append(row["aliases__name"])
+    return {model_id: list(versions.values()) for model_id, versions in entries.items()}
+
+
+def model_registry_entries(*, model: TrainedModel) -> list[dict]:
+    """The versions one trained model is, with their aliases (the model page)."""
+    return models_registry_entries(model_ids=[model.id]).get(model.id, [])
+
+
+def register_suggestion(*, team: Team, model: TrainedModel, signature: list[dict]) -> dict:
+    """What the Register form proposes for `model`: the team's registered model that takes its
+    input (one holding a model of the same dataset first), else a new name after its dataset;
+    and every name of the team to choose from."""
+    registered = list(RegisteredModel.objects.filter(team=team).order_by("name"))
+    taken = {v.registered_model_id for v in model.registry_versions.all()}
+    fitting = [r for r in registered if r.id not in taken and r.task == model.dataset.task
+               and r.input_signature == signature]
+    same_data = set(ModelVersion.objects.filter(registered_model__in=fitting, trained_model__dataset=model.dataset_id)
+                    .values_list("registered_model_id", flat=True))
+    fitting.sort(key=lambda r: r.id not in same_data)
+    return {"name": fitting[0].name if fitting else (slugify(model.dataset.name) or f"dataset-{model.dataset_id}"),
+            "names": [r.name for r in registered if r.id not in taken]}
+
+
+def registered_model_move(*, registered: RegisteredModel, move_id: int) -> AliasMove | None:
+    return registered.alias_moves.filter(pk=move_id).first()

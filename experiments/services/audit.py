@@ -45,6 +45,8 @@ VERB_LABELS = {
     "token.create": "API token made", "token.update": "API token changed", "token.delete": "API token revoked",
     "webhook.create": "Webhook made", "webhook.update": "Webhook changed", "webhook.delete": "Webhook removed",
     "study.cancel": "Study cancelled", "model.cancel": "Model cancelled", "model.download": "Model downloaded",
+    "registry.register": "Model registered", "registry.alias_set": "Alias moved",
+    "registry.alias_remove": "Alias removed", "registry.rollback": "Alias move rolled back",
 }
 
 

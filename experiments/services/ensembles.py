@@ -2,10 +2,16 @@
 TrainedModel of kind ENSEMBLE with the same downloads and card as single models."""
 
 from django.db import transaction
+from django.utils.text import slugify
 
-from experiments.models import EnsembleMember, Team, TrainedModel, Trial
+from experiments.models import Dataset, EnsembleMember, Team, TrainedModel, Trial
 from experiments.services.model_runs import model_send
-from experiments.services.trained_models import ModelRequestError, check_model_name, last_version_locked
+from experiments.services.trained_models import (
+    MAX_MODEL_NAME,
+    ModelRequestError,
+    check_model_name,
+    last_version_locked,
+)
 from experiments.tuning.bounds import parse_id
 
 METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY)
@@ -52,6 +58,12 @@ def ensemble_members_resolve(*, team: Team, keys: list[str]) -> list:
     return members
 
 
+def default_ensemble_name(*, method: str, dataset: Dataset) -> str:
+    """`ensemble-<method>-<dataset>`: ensembles of different datasets never share a name (they take
+    different inputs); the same recipe on the same dataset made again counts its version up."""
+    return f"ensemble-{method.replace('_', '-')}-{slugify(dataset.name) or dataset.id}"[:MAX_MODEL_NAME].rstrip("-_")
+
+
 def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int = 50, seed: int = 0,
                     name: str = "") -> TrainedModel:
     """`members` are TrainedModels and/or Trials of one dataset. All saved, or nothing."""
@@ -70,7 +82,8 @@ def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int
         raise EnsembleError("The members were trained on different datasets; an ensemble averages predictions "
                             "of one dataset's rows, so pick members of one dataset.")
     dataset_id = datasets.pop()
-    name = check_model_name(name.strip() or f"ensemble-{method.replace('_', '-')}")
+    name = check_model_name(name.strip() or default_ensemble_name(method=method,
+                                                                   dataset=Dataset.objects.get(pk=dataset_id)))
     with transaction.atomic():
         version = last_version_locked(team_id=team.id, name=name) + 1
         ensemble = TrainedModel.objects.create(

@@ -1,4 +1,7 @@
-"""Trained models: requests from the web to retrain or promote trials, and model versions.
+"""Trained models: requests from the web to retrain or promote trials, and their names. Each
+model gets its own name (study and trial); its version counts the times that name was made
+again (the same configuration retrained or promoted once more). Grouping different models as
+versions of one name is the registry's (services/registry.py), done explicitly.
 What happens to a request afterwards (claim, heartbeat, finish, requeue) is in model_runs."""
 
 from django.db import transaction
@@ -18,18 +21,30 @@ class ModelRequestError(TuneboardError):
     """Why a retrain/promote request cannot be saved; str(exc) is shown to the user."""
 
 
+MAX_MODEL_NAME = 80
+
+
 def default_model_name(study: Study) -> str:
-    return slugify(study.name)[:80] or f"study-{study.id}"
+    return slugify(study.name)[:MAX_MODEL_NAME] or f"study-{study.id}"
+
+
+def trial_model_name(study: Study, trial: Trial, *, base: str = "") -> str:
+    """`<base>-trial-<trial id>`, base defaulting to the study's name (cut to fit), so each trial's
+    model has a name of its own. A base a person typed is never cut: too long is refused."""
+    suffix = f"-trial-{slugify(trial.trial_id) or trial.number}"
+    if base:
+        if len(base) + len(suffix) > MAX_MODEL_NAME:
+            raise ModelRequestError(f"The model name {base!r} is too long to name several models: with "
+                                    f"{suffix!r} added it would pass {MAX_MODEL_NAME} characters; shorten it.")
+        return base + suffix
+    return default_model_name(study)[:MAX_MODEL_NAME - len(suffix)].rstrip("-_") + suffix
 
 
 def last_version_locked(*, team_id: int, name: str) -> int:
     """The highest version of `name` in the team, holding the team row's lock until the
-    transaction ends: versions count up per (team, name) without gaps or clashes."""
+    transaction ends: remaking a name counts its version up without gaps or clashes."""
     Team.objects.select_for_update().get(pk=team_id)
     return TrainedModel.objects.filter(team_id=team_id, name=name).aggregate(v=Max("version"))["v"] or 0
-
-
-MAX_MODEL_NAME = 80
 
 
 def check_model_name(name: str) -> str:
@@ -43,8 +58,10 @@ def check_model_name(name: str) -> str:
 def trained_models_request(*, study: Study, user, trials: list[Trial], method: str,
                            epoch_source: str = TrainedModel.EpochSource.DETECT, epoch_cap: int = 100,
                            name: str = "") -> list[TrainedModel]:
-    """Queue one model per trial; all of them or, on any problem, none."""
-    name = check_model_name(name.strip() or default_model_name(study))
+    """Queue one model per trial, each under its own name (`<study>-trial-<id>`; a name given is
+    used as is for one trial and as `<name>-trial-<id>` for several); all of them or, on any
+    problem, none."""
+    name = check_model_name(name.strip()) if name.strip() else ""
     if method not in TrainedModel.Method.values:
         raise ModelRequestError(f"Unknown method {method!r}.")
     if method == TrainedModel.Method.RETRAIN and epoch_source not in TrainedModel.EpochSource.values:
@@ -62,17 +79,19 @@ def trained_models_request(*, study: Study, user, trials: list[Trial], method: s
         if (method == TrainedModel.Method.RETRAIN and epoch_source == TrainedModel.EpochSource.RECORDED
                 and not trial.best_epoch):
             raise ModelRequestError(f"Trial {trial.trial_id} has no recorded best epoch; detect it instead.")
+    names = [name if name and len(trials) == 1 else trial_model_name(study, trial, base=name) for trial in trials]
+    if len(set(names)) != len(names):
+        raise ModelRequestError("A trial is picked twice.")
     with transaction.atomic():
-        last = last_version_locked(team_id=study.team_id, name=name)
         models = [
             TrainedModel.objects.create(
-                team_id=study.team_id, dataset_id=study.dataset_id, study=study, trial=trial, name=name,
-                version=last + i, method=method,
+                team_id=study.team_id, dataset_id=study.dataset_id, study=study, trial=trial, name=model_name,
+                version=last_version_locked(team_id=study.team_id, name=model_name) + 1, method=method,
                 epoch_source=epoch_source if method == TrainedModel.Method.RETRAIN else "",
                 epoch_cap=epoch_cap, seed=study.seed + trial.number, hyperparameters=trial.hyperparameters,
                 created_by=user,
             )
-            for i, trial in enumerate(trials, start=1)
+            for trial, model_name in zip(trials, names, strict=True)
         ]
         for model in models:
             model_send(model=model)

@@ -15,6 +15,7 @@ from experiments.selectors.ranking import (
     leaderboard_filter_choices,
     team_recorded_test_metrics,
 )
+from experiments.selectors.registry import models_registry_entries
 from experiments.services.ranking import RankingError, team_set_ranking_metric
 from experiments.tuning.bounds import parse_id
 from experiments.views.access import forbidden, team_required
@@ -84,7 +85,8 @@ def leaderboard_view(request):
         context.update(board, page=page, rows=page.object_list, total=paginator.count,
                        sort_columns=[(c, labels[c]) for c in LEADERBOARD_COLUMNS] + [
                            (f"hp:{n}", n) for n in board["hp_names"]],
-                       **leaderboard_filter_choices(team=request.team, dataset=chosen))
+                       **leaderboard_filter_choices(team=request.team, dataset=chosen),
+                       registry_entries=models_registry_entries(model_ids=[row["id"] for row in page.object_list]))
     return render(request, "leaderboard/leaderboard.html", context)
 
 

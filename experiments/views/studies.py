@@ -25,7 +25,7 @@ from experiments.selectors.trials import (
     trials_compared,
 )
 from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
-from experiments.services.trained_models import default_model_name
+from experiments.services.trained_models import default_model_name, trial_model_name
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
 from experiments.tuning.bounds import parse_id
@@ -138,7 +138,7 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
                                  and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
     context["study_models"], context["study_model_count"] = study_models(study=study)
     context["has_completed_trials"] = context["best"] is not None
-    context["model_form"] = ModelRequestForm(initial={"name": default_model_name(study)}, study=study)
+    context["model_form"] = ModelRequestForm(study=study)
     context["budget_form"] = StudyBudgetForm(instance=study)
     # Keep polling while anything shown is in progress (trials of a cancelled study finish
     # their epoch; models are built): the response after the last of them ends carries no
@@ -238,7 +238,8 @@ def trial_detail(request, study_id: int, trial_pk: int):
         "still_improving": figures.STILL_IMPROVING if still_improving else None,
         "curves": trial_learning_curves(trial=trial, epoch_rows=epochs, reruns=reruns["charted"]) if epochs else None,
         "pruned_reason": pruners.explain(trial.pruning, study.objective_metric),
-        "model_form": ModelRequestForm(single_trial=True, initial={"name": default_model_name(study)}, study=study),
+        "model_form": ModelRequestForm(single_trial=True, initial={"name": trial_model_name(study, trial)},
+                                       study=study),
     })
 
 

@@ -18,8 +18,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from experiments.models import TrainedModel
+from experiments.services.registry import registry_alias_set, registry_register
 from tests.api.conftest import make_token
 from tests.conftest import ROOT
+from tests.web.registry_rows import signature
 from webapp.wsgi import application
 
 pytestmark = pytest.mark.django_db
@@ -47,12 +50,17 @@ def test_the_docs_page_serves_swagger_ui_from_the_sidecar(alice_client):
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
-def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_test_connection, alice, acme_dataset,
-                                                                acme_study, acme_trial, acme_model):
+def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_test_connection, alice, acme,
+                                                                acme_dataset, acme_study, acme_trial, acme_model):
     token = make_token(alice, "schemathesis")
     headers = {"Authorization": f"Bearer {token}"}
+    TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
+    acme_model.refresh_from_db()
+    registered = registry_register(team=acme, model=acme_model, name="acme", user=alice).registered_model
+    move = registry_alias_set(registered=registered, alias="production", version=1, user=alice)
     ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
-           "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id}
+           "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id,
+           "registered_model_id": registered.id, "alias": "production", "move_id": move.id}
     schema = schemathesis.openapi.from_wsgi("/api/schema/", application, headers=headers)
     tried = 0
     for result in schema.get_all_operations():

@@ -141,7 +141,8 @@ def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensem
     form.get_by_label("Model name").fill("pair")
     form.locator("#request-models").click()
     page.wait_for_url("**/models/")
-    done = "SELECT count(*) FROM experiments_trainedmodel WHERE name = 'pair' AND status = 'completed'"
+    # Two configurations, two names: the name given, suffixed with each trial's id.
+    done = "SELECT count(*) FROM experiments_trainedmodel WHERE name LIKE 'pair-trial-%' AND status = 'completed'"
     deadline = time.monotonic() + 300
     while app.rows(done)[0][0] < 2:
         assert time.monotonic() < deadline, "the two models were never made"
@@ -149,8 +150,8 @@ def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensem
     time.sleep(2)  # the worker is idle again, waiting on the transport
     page.goto(f"{app.url}/models/")
     page.locator("#new-ensemble").click()
-    page.get_by_label("pair v1").check()
-    page.get_by_label("pair v2").check()
+    for name, version in app.rows("SELECT name, version FROM experiments_trainedmodel WHERE name LIKE 'pair-trial-%'"):
+        page.get_by_label(f"{name} v{version}").check()
     page.get_by_label("Name").fill("pair-blend")
     clicked = datetime.now(UTC)
     page.locator("#build-ensemble").click()

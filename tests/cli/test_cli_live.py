@@ -90,6 +90,12 @@ def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_w
     board = tuneboard("leaderboard", "iris").stdout
     assert "iris-dense v1" in board and "iris-duo v1" in board
 
+    # The model and the ensemble take the same input: two versions of one registered model.
+    assert as_json("register", model["id"], "--as", "iris")["version"] == 1
+    assert as_json("register", ensemble["id"], "--as", "iris")["version"] == 2
+    tuneboard("alias", "set", "iris", "production", 2)
+    assert as_json("registry", "show", "iris")["input_signature"] == [{"shape": [None, 4], "dtype": "float32"}]
+
     out = tmp_path / "serving"
     tuneboard("models", "download", model["id"], "--format", "savedmodel", "-o", out)
     exported = out / "iris-dense" / "1"

@@ -5,19 +5,31 @@ import pytest
 from django.urls import reverse
 
 from experiments import urls as experiment_urls
-from experiments.models import Dataset, Invitation, Membership, Study, TrainedModel, Trial, TrialRerun, Webhook
+from experiments.models import (
+    Dataset,
+    Invitation,
+    Membership,
+    RegisteredModel,
+    Study,
+    TrainedModel,
+    Trial,
+    TrialRerun,
+    Webhook,
+)
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.registry import registry_register
 from experiments.services.studies import study_start
 from experiments.services.teams import invitation_create, membership_add
 from experiments.services.webhooks import webhook_create
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
+from tests.web.registry_rows import signature
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
          "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone",
-         "trial_reruns_live"]
+         "trial_reruns_live", "registry_detail"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
@@ -29,6 +41,11 @@ ACTIONS = {
     "trial_annotate": ({"notes": "seen by charlie", "tags": "leak"}, Study.Status.CREATED),
     "model_cancel": ({}, Study.Status.CREATED),
     "trial_rerun": ({}, Study.Status.CREATED),
+    # The registry's: what they leave unchanged is checked in tests/web/test_registry_pages.py.
+    "model_register": ({"name": "stolen"}, Study.Status.CREATED),
+    "registry_alias_set": ({"alias": "production", "version": 1}, Study.Status.CREATED),
+    "registry_alias_remove": ({"alias": "production"}, Study.Status.CREATED),
+    "registry_rollback": ({"move": 1}, Study.Status.CREATED),
 }
 # Team management: each with the form data the team page posts.
 TEAM_ACTIONS = {
@@ -49,9 +66,9 @@ STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parall
 
 
 def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: TrainedModel,
-         membership: Membership, invitation: Invitation, webhook: Webhook) -> str:
+         membership: Membership, invitation: Invitation, webhook: Webhook, registered: RegisteredModel) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
-           "class_index": 0,
+           "class_index": 0, "registered_model_id": registered.id,
            "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
@@ -63,9 +80,12 @@ def acme_objects(acme, alice, acme_dataset, acme_study, acme_trial, acme_model) 
     invitation, _ = invitation_create(team=acme, email="newcomer@example.com", role="viewer", created_by=alice)
     webhook, _ = webhook_create(team=acme, user=alice, name="ops", url="https://ops.example.com/hook",
                                 events=["study.completed"])
+    TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
+    acme_model.refresh_from_db()
+    registered = registry_register(team=acme, model=acme_model, name="acme", user=alice).registered_model
     return {"dataset": acme_dataset, "study": acme_study, "trial": acme_trial, "model": acme_model,
             "membership": Membership.objects.get(team=acme, user=alice), "invitation": invitation,
-            "webhook": webhook}
+            "webhook": webhook, "registered": registered}
 
 
 @pytest.fixture
@@ -166,7 +186,7 @@ def test_another_team_cannot_reach_acme_trial_through_its_own_study(
 
 
 def test_another_team_does_not_see_acme_objects_in_its_lists(charlie_client, acme_objects):
-    for name in ("dashboard", "dataset_list", "study_list", "model_list"):
+    for name in ("dashboard", "dataset_list", "study_list", "model_list", "registry_list"):
         response = charlie_client.get(reverse(name))
         assert response.status_code == 200
         assert acme_objects["study"].name not in page_text(response)
@@ -247,6 +267,7 @@ def test_switching_to_another_of_your_teams_changes_what_you_see(
         "study_new",
         "worker_list",
         "model_list",
+        "registry_list",
         "team_settings",
         "studies_compare",
         *PAGES,

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import StoredChunk, TrainedModel, Trial
-from experiments.services.trained_models import trained_models_request
+from experiments.services.trained_models import ModelRequestError, trained_models_request
 from tests.web.pages import page_text, shows
 
 pytestmark = pytest.mark.django_db
@@ -83,21 +83,41 @@ def test_the_models_page_and_the_model_page_show_metrics_and_downloads(alice_cli
     assert reverse("model_card", args=[acme_model.id]) in page
 
 
-def test_retraining_the_top_trials_queues_one_model_per_trial_with_rising_versions(
-    alice_client, acme_study, acme_trial
-):
+def test_retraining_the_top_trials_gives_each_model_its_own_name(alice_client, acme_study, acme_trial):
     second = Trial.objects.create(study=acme_study, trial_id="1", number=2, status=Trial.Status.COMPLETED,
                                   hyperparameters={"units": 4}, score=0.95, best_epoch=1, metrics={})
+    third = Trial.objects.create(study=acme_study, trial_id="2", number=3, status=Trial.Status.COMPLETED,
+                                 hyperparameters={"units": 2}, score=0.5, best_epoch=1, metrics={})
     response = alice_client.post(reverse("study_models_request", args=[acme_study.id]), RETRAIN)
     assert response.status_code == 302
-    models = list(TrainedModel.objects.order_by("version"))
-    # The better trial (higher val_accuracy) first; only completed trials exist, so two, not three.
-    assert [(m.trial_id, m.version, m.status) for m in models] == [
-        (second.id, 1, "queued"), (acme_trial.id, 2, "queued")
-    ]
-    assert models[0].name == "acme-study" and models[0].seed == acme_study.seed + second.number
+    models = list(TrainedModel.objects.order_by("id"))
+    # The better trial (higher val_accuracy) first; three different configurations, three names
+    # (TF Serving would otherwise serve the third best as the highest version of one name).
+    assert [(m.trial_id, m.name, m.version, m.status) for m in models] == [
+        (second.id, "acme-study-trial-1", 1, "queued"), (acme_trial.id, "acme-study-trial-0", 1, "queued"),
+        (third.id, "acme-study-trial-2", 1, "queued")]
+    assert models[0].seed == acme_study.seed + second.number
+    # Retraining the best one again remakes that name: its version counts up.
     alice_client.post(reverse("study_models_request", args=[acme_study.id]), {**RETRAIN, "top_n": 1})
-    assert TrainedModel.objects.order_by("-version").first().version == 3
+    assert TrainedModel.objects.order_by("-id").values_list("name", "version").first() == ("acme-study-trial-1", 2)
+
+
+def test_a_name_given_is_kept_for_one_trial_and_suffixed_for_several(alice, acme_study, acme_trial):
+    second = Trial.objects.create(study=acme_study, trial_id="1", number=2, status=Trial.Status.COMPLETED,
+                                  hyperparameters={"units": 4}, score=0.95, best_epoch=1, metrics={})
+    (one,) = trained_models_request(study=acme_study, user=alice, trials=[acme_trial], method="retrain", name="best")
+    several = trained_models_request(study=acme_study, user=alice, trials=[second, acme_trial], method="retrain",
+                                     name="best")
+    assert (one.name, one.version) == ("best", 1)
+    assert [(m.name, m.version) for m in several] == [("best-trial-1", 1), ("best-trial-0", 1)]
+    with pytest.raises(ModelRequestError, match="too long to name several models"):
+        trained_models_request(study=acme_study, user=alice, trials=[second, acme_trial], method="retrain",
+                               name="x" * 80)
+
+
+def test_the_trial_page_proposes_the_trials_own_name(alice_client, acme_study, acme_trial):
+    page = page_text(alice_client.get(reverse("trial_detail", args=[acme_study.id, acme_trial.pk])))
+    assert 'value="acme-study-trial-0"' in page
 
 
 def test_a_viewer_cannot_request_models(bob_client, acme_study, acme_trial):
@@ -137,8 +157,6 @@ def test_a_running_trial_cannot_make_a_model(alice_client, acme_study, acme_tria
 def test_a_recorded_best_epoch_is_required_to_reuse_it(acme_study, acme_trial, alice):
     Trial.objects.filter(pk=acme_trial.pk).update(best_epoch=None)
     acme_trial.refresh_from_db()
-    from experiments.services.trained_models import ModelRequestError
-
     with pytest.raises(ModelRequestError, match="no recorded best epoch"):
         trained_models_request(study=acme_study, user=alice, trials=[acme_trial], method="retrain",
                                epoch_source="recorded")

@@ -92,8 +92,17 @@ from experiments.services.webhooks import webhook_create
 
 webhook, _ = webhook_create(team=team, user=user, name="ops", url="https://93.184.215.14/hook",
                             events=["study.completed"])
+# A registered model with an alias, for the registry's pages and API.
+from experiments.services.registry import registry_alias_set, registry_register
+
+TrainedModel.objects.filter(pk=model.pk).update(signature={"keras": {"inputs": [
+    {"name": "features", "shape": [None, 4], "dtype": "float32"}], "outputs": []}})
+model.refresh_from_db()
+registered = registry_register(team=team, model=model, name="iris", user=user).registered_model
+move = registry_alias_set(registered=registered, alias="production", version=1, user=user)
 serving_export = ServingExport.objects.create(team=team, reason="crawl")
 ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id, "export_id": serving_export.id,
+       "registered_model_id": registered.id, "alias": "production", "move_id": move.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}

@@ -1,0 +1,155 @@
+"""The model registry's writes: register a finished model (or ensemble) as the next version of a
+registered model, and set, remove or roll back aliases. Every alias move is kept (AliasMove),
+audited, and asks for a serving export, so the served labels follow the registry."""
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from experiments.errors import TuneboardError
+from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
+from experiments.services.audit import audit_record
+from experiments.services.serving_exports import serving_export_request
+
+
+class RegistryError(TuneboardError):
+    """Why a registry change is refused; str(exc) is shown to the user (pages and API alike)."""
+
+
+def input_signature(model: TrainedModel) -> list[dict]:
+    """The Keras inputs a model takes, as [{shape, dtype}] (names differ between builds of the
+    same input, so they are not part of it)."""
+    inputs = (model.signature or {}).get("keras", {}).get("inputs") or []
+    return [{"shape": list(spec.get("shape") or []), "dtype": spec.get("dtype", "")} for spec in inputs]
+
+
+def _describe(spec: dict) -> str:
+    shape = ", ".join("None" if d is None else str(d) for d in spec["shape"])
+    return f"{spec['dtype']} ({shape})"
+
+
+def signature_differences(expected: list[dict], given: list[dict]) -> list[str]:
+    """What differs between two input signatures, in words; [] when they match."""
+    if len(expected) != len(given):
+        return [f"it takes {len(given)} input{'s' if len(given) != 1 else ''}, not {len(expected)}"]
+    differences = []
+    for index, (want, got) in enumerate(zip(expected, given, strict=True), start=1):
+        if want != got:
+            where = f"input {index}" if len(expected) > 1 else "its input"
+            differences.append(f"{where} is {_describe(got)}, not {_describe(want)}")
+    return differences
+
+
+def _check_registrable(model: TrainedModel, team: Team) -> list[dict]:
+    if model.team_id != team.id:
+        raise RegistryError("The model belongs to another team.")
+    if model.status != TrainedModel.Status.COMPLETED:
+        raise RegistryError(f"{model} has not completed ({model.get_status_display().lower()}); only a finished "
+                            "model can be registered.")
+    signature = input_signature(model)
+    if not signature:
+        raise RegistryError(f"{model} has no recorded input signature (it was made before signatures were kept); "
+                            "retrain or promote it again to register it.")
+    return signature
+
+
+def _audit(verb: str, registered: RegisteredModel, changes: dict) -> None:
+    audit_record(verb=verb, obj=registered, team_id=registered.team_id, changes=changes)
+
+
+@transaction.atomic
+def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "") -> ModelVersion:
+    """`model` as the next version of the team's registered model `name` (made by this first
+    registration, with the model's task, input signature and dataset kind). A model whose task or
+    input differs from the registered model's, or that is already one of its versions, is refused."""
+    signature = _check_registrable(model, team)
+    # The team row's lock serialises registrations in the team: two first registrations of one
+    # name cannot both create it, and version numbers count up without gaps or clashes.
+    Team.objects.select_for_update().get(pk=team.id)
+    dataset = model.dataset
+    registered = RegisteredModel.objects.filter(team=team, name=name).first()
+    if registered is None:
+        registered = RegisteredModel.objects.create(team=team, name=name, task=dataset.task,
+                                                    dataset_kind=dataset.kind, input_signature=signature,
+                                                    created_by=user)
+    else:
+        existing = registered.versions.filter(trained_model=model).first()
+        if existing is not None:
+            raise RegistryError(f"{model} is already version {existing.version} of {name}.")
+        differences = signature_differences(registered.input_signature, signature)
+        if dataset.task != registered.task:
+            differences.insert(0, f"it does {dataset.task}, not {registered.task}")
+        if differences:
+            raise RegistryError(f"{model} cannot be a version of {name}: " + "; ".join(differences)
+                                + f". Every version of {name} must take the same input as its first "
+                                  "(TF Serving serves them under one signature); register it under another name.")
+    last = registered.versions.aggregate(v=Max("version"))["v"] or 0
+    version = ModelVersion.objects.create(registered_model=registered, version=last + 1, trained_model=model,
+                                          description=description, created_by=user)
+    _audit("registry.register", registered, {"version": version.version, "model": model.id})
+    return version
+
+
+def _locked(registered: RegisteredModel) -> RegisteredModel:
+    """The registered model's row lock: one alias move at a time per registered model."""
+    return RegisteredModel.objects.select_for_update().get(pk=registered.pk)
+
+
+def _move(*, registered: RegisteredModel, alias: str, to: ModelVersion | None, user,
+          rollback_of: AliasMove | None = None) -> AliasMove:
+    current = ModelAlias.objects.filter(registered_model=registered, name=alias).select_related("version").first()
+    if to is None:
+        current.delete()
+    elif current is None:
+        ModelAlias.objects.create(registered_model=registered, name=alias, version=to)
+    else:
+        ModelAlias.objects.filter(pk=current.pk).update(version=to, updated=timezone.now())
+    move = AliasMove.objects.create(registered_model=registered, alias=alias,
+                                    from_version=current.version if current else None, to_version=to,
+                                    rollback_of=rollback_of, user=user)
+    verb = "registry.rollback" if rollback_of else ("registry.alias_remove" if to is None else "registry.alias_set")
+    _audit(verb, registered, {"alias": alias, "from": move.from_version.version if move.from_version else None,
+                              "to": to.version if to else None})
+    serving_export_request(team=registered.team, reason=f"alias:{registered.name}@{alias}", user=user)
+    return move
+
+
+@transaction.atomic
+def registry_alias_set(*, registered: RegisteredModel, alias: str, version: int, user) -> AliasMove:
+    """Point `alias` (made if new) at version `version`; the move is kept."""
+    registered = _locked(registered)
+    target = registered.versions.filter(version=version).first()
+    if target is None:
+        raise RegistryError(f"{registered.name} has no version {version}.")
+    current = ModelAlias.objects.filter(registered_model=registered, name=alias).first()
+    if current is not None and current.version_id == target.id:
+        raise RegistryError(f"{registered.name}@{alias} already points at version {version}.")
+    return _move(registered=registered, alias=alias, to=target, user=user)
+
+
+@transaction.atomic
+def registry_alias_remove(*, registered: RegisteredModel, alias: str, user) -> AliasMove:
+    registered = _locked(registered)
+    if not ModelAlias.objects.filter(registered_model=registered, name=alias).exists():
+        raise RegistryError(f"{registered.name} has no alias {alias!r}.")
+    return _move(registered=registered, alias=alias, to=None, user=user)
+
+
+@transaction.atomic
+def registry_alias_rollback(*, registered: RegisteredModel, move_id: int, user) -> AliasMove:
+    """Undo a move: the alias goes back to the move's from_version (or is removed, when that move
+    made it), recorded as a new move. Only the alias's latest move: undoing an older one would
+    also undo, unseen, the moves made since."""
+    registered = _locked(registered)
+    move = AliasMove.objects.filter(registered_model=registered, pk=move_id).select_related(
+        "from_version", "to_version").first()
+    if move is None:
+        raise RegistryError(f"{registered.name} has no alias move {move_id}.")
+    latest = AliasMove.objects.filter(registered_model=registered, alias=move.alias).order_by("-created", "-id")[0]
+    if latest.id != move.id:
+        current = ModelAlias.objects.filter(registered_model=registered, name=move.alias).select_related(
+            "version").first()
+        now = f"version {current.version.version}" if current else "removed"
+        raise RegistryError(f"{registered.name}@{move.alias} has moved since (it is now {now}); roll back its "
+                            "latest move instead.")
+    return _move(registered=registered, alias=move.alias, to=move.from_version, user=user, rollback_of=move)
