@@ -7,6 +7,7 @@ from experiments.views import (
     leaderboard,
     models,
     notifications,
+    predictions,
     reruns,
     studies,
     study_comparison,
@@ -68,4 +69,13 @@ urlpatterns = [
     path("models/<int:model_id>/model-card.json", models.model_card_download, name="model_card"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/", studies.trial_detail, name="trial_detail"),
+    # Batch predictions (the model page's upload and "Try it", a job's page, downloads).
+    path("predictions/new/", predictions.prediction_new, name="prediction_new"),
+    path("models/<int:model_id>/predict/", predictions.model_predict, name="model_predict"),
+    path("models/<int:model_id>/try/", predictions.model_try, name="model_try"),
+    path("predictions/<int:prediction_id>/", predictions.prediction_detail, name="prediction_detail"),
+    path("predictions/<int:prediction_id>/live/", predictions.prediction_live, name="prediction_live"),
+    path("predictions/<int:prediction_id>/cancel/", predictions.prediction_cancel_view, name="prediction_cancel"),
+    path("predictions/<int:prediction_id>/download/<str:fmt>/", predictions.prediction_download,
+         name="prediction_download"),
 ]

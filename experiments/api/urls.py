@@ -7,6 +7,7 @@ from experiments.api import (
     fleet,
     leaderboard,
     notifications,
+    predictions,
     studies,
     study_comparison,
     trained_models,
@@ -45,4 +46,10 @@ urlpatterns = [
     path("webhooks/", notifications.WebhookList.as_view(), name="webhook-list"),
     path("deliveries/", notifications.DeliveryList.as_view(), name="delivery-list"),
     path("audit/", audit.AuditList.as_view(), name="audit-list"),
+    # Batch predictions.
+    path("predictions/", predictions.PredictionList.as_view(), name="prediction-list"),
+    path("predictions/<int:prediction_id>/", predictions.PredictionDetail.as_view(), name="prediction-detail"),
+    path("predictions/<int:prediction_id>/cancel/", predictions.PredictionCancel.as_view(), name="prediction-cancel"),
+    path("predictions/<int:prediction_id>/download/<str:fmt>/", predictions.PredictionDownload.as_view(),
+         name="prediction-download"),
 ]

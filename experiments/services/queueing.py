@@ -11,6 +11,7 @@ RUN_TRIAL_TASK = "workers.tasks.run_trial"
 TRAIN_MODEL_TASK = "workers.tasks.train_model"
 RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
 CONVERT_MODEL_TASK = "workers.tasks.convert_model"
+PREDICT_TASK = "workers.tasks.predict_batch"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None,
@@ -54,3 +55,7 @@ def rerun_task_enqueue(*, rerun_pk: int, queue: str, unsent: Callable[[int], Non
 
 def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(CONVERT_MODEL_TASK, args=[conversion_pk], queue=queue, unsent=unsent)
+
+
+def prediction_task_enqueue(*, prediction_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+    _send_on_commit(PREDICT_TASK, args=[prediction_pk], queue=queue, unsent=unsent)
