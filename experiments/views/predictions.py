@@ -120,6 +120,7 @@ def prediction_file_response(job: PredictionJob, fmt: str):
     response = StreamingHttpResponse(artifact_iter_chunks(artifact=artifact), content_type=content_type)
     response["Content-Length"] = str(artifact.size)
     response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
+    response["X-Content-SHA256"] = artifact.sha256
     return response
 
 
