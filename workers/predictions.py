@@ -3,8 +3,10 @@ the stored inputs a chunk of rows at a time (reporting the rows done after each,
 where a cancel stops it), and store the predictions as CSV and NPZ."""
 
 import io
+import logging
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,7 @@ from experiments.services.artifacts import (
     artifact_read_bytes,
     artifacts_delete,
 )
-from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.connections import connection_close, connections_close_expired, with_db_retry
 from experiments.services.predictions import (
     prediction_claim,
     prediction_complete,
@@ -34,6 +36,7 @@ from workers.shutdown import stop_requested
 from workers.support import Heartbeat, failure_reason, release_memory
 from workers.versions import package_versions
 
+log = logging.getLogger(__name__)
 # Rows per predict step: large enough that a small model's per-step overhead vanishes, small
 # enough for an image model's activations.
 STEP_ROWS = 512
@@ -55,19 +58,86 @@ def _load(keras, path: Path):
     return keras.saving.load_model(path, compile=False, safe_mode=False)
 
 
+class ProgressWriter(threading.Thread):
+    """Writes the rows done from a thread of its own, so predicting never waits on the database:
+    `report(n)` notes the latest count and the thread writes it (coalescing counts that arrive
+    while it writes). Its write is fenced: once it answers False (cancelled, or queued again),
+    `stopped` is set and the predict stops at its next step."""
+
+    def __init__(self, progress: Callable[[int], bool]):
+        super().__init__(daemon=True, name="prediction-progress")
+        self.progress = progress
+        self.stopped = False
+        self._latest: int | None = None
+        self._written: int | None = None
+        self._wake = threading.Event()
+        self._closing = False
+
+    def report(self, rows_done: int) -> None:
+        self._latest = rows_done
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                latest = self._latest
+                if latest is not None and latest != self._written and not self.stopped:
+                    try:
+                        self.stopped = not self.progress(latest)
+                    except Exception:  # a database blip: the next count, or the heartbeat, tries again
+                        log.warning("progress of a prediction could not be written", exc_info=True)
+                        connection_close()
+                    self._written = latest
+                if self._closing:
+                    return
+        finally:
+            connection_close()
+
+    def close(self) -> None:
+        """Write what is pending, then end."""
+        self._closing = True
+        self._wake.set()
+        self.join(timeout=30)
+
+
+def _progress_callback(keras, writer: ProgressWriter, rows: int, step_rows: int):
+    """Reports the rows done every STEPS_PER_CHUNK steps; stops predicting (at the end of the
+    current step) once the writer heard the job is no longer this worker's."""
+
+    class Progress(keras.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            if writer.stopped:
+                self.model.stop_predicting = True
+            elif (batch + 1) % STEPS_PER_CHUNK == 0:
+                writer.report(min((batch + 1) * step_rows, rows))
+
+    return Progress()
+
+
 def predict_rows(model, x: np.ndarray, *, progress: Callable[[int], bool] | None = None,
                  step_rows: int = STEP_ROWS) -> np.ndarray:
-    """The model's outputs for every row of x, a chunk at a time; `progress(rows_done)` after each
-    chunk, and False from it stops (PredictionStopped). The path a job takes, and the benchmark's."""
+    """The model's outputs for every row of x, in one predict over steps of `step_rows`;
+    `progress(rows_done)` every STEPS_PER_CHUNK steps (from a thread: predicting never waits on
+    it), and False from it stops the predict (PredictionStopped). The path a job takes, and the
+    benchmark's."""
+    import keras
+
     from workers.training import predict
 
-    chunk = step_rows * STEPS_PER_CHUNK
-    parts = []
-    for start in range(0, len(x), chunk):
-        parts.append(np.asarray(predict(model, x[start:start + chunk], step_rows)))
-        if progress is not None and not progress(min(start + chunk, len(x))):
-            raise PredictionStopped(f"stopped after {start + chunk} rows")
-    return np.concatenate(parts) if parts else np.empty((0,))
+    if progress is None:
+        return np.asarray(predict(model, x, step_rows))
+    writer = ProgressWriter(progress)
+    writer.start()
+    try:
+        outputs = np.asarray(predict(model, x, step_rows, callbacks=[_progress_callback(keras, writer, len(x),
+                                                                                         step_rows)]))
+    finally:
+        writer.close()
+    if writer.stopped:
+        raise PredictionStopped(f"stopped after {len(outputs)} rows")
+    return outputs
 
 
 def _inputs(row) -> tuple[np.ndarray, list[str]]:

@@ -1,6 +1,7 @@
 """The OpenAPI schema validates, and the API keeps to it: Schemathesis generates requests from
 the schema (in process, through the WSGI application) and checks every answer."""
 
+import io
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from experiments.models import Artifact, PredictionJob
+from experiments.services.artifacts import artifact_create
 from tests.api.conftest import make_token
 from tests.conftest import ROOT
 from webapp.wsgi import application
@@ -51,8 +54,11 @@ def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_tes
                                                                 acme_study, acme_trial, acme_model):
     token = make_token(alice, "schemathesis")
     headers = {"Authorization": f"Bearer {token}"}
+    prediction = PredictionJob.objects.create(
+        team=acme_model.team, model=acme_model, rows=1, inputs=artifact_create(
+            team=acme_model.team, kind=Artifact.Kind.PREDICTION_INPUTS, filename="x.npz", fileobj=io.BytesIO(b"PK")))
     ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
-           "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id}
+           "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id, "prediction_id": prediction.id}
     schema = schemathesis.openapi.from_wsgi("/api/schema/", application, headers=headers)
     tried = 0
     for result in schema.get_all_operations():
