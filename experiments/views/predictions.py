@@ -77,7 +77,8 @@ def model_try(request, model_id: int):
     job = _requested(request, form)
     if request.htmx:
         if job is None:
-            return render(request, "predictions/_try_error.html", {"error": form_message(form)}, status=400)
+            # 200: htmx swaps only successful answers into the box, and the refusal is what to show there.
+            return render(request, "predictions/_try_error.html", {"error": form_message(form)})
         return render(request, "predictions/_live.html", {"job": job})
     if job is None:
         messages.error(request, f"Try it: {form_message(form)}")

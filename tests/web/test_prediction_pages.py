@@ -157,7 +157,8 @@ def test_try_it_takes_typed_rows_and_answers_with_the_live_part(alice_client, ac
     assert job.is_try and job.rows == 2
     assert f'hx-get="{reverse("prediction_live", args=[job.pk])}"' in response.content.decode()
     refused = alice_client.post(reverse("model_try", args=[acme_model.id]), {"rows": "1,2\n"}, HTTP_HX_REQUEST="true")
-    assert refused.status_code == 400 and "Row 2 has 2 values, but the header has 4 columns." in page_text(refused)
+    assert 'id="try-error"' in page_text(refused)
+    assert "Row 2 has 2 values, but the header has 4 columns." in page_text(refused)
     assert PredictionJob.objects.count() == 1
 
 
