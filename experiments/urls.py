@@ -7,6 +7,7 @@ from experiments.views import (
     leaderboard,
     models,
     notifications,
+    predictions,
     registry,
     reruns,
     serving_exports,
@@ -81,4 +82,13 @@ urlpatterns = [
     # Serving from the registry: the team's TF Serving folder and its exports.
     path("registry/serving/", serving_exports.serving_view, name="registry_serving"),
     path("registry/serving/export/", serving_exports.serving_export_view, name="registry_serving_export"),
+    # Batch predictions (the model page's upload and "Try it", a job's page, downloads).
+    path("predictions/new/", predictions.prediction_new, name="prediction_new"),
+    path("models/<int:model_id>/predict/", predictions.model_predict, name="model_predict"),
+    path("models/<int:model_id>/try/", predictions.model_try, name="model_try"),
+    path("predictions/<int:prediction_id>/", predictions.prediction_detail, name="prediction_detail"),
+    path("predictions/<int:prediction_id>/live/", predictions.prediction_live, name="prediction_live"),
+    path("predictions/<int:prediction_id>/cancel/", predictions.prediction_cancel_view, name="prediction_cancel"),
+    path("predictions/<int:prediction_id>/download/<str:fmt>/", predictions.prediction_download,
+         name="prediction_download"),
 ]

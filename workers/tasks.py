@@ -151,6 +151,22 @@ def export_serving(self, export_pk: int) -> str:
     return run(export_pk=export_pk)
 
 
+@shared_task(
+    name="workers.tasks.predict_batch",
+    bind=True,
+    autoretry_for=DATABASE_UNAVAILABLE,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=None,
+)
+def predict_batch(self, prediction_pk: int) -> str:
+    if stop_requested():  # received as the worker began to stop: hand it to another worker
+        raise self.retry(countdown=0, max_retries=None)
+    from workers.predictions import predict_batch as run
+
+    return run(prediction_pk=prediction_pk)
+
+
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
     from workers.reaper import reap as run

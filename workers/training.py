@@ -377,10 +377,11 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
     return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
 
 
-def predict(model, x: np.ndarray, batch_size: int) -> np.ndarray:
-    """Outputs for every row, in order; like `evaluate`, it takes text too."""
+def predict(model, x: np.ndarray, batch_size: int, callbacks: list | None = None) -> np.ndarray:
+    """Outputs for every row, in order; like `evaluate`, it takes text too. `callbacks` hear of
+    each batch (a batch prediction job's progress and cancel)."""
     dataset = batches(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
-    return for_inference(model).predict(dataset, verbose=0)
+    return for_inference(model).predict(dataset, verbose=0, callbacks=callbacks)
 
 
 def _build(build):

@@ -312,7 +312,14 @@ class Client:
         if fmt not in MODEL_FORMATS:
             raise TuneboardAPIError(f"Unknown format {fmt!r}: use one of {', '.join(MODEL_FORMATS)}.",
                                     field="format")
-        url = self.url(f"models/{int(model_id)}/download/{fmt}/")
+        suffix = {"keras": ".keras", "savedmodel": ".zip", "tflite": ".tflite", "tflite_int8": "-int8.tflite"}[fmt]
+        return self._download_checked(f"models/{int(model_id)}/download/{fmt}/", destination,
+                                      fallback=f"model-{model_id}{suffix}")
+
+    def _download_checked(self, path: str, destination: str | os.PathLike, *, fallback: str) -> Path:
+        """Stream `path` to `destination` (a file, or a directory for the server's file name,
+        else `fallback`), kept only if its size and SHA-256 match what the server announced."""
+        url = self.url(path)
         destination = Path(destination)
         try:
             with self._http.stream("GET", url) as response:
@@ -324,7 +331,7 @@ class Client:
                     raise TuneboardAPIError("The server sent no X-Content-SHA256 header: the download cannot "
                                             "be checked, so it was not saved.")
                 if destination.is_dir():
-                    destination = destination / _filename(response, model_id, fmt)
+                    destination = destination / _filename(response, fallback)
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 partial = destination.with_name(destination.name + ".part")
                 digest, size = hashlib.sha256(), 0
@@ -347,6 +354,44 @@ class Client:
         except httpx.HTTPError as exc:
             raise TuneboardAPIError(f"The download from {self.origin} failed: {exc}") from exc
         return destination
+
+    # --- batch predictions ---------------------------------------------------------------
+
+    def create_prediction(self, input_path: str | os.PathLike, *, model: int | None = None,
+                          reference: str | None = None) -> dict:
+        """Upload inputs without labels for a model id or a registry reference (name@alias)."""
+        if (model is None) == (not reference):
+            raise TuneboardAPIError("Give either a model id or a registry reference (name@alias).")
+        path = Path(input_path)
+        with open(path, "rb") as handle:
+            return self.request("POST", "predictions/", data=_clean({"model": model, "reference": reference}),
+                                files={"file": (path.name, handle)})
+
+    def get_prediction(self, prediction_id: int) -> dict:
+        return self.get(f"predictions/{int(prediction_id)}/")
+
+    def cancel_prediction(self, prediction_id: int) -> dict:
+        return self.post(f"predictions/{int(prediction_id)}/cancel/")
+
+    def wait_prediction(self, prediction: dict, *, interval: float = 2.0,
+                        on_poll: Callable[[dict], None] | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> dict:
+        """Poll a prediction job until it is neither queued nor running; returns its detail."""
+        current = prediction
+        while True:
+            current = self.get(current.get("url") or f"predictions/{int(current['id'])}/")
+            if on_poll:
+                on_poll(current)
+            if current.get("status") not in MODEL_ACTIVE:
+                return current
+            sleep(interval)
+
+    def download_prediction(self, prediction_id: int, fmt: str, destination: str | os.PathLike) -> Path:
+        """The predictions as csv or npz, checked as model downloads are."""
+        if fmt not in ("csv", "npz"):
+            raise TuneboardAPIError(f"Unknown format {fmt!r}: use csv or npz.", field="format")
+        return self._download_checked(f"predictions/{int(prediction_id)}/download/{fmt}/", destination,
+                                      fallback=f"predictions-{prediction_id}.{fmt}")
 
     # --- leaderboard and workers ---------------------------------------------------------
 
@@ -415,7 +460,7 @@ def _clean(params: dict | None) -> dict:
     return {k: v for k, v in (params or {}).items() if v is not None and v != ""}
 
 
-def _filename(response: httpx.Response, model_id: int, fmt: str) -> str:
+def _filename(response: httpx.Response, fallback: str) -> str:
     disposition = response.headers.get("Content-Disposition", "")
     for part in disposition.split(";"):
         key, _, value = part.strip().partition("=")
@@ -423,5 +468,4 @@ def _filename(response: httpx.Response, model_id: int, fmt: str) -> str:
             name = os.path.basename(value.strip().strip('"'))
             if name:
                 return name
-    suffix = {"keras": ".keras", "savedmodel": ".zip", "tflite": ".tflite", "tflite_int8": "-int8.tflite"}[fmt]
-    return f"model-{model_id}{suffix}"
+    return fallback

@@ -7,6 +7,7 @@ from experiments.api import (
     fleet,
     leaderboard,
     notifications,
+    predictions,
     registry,
     serving_exports,
     studies,
@@ -60,4 +61,10 @@ urlpatterns = [
     path("serving-exports/", serving_exports.ServingExports.as_view(), name="serving-exports"),
     path("serving-exports/<int:export_id>/", serving_exports.ServingExportDetail.as_view(),
          name="serving-export-detail"),
+    # Batch predictions.
+    path("predictions/", predictions.PredictionList.as_view(), name="prediction-list"),
+    path("predictions/<int:prediction_id>/", predictions.PredictionDetail.as_view(), name="prediction-detail"),
+    path("predictions/<int:prediction_id>/cancel/", predictions.PredictionCancel.as_view(), name="prediction-cancel"),
+    path("predictions/<int:prediction_id>/download/<str:fmt>/", predictions.PredictionDownload.as_view(),
+         name="prediction-download"),
 ]

@@ -78,8 +78,12 @@ def parse_image_zip(
     color_mode: str = "auto",
     task: str = "auto",
     limits: DatasetLimits = DEFAULT_LIMITS,
+    labelled: bool = True,
 ) -> ParsedDataset:
-    """Images in one folder per class, zipped; the class of an image is its folder.
+    """Images in one folder per class, zipped; the class of an image is its folder. Not
+    `labelled` (inputs to predict): images anywhere in the zip, in path order, all of exactly
+    image_size (no resizing: the model takes what it was trained on); y is empty and
+    details["files"] names each image.
 
     image_size (height, width): None picks the most common size among the images, scaled down
     so neither side exceeds 256; images of another size are resized (bilinear, not keeping
@@ -89,7 +93,7 @@ def parse_image_zip(
     __MACOSX/…, files outside class folders) are skipped and listed in details["skipped"].
     """
     check_task(task)
-    if task == "regression":
+    if labelled and task == "regression":
         raise DatasetError(
             "A zip of class folders can only be used for classification: each image's label is "
             "the name of its folder. To predict a number from images, upload an .npz file with "
@@ -109,8 +113,8 @@ def parse_image_zip(
             f"({_EXAMPLE}), zip those folders and upload the .zip file."
         ) from None
     with archive:
-        members, skipped = _image_members(archive)
-        classes = sorted({member.class_name for member in members})
+        members, skipped = _image_members(archive, labelled=labelled)
+        classes = sorted({member.class_name for member in members}) if labelled else []
         if len(classes) == 1:
             raise DatasetError(
                 f"The zip has only one class folder, {classes[0]!r}; classification needs at "
@@ -118,6 +122,8 @@ def parse_image_zip(
                 "those folders together."
             )
         shapes, colourless = _survey(archive, members)
+        if not labelled:
+            _check_sizes(members, shapes, size)
         height, width = size or _auto_size(shapes)
         if color_mode == "auto":
             color_mode = "grayscale" if colourless else "rgb"
@@ -136,7 +142,7 @@ def parse_image_zip(
             x = writer.finish()
 
     index = {name: i for i, name in enumerate(classes)}
-    y = np.array([index[member.class_name] for member in members], dtype=np.int64)
+    y = np.array([index[member.class_name] for member in members] if labelled else [], dtype=np.int64)
     details = {
         "source_format": "zip",
         "image_size": [height, width],
@@ -146,6 +152,8 @@ def parse_image_zip(
         "skipped": skipped[:_MAX_SKIPPED_LISTED],
         "skipped_count": len(skipped),
     }
+    if not labelled:
+        details["files"] = [member.info.filename for member in members]
     return ParsedDataset(x, y, [], "classification", classes, "label", kind="image", details=details)
 
 
@@ -165,8 +173,9 @@ def _checked_size(image_size: tuple[int, int] | None) -> tuple[int, int] | None:
     return height, width
 
 
-def _image_members(archive: zipfile.ZipFile) -> tuple[list[_Member], list[dict[str, str]]]:
-    """The images to read, sorted by class and path, and the skipped files with reasons.
+def _image_members(archive: zipfile.ZipFile, *, labelled: bool = True) -> tuple[list[_Member], list[dict[str, str]]]:
+    """The images to read, sorted by class and path, and the skipped files with reasons (not
+    `labelled`: every image, wherever it is, in path order).
 
     Only the zip's directory is read here; the safety checks come first so that nothing else
     happens to a hostile archive."""
@@ -229,7 +238,9 @@ def _image_members(archive: zipfile.ZipFile) -> tuple[list[_Member], list[dict[s
     )
     members: list[_Member] = []
     for info, parts in candidates:
-        if len(parts) < 2:
+        if not labelled:
+            members.append(_Member(info, ""))
+        elif len(parts) < 2:
             skipped.append({"file": info.filename, "reason": "not inside a class folder"})
         else:
             members.append(_Member(info, parts[1] if wrapped else parts[0]))
@@ -271,6 +282,19 @@ def _survey(archive: zipfile.ZipFile, members: list[_Member]) -> tuple[list[tupl
             if colourless and image.mode not in _GREY_MODES:
                 colourless = image.mode in ("P", "PA") and _grey_palette_image(image)
     return shapes, colourless
+
+
+def _check_sizes(members: list[_Member], shapes: list[tuple[int, int]], size: tuple[int, int] | None) -> None:
+    """Inputs to predict must be the model's size: refuses the first image of another size."""
+    if size is None:
+        raise DatasetError("Images to predict need the model's image size.")
+    for member, shape in zip(members, shapes, strict=True):
+        if shape != size:
+            raise DatasetError(
+                f"The image {member.info.filename!r} is {shape[0]}×{shape[1]} pixels (height × width); "
+                f"the model takes {size[0]}×{size[1]} images. Resize the images to {size[0]}×{size[1]} "
+                "and upload them again."
+            )
 
 
 def _grey_palette_image(image: Image.Image) -> bool:

@@ -38,8 +38,10 @@ def parse_npz(
     kind: str = "auto",
     image_size: tuple[int, int] | None = None,
     limits: DatasetLimits = DEFAULT_LIMITS,
+    labelled: bool = True,
 ) -> ParsedDataset:
-    """Arrays x and y from numpy.savez. kind "auto" reads x by its shape: (n, h, w, channels)
+    """Arrays x and y from numpy.savez (x alone when not `labelled`: inputs to predict, y empty).
+    kind "auto" reads x by its shape: (n, h, w, channels)
     is images, (n, h, w) too when its type is uint8, other (n, steps, features) arrays are
     sequences and (n,) or (n, features) is tabular. image_size (height, width) resizes images
     and is ignored for other kinds.
@@ -53,17 +55,20 @@ def parse_npz(
     if _is_empty(file):
         raise DatasetError("The file is empty.")
     with NpzArchive(file) as archive:
-        absent = [key for key in ("x", "y") if key not in archive.keys]
+        absent = [key for key in ("x", "y")[:2 if labelled else 1] if key not in archive.keys]
         if absent:
             found = ", ".join(archive.keys) if archive.keys else "no arrays at all"
             raise DatasetError(
                 f"The .npz file has no array named {absent[0]!r}; it contains {found}. "
-                "Name the inputs x and the labels y."
+                + ("Name the inputs x and the labels y." if labelled else "Name the inputs x.")
             )
-        x_header, y_header = archive.header("x"), archive.header("y")
-        check_bytes(x_header.nbytes + y_header.nbytes, limits, "The arrays, once unpacked,")
+        x_header, y_header = archive.header("x"), archive.header("y") if labelled else None
+        check_bytes(x_header.nbytes + (y_header.nbytes if labelled else 0), limits, "The arrays, once unpacked,")
         kind = _check_npz_shapes(x_header, y_header, kind, limits)
-        y_encoded, task, classes = _npz_labels(archive.unpack(y_header), task, limits)
+        if labelled:
+            y_encoded, task, classes = _npz_labels(archive.unpack(y_header), task, limits)
+        else:
+            y_encoded, classes = np.empty(0, dtype=np.int64), []
         x = archive.unpack(x_header)
 
     if kind == "image":
@@ -93,6 +98,11 @@ def _check_npz_shapes(x, y, kind: str, limits: DatasetLimits) -> str:
     if x.dtype.kind not in "biuf":
         raise DatasetError(f"x must contain numbers, but its type is {x.dtype}.")
     kind = _npz_kind(x, kind)
+    if y is None:  # inputs without labels
+        if x.shape[0] == 0:
+            raise DatasetError("The array x is empty: it has no rows.")
+        check_rows(x.shape[0], limits, "x")
+        return kind
     if not (y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1)):
         raise DatasetError(
             f"y must have one label per row, shape (n,) or (n, 1), but its shape is {y.shape}. "

@@ -36,28 +36,33 @@ def parse_text_csv(
     data: bytes | BinaryIO,
     *,
     text_column: str,
-    target_column: str,
+    target_column: str | None,
     task: str = "auto",
     limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
     """x holds the text column (stripped of surrounding spaces), y the target as in parse_csv;
-    other columns are ignored and listed in details["ignored_columns"].
+    other columns are ignored and listed in details["ignored_columns"]. target_column None reads
+    texts without labels (inputs to predict): y is empty, and a file of a single column is read
+    as the texts whatever its header says.
 
     The file is read twice, a batch of rows at a time: once to check it and find the longest
     text, once to write the texts at that width to a temporary file."""
     check_task(task)
     table = CsvTable(data)
     header = table.header
-    text_column, target_column = text_column.strip(), target_column.strip()
+    text_column = text_column.strip()
+    if target_column is None and text_column not in header and len(header) == 1:
+        text_column = header[0]  # the texts typed under a header of their own
+    target_column = target_column.strip() if target_column is not None else None
     if text_column == target_column:
         raise DatasetError(
             f"The text column and the target column are both {text_column!r}; "
             "choose the column holding the text and a different column to predict."
         )
     for column in (text_column, target_column):
-        if column not in header:
+        if column is not None and column not in header:
             raise DatasetError(missing_column_message(column, header))
-    text_at, target_at = header.index(text_column), header.index(target_column)
+    text_at = header.index(text_column)
 
     labels, empty = LabelColumn(limits.max_classes), Occurrences()
     n, longest, longest_line, words, most_words = 0, 0, 0, 0, 0
@@ -73,7 +78,8 @@ def parse_text_csv(
                 longest, longest_line = len(text), line
             count = len(text.split())
             words, most_words = words + count, max(most_words, count)
-        labels.add([row[target_at] for row in rows], lines)
+        if target_column is not None:
+            labels.add([row[header.index(target_column)] for row in rows], lines)
     if empty.count == n:
         raise DatasetError(
             f"The text column {text_column!r} is empty in every row. Choose the column that holds the text."
@@ -84,7 +90,10 @@ def parse_text_csv(
             f"column {text_column!r} (row{'s' if empty.count > 1 else ''} {first_few(empty.first)}). "
             "Fill them in or remove those rows."
         )
-    y, task, classes = csv_target(labels, target_column, task, limits)
+    if target_column is None:
+        y, task, classes = np.empty(0, dtype=np.int64), task, []
+    else:
+        y, task, classes = csv_target(labels, target_column, task, limits)
 
     nbytes = n * longest * 4
     if nbytes > _MAX_ARRAY_BYTES:

@@ -12,6 +12,7 @@ TRAIN_MODEL_TASK = "workers.tasks.train_model"
 RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
 CONVERT_MODEL_TASK = "workers.tasks.convert_model"
 EXPORT_SERVING_TASK = "workers.tasks.export_serving"
+PREDICT_TASK = "workers.tasks.predict_batch"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None,
@@ -59,3 +60,5 @@ def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[
 
 def serving_export_task_enqueue(*, export_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(EXPORT_SERVING_TASK, args=[export_pk], queue=queue, unsent=unsent)
+def prediction_task_enqueue(*, prediction_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+    _send_on_commit(PREDICT_TASK, args=[prediction_pk], queue=queue, unsent=unsent)

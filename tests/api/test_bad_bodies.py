@@ -5,6 +5,7 @@ and objects where text or a number belongs, true/false for a number), digits Pyt
 accepts but int() does not ('²'), numbers too large or negative, unknown fields, bodies that are
 not objects, malformed JSON, 10 MB bodies and forms with too many fields."""
 
+import io
 import json
 import logging
 from dataclasses import dataclass, field
@@ -16,9 +17,21 @@ from django.urls import reverse
 from experiments.api.bodies import NoFields
 from experiments.api.datasets import BundledDatasetInput, DatasetUploadInput
 from experiments.api.ensembles import EnsembleInput
+from experiments.api.predictions import PredictionInput
 from experiments.api.studies import BudgetInput, CloneInput, StudyInput
 from experiments.api.trained_models import ModelRequestInput
-from experiments.models import AuditEvent, Dataset, Study, TrainedModel, Trial, TrialRerun
+from experiments.models import (
+    Artifact,
+    AuditEvent,
+    Dataset,
+    ModelFile,
+    PredictionJob,
+    Study,
+    TrainedModel,
+    Trial,
+    TrialRerun,
+)
+from experiments.services.artifacts import artifact_create
 from experiments.services.studies import study_start
 from tests.integration.helpers import TINY_SPACE
 from tests.web.figures_rows import finished_model, finished_trial
@@ -54,6 +67,11 @@ def _csv():
     return SimpleUploadedFile("rows.csv", rows, content_type="text/csv")
 
 
+def _iris_rows():
+    return SimpleUploadedFile("new.csv", b"sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)\n"
+                              b"5.1,3.5,1.4,0.2\n", content_type="text/csv")
+
+
 ROUTES = [
     Route("datasets-bundled", "post", lambda o: reverse("api:dataset-list"),
           lambda o: {"bundled_name": "iris", "name": "iris again"}, BundledDatasetInput),
@@ -75,6 +93,8 @@ ROUTES = [
     Route("ensembles", "post", lambda o: reverse("api:ensemble-create"),
           lambda o: {"members": [f"model:{o['model_a'].id}", f"model:{o['model_b'].id}"], "method": "mean"},
           EnsembleInput),
+    Route("predictions", "post", lambda o: reverse("api:prediction-list"), lambda o: {"model": o["model_a"].id},
+          PredictionInput, multipart=True, extra={"file": _iris_rows}),
 ]
 
 
@@ -127,12 +147,15 @@ def objects(acme, alice, acme_dataset, acme_study):
     trial = finished_trial(acme_study, 1, epochs=1)
     model_a = finished_model(acme, alice, acme_study, trial, name="a")
     model_b = finished_model(acme, alice, acme_study, finished_trial(acme_study, 2, epochs=1), name="b")
+    ModelFile.objects.create(model=model_a, format=ModelFile.Format.KERAS, artifact=artifact_create(
+        team=acme, kind=Artifact.Kind.MODEL, filename="a.keras", fileobj=io.BytesIO(b"PK")))  # it can predict
     return {"dataset": acme_dataset, "study": acme_study, "trial": trial, "model_a": model_a, "model_b": model_b}
 
 
 def _saved_state(study: Study) -> dict:
     study.refresh_from_db()
-    return {"counts": [m.objects.count() for m in (Dataset, Study, Trial, TrainedModel, TrialRerun, AuditEvent)],
+    return {"counts": [m.objects.count() for m in (Dataset, Study, Trial, TrainedModel, TrialRerun, AuditEvent,
+                                                    PredictionJob)],
             "study": {f: getattr(study, f) for f in ("status", "max_trials", "parallelism", "name", "message")}}
 
 
@@ -146,7 +169,8 @@ def _send(client, route: Route, objects, payload):
     if isinstance(payload, bytes):
         return send(url, payload, content_type="application/json")
     if route.multipart:
-        return send(url, {**route.body(objects), "file": _csv(), **payload}, format="multipart")
+        return send(url, {**route.body(objects), "file": route.extra.get("file", _csv)(), **payload},
+                    format="multipart")
     body = {**route.body(objects), **payload} if isinstance(payload, dict) else payload
     return send(url, json.dumps(body), content_type="application/json")
 

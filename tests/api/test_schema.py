@@ -1,6 +1,7 @@
 """The OpenAPI schema validates, and the API keeps to it: Schemathesis generates requests from
 the schema (in process, through the WSGI application) and checks every answer."""
 
+import io
 import os
 import subprocess
 import sys
@@ -18,7 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from experiments.models import TrainedModel
+from experiments.models import Artifact, PredictionJob, TrainedModel
+from experiments.services.artifacts import artifact_create
 from experiments.services.registry import registry_alias_set, registry_register
 from tests.api.conftest import make_token
 from tests.conftest import ROOT
@@ -54,13 +56,17 @@ def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_tes
                                                                 acme_dataset, acme_study, acme_trial, acme_model):
     token = make_token(alice, "schemathesis")
     headers = {"Authorization": f"Bearer {token}"}
+    prediction = PredictionJob.objects.create(
+        team=acme_model.team, model=acme_model, rows=1, inputs=artifact_create(
+            team=acme_model.team, kind=Artifact.Kind.PREDICTION_INPUTS, filename="x.npz", fileobj=io.BytesIO(b"PK")))
     TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
     acme_model.refresh_from_db()
     registered = registry_register(team=acme, model=acme_model, name="acme", user=alice).registered_model
     move = registry_alias_set(registered=registered, alias="production", version=1, user=alice)
     ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
            "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id,
-           "registered_model_id": registered.id, "alias": "production", "move_id": move.id}
+           "registered_model_id": registered.id, "alias": "production", "move_id": move.id,
+           "prediction_id": prediction.id}
     schema = schemathesis.openapi.from_wsgi("/api/schema/", application, headers=headers)
     tried = 0
     for result in schema.get_all_operations():

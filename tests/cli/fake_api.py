@@ -50,6 +50,10 @@ class FakeTuneboard:
         self.files: dict[tuple[int, str], bytes] = {}
         self.corrupt_downloads = False
         self.created_payloads: list[dict] = []
+        # Batch predictions: each GET of a job moves it through its script of (status, rows_done).
+        self.predictions: dict[int, dict] = {}
+        self.prediction_script: list[tuple[str, int]] = [("queued", 0), ("running", 2), ("completed", 3)]
+        self.prediction_uploads: list[bytes] = []
         self._next_id = 100
 
     # --- helpers -------------------------------------------------------------------------
@@ -112,7 +116,8 @@ class FakeTuneboard:
             return error(401, "Invalid token.")
         path, method = request.url.path, request.method
         params = dict(request.url.params)
-        body = json.loads(request.content) if request.content and method != "GET" else {}
+        is_json = request.headers.get("Content-Type", "application/json").startswith("application/json")
+        body = json.loads(request.content) if request.content and method != "GET" and is_json else {}
         routes = [
             ("GET", r"/api/v1/datasets/", self.list_datasets),
             ("GET", r"/api/v1/datasets/(\d+)/", self.get_dataset),
@@ -131,6 +136,9 @@ class FakeTuneboard:
             ("POST", r"/api/v1/ensembles/", self.create_ensemble),
             ("GET", r"/api/v1/leaderboard/(\d+)/", self.leaderboard),
             ("GET", r"/api/v1/boom/", lambda *_: httpx.Response(500, text="Internal Server Error")),
+            ("POST", r"/api/v1/predictions/", self.create_prediction),
+            ("GET", r"/api/v1/predictions/(\d+)/", self.get_prediction),
+            ("GET", r"/api/v1/predictions/(\d+)/download/(\w+)/", self.download_prediction),
         ]
         for route_method, pattern, view in routes:
             match = re.fullmatch(pattern, path)
@@ -261,3 +269,37 @@ class FakeTuneboard:
         page = self._page(request, rows)
         return httpx.Response(200, json={"dataset": int(dataset_id), "metric": "accuracy", "direction": "max",
                                          **json.loads(page.content)})
+
+    # --- batch predictions ---------------------------------------------------------------
+
+    def create_prediction(self, request, params, body):
+        content = request.read()
+        self.prediction_uploads.append(content)
+        reference = b'name="reference"' in content
+        if b'name="model"\r\n\r\n999' in content or (reference and b"iris@nowhere" in content):
+            return error(400, "Reference: The registered model 'iris' has no alias 'nowhere' in this team.",
+                         "reference")
+        job = {"id": self.new_id(), "status": "queued", "model": 7, "rows": 3, "rows_done": 0, "error": "",
+               "requested_as": "iris@production" if reference else "", "registry_version": 2 if reference else None,
+               "downloads": {}}
+        job["url"] = f"{ORIGIN}/api/v1/predictions/{job['id']}/"
+        self.predictions[job["id"]] = {"job": job, "script": list(self.prediction_script)}
+        return httpx.Response(202, json=job)
+
+    def get_prediction(self, request, params, body, prediction_id):
+        entry = self.predictions.get(int(prediction_id))
+        if entry is None:
+            return error(404, "Not found (or not in your current team).")
+        if entry["script"]:
+            status, done = entry["script"].pop(0)
+            entry["job"].update(status=status, rows_done=done)
+            if status == "failed":
+                entry["job"]["error"] = "The worker ran out of memory."
+        return httpx.Response(200, json=entry["job"])
+
+    def download_prediction(self, request, params, body, prediction_id, fmt):
+        content = {"csv": b"row,label,setosa,versicolor\n1,setosa,0.9,0.1\n", "npz": b"PK fake npz"}[fmt]
+        return httpx.Response(200, content=content, headers={
+            "Content-Type": "text/csv", "Content-Length": str(len(content)),
+            "X-Content-SHA256": hashlib.sha256(content).hexdigest(),
+            "Content-Disposition": f'attachment; filename="predictions-{prediction_id}.{fmt}"'})

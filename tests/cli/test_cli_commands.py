@@ -5,25 +5,12 @@ import json
 import os
 import stat
 
-import pytest
 from tuneboard_client import cli
 from typer.testing import CliRunner
 
-from tests.cli.fake_api import ORIGIN, TOKEN, FakeTuneboard, savedmodel_zip
+from tests.cli.fake_api import ORIGIN, TOKEN, savedmodel_zip
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def fake(monkeypatch, tmp_path):
-    server = FakeTuneboard()
-    monkeypatch.setattr(cli, "TRANSPORT", server.transport())
-    monkeypatch.setattr(cli, "POLL_SLEEP", lambda seconds: None)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("TUNEBOARD_URL", ORIGIN)
-    monkeypatch.setenv("TUNEBOARD_TOKEN", TOKEN)
-    monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
-    return server
 
 
 def run(*args):

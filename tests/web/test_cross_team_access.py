@@ -60,8 +60,11 @@ INVITATION_ROUTES = {"invitation_accept_mine", "invitation_decline"}
 # An image dataset's example images: cross-team and bad-id checks in tests/web/test_dataset_examples.py
 # (acme's dataset here is a table, which has none).
 IMAGE_ROUTES = {"dataset_examples"}
+# Batch predictions: cross-team, viewer and bad-input checks in tests/web/test_prediction_pages.py.
+PREDICTION_ROUTES = {"model_predict", "model_try", "prediction_detail", "prediction_live", "prediction_cancel",
+                     "prediction_download"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
-             *(WEBHOOK_ROUTES - {"webhook_edit"})}
+             *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
@@ -69,7 +72,10 @@ def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: Trai
          membership: Membership, invitation: Invitation, webhook: Webhook, registered: RegisteredModel) -> str:
     ids = {"dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
            "class_index": 0, "registered_model_id": registered.id,
-           "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id}
+           "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id,
+           # Anonymous users only (the login redirect comes before any lookup); the 404s for other
+           # teams are checked in tests/web/test_prediction_pages.py.
+           "prediction_id": 0}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
@@ -104,7 +110,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
     assert with_ids == (set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES
-                        | IMAGE_ROUTES), (
+                        | IMAGE_ROUTES | PREDICTION_ROUTES), (
         "a new page or action needs its cross-team check here"
     )
 

@@ -107,6 +107,18 @@ ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id, "ex
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}
 PASSWORD_RESET_TOKEN = default_token_generator.make_token(user)
+# A finished batch prediction: its page, live part and downloads.
+from experiments.models import PredictionJob
+
+prediction = PredictionJob.objects.create(
+    team=team, model=model, rows=1, rows_done=1, status="completed", preview=[{"row": "1", "label": "setosa"}],
+    inputs=artifact_create(team=team, kind=Artifact.Kind.PREDICTION_INPUTS, filename="inputs.npz",
+                           fileobj=io.BytesIO(b"PK stand-in")),
+    predictions_csv=artifact_create(team=team, kind=Artifact.Kind.BATCH_PREDICTIONS, filename="p.csv",
+                                    fileobj=io.BytesIO(b"row,label\n1,setosa\n")))
+ids["prediction_id"] = prediction.id
+ROUTE_IDS.update({name: {"prediction_id": prediction.id, "fmt": "csv"}
+                  for name in ("prediction_download", "prediction-download")})
 # Pages whose objects come in the query string.
 QUERIES = {name: f"?studies={study.id}&studies={study_b.id}" for name in ("studies_compare", "api:study-compare")}
 

@@ -1,0 +1,62 @@
+"""A model's raw outputs as what a person downloads: for classification each row's predicted
+label (the dataset's class name) and one probability column per class, named by the class; for
+regression the value(s). Pure NumPy and csv, so the worker writes the file and the page shows
+the same first rows."""
+
+import csv
+from typing import TextIO
+
+import numpy as np
+
+PREVIEW_ROWS = 10
+_BLOCK_ROWS = 4096
+
+
+def class_probabilities(outputs: np.ndarray, n_classes: int) -> np.ndarray:
+    """(n, n_classes) probabilities; a binary model with one sigmoid output gives P(class 1)."""
+    outputs = outputs.reshape(len(outputs), -1)
+    if outputs.shape[1] == 1 and n_classes == 2:
+        return np.concatenate([1.0 - outputs, outputs], axis=1)
+    return outputs
+
+
+def predicted_labels(outputs: np.ndarray, n_classes: int) -> np.ndarray:
+    return class_probabilities(outputs, n_classes).argmax(axis=1)
+
+
+def _columns(task: str, classes: list[str], width: int, names: list[str]) -> list[str]:
+    head = ["row"] + (["file"] if names else [])
+    if task == "classification":
+        return [*head, "label", *classes]
+    return [*head, "prediction"] if width == 1 else [*head, *(f"prediction_{i}" for i in range(width))]
+
+
+def prediction_rows(outputs: np.ndarray, *, task: str, classes: list[str], names: list[str], start: int = 0,
+                    stop: int | None = None):
+    """The header, then rows start..stop (0-based) of the table."""
+    values = class_probabilities(outputs, len(classes)) if task == "classification" else (
+        outputs.reshape(len(outputs), -1))
+    stop = len(values) if stop is None else min(stop, len(values))
+    yield _columns(task, classes, values.shape[1], names)
+    for block in range(start, stop, _BLOCK_ROWS):
+        part = values[block:min(stop, block + _BLOCK_ROWS)].astype(np.float32)
+        # NumPy writes each float32 as the shortest text that reads back as the same number,
+        # a block at a time (str() of each value would be ten times slower).
+        texts = part.astype(str).tolist()
+        labels = [classes[i] for i in part.argmax(axis=1)] if task == "classification" else None
+        for offset, cells in enumerate(texts):
+            i = block + offset
+            head = [str(i + 1)] + ([names[i]] if names else [])
+            yield [*head, *([labels[offset]] if labels is not None else []), *cells]
+
+
+def prediction_preview(outputs: np.ndarray, *, task: str, classes: list[str], names: list[str]) -> list[dict]:
+    """The first rows as {column: text}, for the pages."""
+    rows = prediction_rows(outputs, task=task, classes=classes, names=names, stop=PREVIEW_ROWS)
+    header = next(rows)
+    return [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def write_prediction_csv(file: TextIO, outputs: np.ndarray, *, task: str, classes: list[str],
+                         names: list[str]) -> None:
+    csv.writer(file).writerows(prediction_rows(outputs, task=task, classes=classes, names=names))

@@ -1,0 +1,40 @@
+"""What a batch prediction's CSV says: the label by class name and a probability per class (a
+binary model's single sigmoid output included), or the values for regression; every number
+written so that it reads back as the same float32."""
+
+import csv
+import io
+
+import numpy as np
+
+from experiments.presentation.prediction_csv import prediction_preview, write_prediction_csv
+
+
+def _table(outputs, **kwargs) -> list[list[str]]:
+    buffer = io.StringIO()
+    write_prediction_csv(buffer, outputs, **kwargs)
+    return list(csv.reader(io.StringIO(buffer.getvalue())))
+
+
+def test_classification_rows_name_the_label_and_every_class_probability_exactly():
+    outputs = np.random.default_rng(0).dirichlet(np.ones(3), size=5000).astype(np.float32)
+    rows = _table(outputs, task="classification", classes=["cat", "dog", "owl"], names=[])
+    assert rows[0] == ["row", "label", "cat", "dog", "owl"]
+    assert len(rows) == 5001 and rows[-1][0] == "5000"
+    read = np.array([[np.float32(cell) for cell in row[2:]] for row in rows[1:]])
+    np.testing.assert_array_equal(read, outputs)
+    assert [row[1] for row in rows[1:]] == [["cat", "dog", "owl"][i] for i in outputs.argmax(axis=1)]
+
+
+def test_a_single_sigmoid_output_is_the_second_class_probability():
+    preview = prediction_preview(np.array([[0.25], [0.75]], np.float32), task="classification",
+                                 classes=["no", "yes"], names=["a.png", "b.png"])
+    assert preview == [{"row": "1", "file": "a.png", "label": "no", "no": "0.75", "yes": "0.25"},
+                       {"row": "2", "file": "b.png", "label": "yes", "no": "0.25", "yes": "0.75"}]
+
+
+def test_regression_rows_hold_the_values():
+    assert _table(np.array([1.5, -2.25], np.float32), task="regression", classes=[], names=[]) == [
+        ["row", "prediction"], ["1", "1.5"], ["2", "-2.25"]]
+    assert _table(np.ones((1, 2), np.float32), task="regression", classes=[], names=[])[0] == [
+        "row", "prediction_0", "prediction_1"]
