@@ -156,7 +156,16 @@ class DatabaseCollector:
         return []  # no queries at registration time
 
     def collect(self):
-        from experiments.models import ModelConversion, ServingExport, Study, TrainedModel, Trial, TrialRerun, Worker
+        from experiments.models import (
+            ModelConversion,
+            PredictionJob,
+            ServingExport,
+            Study,
+            TrainedModel,
+            Trial,
+            TrialRerun,
+            Worker,
+        )
         from experiments.services.conversions import CONVERSION_QUEUE
         from experiments.services.model_runs import ENSEMBLE_QUEUE
         from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
@@ -205,9 +214,14 @@ class DatabaseCollector:
                 depth[task_queue(queue, backend)] += n
             depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=ModelStatus.QUEUED).count()
             depth[SERVING_EXPORT_QUEUE] += ServingExport.objects.filter(status=ModelStatus.QUEUED).count()
+            for queue, backend, n in (PredictionJob.objects.filter(status=ModelStatus.QUEUED)
+                                      .values_list("model__study__queue", "model__study__backend")
+                                      .annotate(n=Count("id"))):
+                queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE
+                depth[queue] = depth.get(queue, 0) + n
             queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
-                                            "studies, queued model jobs, trial re-runs, conversions and serving "
-                                            "exports) per queue",
+                                            "studies, queued model jobs, trial re-runs, conversions, serving "
+                                            "exports and batch predictions) per queue",
                                             labels=["queue"])
             for queue, n in sorted(depth.items()):
                 queue_depth.add_metric([queue], n)

@@ -14,6 +14,8 @@ queue, for KEDA's metrics-api trigger (deploy/kubernetes/; valueLocation "work")
     queued_serving_exports   QUEUED serving exports (TF Serving layout of a team's registry; their
                     tasks go to SERVING_EXPORT_QUEUE, "cpu")
     running_serving_exports  RUNNING serving exports, on that queue
+    queued_predictions   QUEUED batch predictions whose model goes to the queue (as its model would)
+    running_predictions  RUNNING batch predictions on the queue
     due_deliveries  notification e-mails and webhook calls due now (their tasks go to the cpu queue)
     work            the sum, counting due deliveries as one (one worker sends them all): the number of
                     worker processes (concurrency 1) that have something to do
@@ -34,6 +36,7 @@ from django.views.decorators.http import require_GET
 from experiments.models import (
     ModelConversion,
     NotificationDelivery,
+    PredictionJob,
     ServingExport,
     Study,
     TrainedModel,
@@ -79,6 +82,13 @@ def scaling_counts(queue: str) -> dict:
     models = models.filter(studies_here | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
         else models.filter(studies_here)
     by_status = dict(models.order_by().values_list("status").annotate(n=Count("id")))
+    # A prediction runs where its model trained (services/model_runs.model_queue).
+    predictions_here = Q(model__study__queue=accelerator, model__study__backend=backend)
+    if queue == ENSEMBLE_QUEUE:
+        predictions_here |= Q(model__study__isnull=True)
+    predictions = dict(PredictionJob.objects.filter(predictions_here, status__in=(ModelStatus.QUEUED,
+                                                                                  ModelStatus.RUNNING))
+                       .order_by().values_list("status").annotate(n=Count("id")))
     reruns = dict(TrialRerun.objects.filter(trial__study__queue=accelerator, trial__study__backend=backend,
                                             status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
                   .order_by().values_list("status").annotate(n=Count("id")))
@@ -96,6 +106,8 @@ def scaling_counts(queue: str) -> dict:
         "running_conversions": conversions.get(ModelStatus.RUNNING, 0),
         "queued_serving_exports": exports.get(ModelStatus.QUEUED, 0),
         "running_serving_exports": exports.get(ModelStatus.RUNNING, 0),
+        "queued_predictions": predictions.get(ModelStatus.QUEUED, 0),
+        "running_predictions": predictions.get(ModelStatus.RUNNING, 0),
     }
     counts["work"] = sum(v for k, v in counts.items() if k != "queue")
     counts["due_deliveries"] = NotificationDelivery.objects.filter(

@@ -1,5 +1,6 @@
 """GET /scaling/<queue>/ counts the work of one queue from the database, for KEDA."""
 
+import io
 from datetime import timedelta
 
 import pytest
@@ -7,14 +8,17 @@ from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import (
+    Artifact,
     ModelConversion,
     NotificationDelivery,
+    PredictionJob,
     ServingExport,
     Study,
     TrainedModel,
     Trial,
     TrialRerun,
 )
+from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.notifications import notify_webhook_test
 from experiments.services.studies import study_create
@@ -73,7 +77,7 @@ def world(alice, acme):
     model(g1, "running")
     done = model(g1, "completed")
     model(c1, "queued")
-    model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
+    ensemble = model(None, "queued", kind="ensemble")  # ensembles go to ENSEMBLE_QUEUE ("cpu")
     # Re-runs go to their study's queue.
     finished = Trial.objects.filter(study=g1, status=Trial.Status.COMPLETED).first()
     for number, status in enumerate(("queued", "running", "completed"), start=1):
@@ -84,6 +88,11 @@ def world(alice, acme):
     # Serving exports too.
     for status in ("running", "failed"):
         ServingExport.objects.create(team=acme, status=status)
+    # Batch predictions go where their model trained: the gpu study's model, and an ensemble (cpu).
+    inputs = artifact_create(team=acme, kind=Artifact.Kind.PREDICTION_INPUTS, filename="x.npz",
+                             fileobj=io.BytesIO(b"x"))
+    for predicted_by, status in ((done, "queued"), (done, "running"), (done, "completed"), (ensemble, "queued")):
+        PredictionJob.objects.create(team=acme, model=predicted_by, inputs=inputs, rows=1, status=status)
     return acme
 
 
@@ -94,12 +103,14 @@ def test_counts_per_queue(client, token, world):
     assert gpu.json() == {"queue": "gpu", "queued_trials": 2, "running_trials": 3,
                           "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
                           "queued_conversions": 0, "running_conversions": 0, "queued_serving_exports": 0,
-                          "running_serving_exports": 0, "due_deliveries": 0, "work": 10}
+                          "running_serving_exports": 0, "queued_predictions": 1, "running_predictions": 1,
+                          "due_deliveries": 0, "work": 12}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
                                                  "queued_models": 2, "running_models": 0, "queued_reruns": 0,
                                                  "running_reruns": 0, "queued_conversions": 1,
                                                  "running_conversions": 0, "queued_serving_exports": 0,
-                                                 "running_serving_exports": 1, "due_deliveries": 0, "work": 6}
+                                                 "running_serving_exports": 1, "queued_predictions": 1,
+                                                 "running_predictions": 0, "due_deliveries": 0, "work": 7}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 
