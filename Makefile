@@ -39,7 +39,7 @@ bench: $(VENV)/.installed
 	  $(VENV)/bin/python -m benchmarks.pages && $(VENV)/bin/python -m benchmarks.api && $(VENV)/bin/python -m benchmarks.training && \
 	  $(VENV)/bin/python -m benchmarks.metrics_overhead && $(VENV)/bin/python -m benchmarks.pruning && \
 	  $(VENV)/bin/python -m benchmarks.uploads && \
-	  $(VENV)/bin/python -m benchmarks.search_quality
+	  $(VENV)/bin/python -m benchmarks.search_quality && $(VENV)/bin/python -m benchmarks.predict
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
