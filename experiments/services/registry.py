@@ -1,6 +1,7 @@
 """The model registry's writes: register a finished model (or ensemble) as the next version of a
 registered model, and set, remove or roll back aliases. Every alias move is kept (AliasMove),
-audited, and asks for a serving export, so the served labels follow the registry."""
+audited, and asks for a serving export, as every new version does, so what TF Serving serves
+follows the registry."""
 
 from django.db import transaction
 from django.db.models import Max
@@ -87,6 +88,8 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
     version = ModelVersion.objects.create(registered_model=registered, version=last + 1, trained_model=model,
                                           description=description, created_by=user)
     _audit("registry.register", registered, {"version": version.version, "model": model.id})
+    # A new version is served too (by number, /versions/N, before any alias points at it).
+    serving_export_request(team=team, reason=f"version:{name}/{version.version}", user=user)
     return version
 
 

@@ -123,7 +123,9 @@ def test_alias_moves_are_kept_exported_and_rolled_back(acme, alice, study, expor
     registry_alias_rollback(registered=registered, move_id=removed.id, user=alice)
     assert ModelAlias.objects.get(name="staging").version.version == 2
     assert AliasMove.objects.count() == 6
-    assert exports == [(acme.id, "alias:iris@production", "alice")] * 3 + [(acme.id, "alias:iris@staging", "alice")] * 3
+    assert exports == ([(acme.id, f"version:iris/{n}", "alice") for n in (1, 2, 3)]
+                       + [(acme.id, "alias:iris@production", "alice")] * 3
+                       + [(acme.id, "alias:iris@staging", "alice")] * 3)
     assert ServingExport.objects.filter(team=acme, status=ServingExport.Status.QUEUED).count() == 1
     assert AuditEvent.objects.filter(verb__in=["registry.alias_set", "registry.alias_remove",
                                                "registry.rollback"]).count() == 6
