@@ -17,6 +17,7 @@ from experiments.services.serving_exports import (
     serving_export_release,
     serving_export_write,
 )
+from experiments.serving.layout import LayoutSuperseded
 from workers.shutdown import stop_requested
 from workers.support import Heartbeat, failure_reason
 from workers.versions import package_versions
@@ -40,7 +41,11 @@ def export_serving(*, export_pk: int) -> str:
         if with_db_retry(serving_export_complete, export_pk=export_pk, attempt=attempt, report=report,
                          environment=environment, duration_seconds=time.monotonic() - started):
             return "completed"
-        return "superseded"  # requeued after a stale heartbeat while we worked; the layout is whole either way
+        # Requeued after a stale heartbeat once the layout was in place: it is whole, and the next
+        # attempt writes the registry as it stands then.
+        return "superseded"
+    except LayoutSuperseded:
+        return "superseded"  # no longer this attempt's before anything moved: nothing written
     except Exception as exc:  # any crash becomes a readable FAILED export; the previous layout stays
         with_db_retry(serving_export_fail, export_pk=export_pk, attempt=attempt, environment=environment,
                       error=failure_reason(exc, job=f"serving export {export_pk}"))

@@ -76,7 +76,8 @@ def _with_plan(export: ServingExport) -> ServingExport:
 
 def serving_export_claim(*, export_pk: int, worker_host: str) -> ServingExport | None:
     """QUEUED -> RUNNING for exactly one worker; the row's `attempts` is the fence. It carries
-    what the worker writes: `plan` (serving_plan, read now), `folder` and `base_path`."""
+    what the worker writes: `plan` (serving_plan as it stands now; serving_export_write reads it
+    again once the folder is locked), `folder` and `base_path`."""
     if not job_claim(table=ServingExport, pk=export_pk, worker_host=worker_host):
         return None
     return _with_plan(ServingExport.objects.select_related("team").get(pk=export_pk))
@@ -86,17 +87,34 @@ def serving_export_heartbeat(*, export_pk: int, attempt: int) -> bool:
     return job_heartbeat(table=ServingExport, pk=export_pk, attempt=attempt)
 
 
-def serving_export_write(*, export: ServingExport, folder: Path | None = None, base_path: str | None = None) -> dict:
-    """Write the claimed export's plan (into its team's folder, or `folder` as TF Serving sees it
-    at `base_path`); the layout writer's report. Only versions that changed are fetched."""
-    plan = [PlannedModel(name=model.name, labels=model.labels, versions=tuple(
+def _planned(plan) -> list[PlannedModel]:
+    return [PlannedModel(name=model.name, labels=model.labels, versions=tuple(
         PlannedVersion(version=v.version, missing=v.missing, sha256=v.artifact.sha256 if v.artifact else "",
                        fetch=(lambda path, a=v.artifact: artifact_copy_to_path(artifact=a, path=path))
                        if v.artifact else None)
-        for v in model.versions)) for model in export.plan]
+        for v in model.versions)) for model in plan]
+
+
+def serving_export_write(*, export: ServingExport, folder: Path | None = None, base_path: str | None = None) -> dict:
+    """Write the claimed export's plan (into its team's folder, or `folder` as TF Serving sees it
+    at `base_path`); the layout writer's report. Only versions that changed are fetched.
+
+    Fenced by the export's attempt: once the folder is locked, an attempt that is no longer the
+    running one (cancelled, or queued again by the reaper) writes nothing (LayoutSuperseded), and
+    the plan is read from the registry again, so an export that waited for another's lock never
+    writes older aliases over newer ones."""
+
+    def still_current() -> bool:
+        return ServingExport.objects.filter(pk=export.pk, status=ModelStatus.RUNNING,
+                                            attempts=export.attempts).exists()
+
+    def plan() -> list[PlannedModel]:
+        export.plan = serving_plan(team=export.team)
+        return _planned(export.plan)
+
     if folder is None:
         folder, base_path = export.folder, base_path or export.base_path
-    return layout_write(plan=plan, folder=folder, base_path=base_path)
+    return layout_write(plan=plan, folder=folder, base_path=base_path, still_current=still_current)
 
 
 def serving_export_complete(*, export_pk: int, attempt: int, report: dict, duration_seconds: float,

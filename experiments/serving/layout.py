@@ -40,6 +40,11 @@ class LayoutError(TuneboardError):
     """A plan or a SavedModel zip the layout cannot be written from; str(exc) says why."""
 
 
+class LayoutSuperseded(LayoutError):
+    """The export may no longer write (cancelled, or queued again for another attempt): nothing
+    of the layout was touched."""
+
+
 @dataclass(frozen=True)
 class PlannedVersion:
     """Version `version` of a registered model: its SavedModel zip (TF Serving's layout,
@@ -230,10 +235,21 @@ def _undo(undo: list) -> None:
             os.rename(path, back_to)
 
 
-def layout_write(*, plan: list[PlannedModel], folder: Path, base_path: str | None = None) -> dict:
+def _check_current(still_current: Callable[[], bool] | None) -> None:
+    if still_current is not None and not still_current():
+        raise LayoutSuperseded("This export was superseded (cancelled or queued again); it wrote nothing.")
+
+
+def layout_write(*, plan: list[PlannedModel] | Callable[[], list[PlannedModel]], folder: Path,
+                 base_path: str | None = None, still_current: Callable[[], bool] | None = None) -> dict:
     """Write the layout of `plan` into `folder`; `base_path` is where TF Serving sees that folder
     (default: its absolute path here). Returns the report: versions written, kept and removed,
-    what was skipped and why, the labels served, whether the config changed, seconds taken."""
+    what was skipped and why, the labels served, whether the config changed, seconds taken.
+
+    `plan` may be a callable, called once the folder is locked: an export that waited for
+    another's lock writes the registry as it stands then, never an older plan over a newer one.
+    `still_current()` is asked under the lock before the plan is read and again before anything
+    moves into place; False raises LayoutSuperseded with the layout as it was."""
     started = time.monotonic()
     folder = Path(folder).absolute()
     folder.mkdir(parents=True, exist_ok=True)
@@ -241,11 +257,14 @@ def layout_write(*, plan: list[PlannedModel], folder: Path, base_path: str | Non
     report = {"folder": str(folder), "base_path": base or "/", "written": [], "kept": [], "removed": [],
               "skipped": [], "labels": {}}
     with _locked(folder):
+        _check_current(still_current)
+        plan = plan() if callable(plan) else plan
         _clear_temporaries(folder)
         staged: list = []
         undo: list = []
         try:
             served = [m for m in (_plan_model(folder, model, report, staged) for model in plan) if m is not None]
+            _check_current(still_current)  # staging takes a while: asked again before anything moves
             _move_into_place(staged, report, undo)
             text = models_config_text([ServedModel(name=m.name, base_path=f"{base}/{m.name}", versions=m.versions,
                                                    labels=m.labels) for m in served])

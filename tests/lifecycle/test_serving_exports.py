@@ -16,6 +16,7 @@ from experiments.models import ModelConversion, ServingExport
 from experiments.selectors.serving_exports import CONVERSION_PENDING, serving_status
 from experiments.services import serving_exports
 from experiments.services.queueing import EXPORT_SERVING_TASK
+from experiments.serving.layout import LayoutSuperseded
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
 from workers import reaper
 from workers.serving_exports import export_serving
@@ -97,6 +98,25 @@ def test_a_stale_attempt_is_refused_and_the_reaper_requeues_a_lost_export(acme, 
     assert serving_exports.serving_export_complete(export_pk=export.pk, attempt=new.attempts, report={"x": 1},
                                                    duration_seconds=1)
     assert ServingExport.objects.get(pk=export.pk).report == {"x": 1}
+
+
+def test_a_requeued_attempt_writes_nothing_and_a_waiting_one_writes_the_registry_as_it_stands(acme, digits,
+                                                                                               serving_dir):
+    folder = serving_dir / f"team-{acme.pk}"
+    export = serving_exports.serving_export_request(team=acme, reason="manual")
+    stale = claim(export, "a")
+    ServingExport.objects.filter(pk=export.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    assert reaper.reap()["serving_exports"]["requeued"] == 1
+    with pytest.raises(LayoutSuperseded):
+        serving_exports.serving_export_write(export=stale)
+    assert not (folder / "models.config").exists() and not (folder / "digits").exists()
+
+    # Claimed (its plan read then), then the alias moved before it got the folder's lock: the
+    # plan is read again under the lock, so the move is what it writes.
+    current = claim(export, "b")
+    move_alias(digits, "production", 2)
+    serving_exports.serving_export_write(export=current)
+    assert parsed_config(folder)["digits"][2] == {"production": 2, "staging": 2}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -184,3 +184,25 @@ def test_strings_in_the_config_are_escaped_as_text_format_reads_them(tmp_path, z
     layout_write(plan=[PlannedModel("digits", (planned(zips["a"], 1),))], folder=tmp_path / "s", base_path=base)
     assert parsed_config(tmp_path / "s")["digits"][0] == base + "/digits"
     assert os.path.exists(tmp_path / "s" / "digits" / "1" / layout.MARKER)
+
+
+def test_a_superseded_export_leaves_the_layout_as_it_was_and_a_plan_callable_is_read_under_the_lock(tmp_path,
+                                                                                                 zips):
+    out = tmp_path / "s"
+    layout_write(plan=[PlannedModel("digits", (planned(zips["a"], 1),), {"production": 1})], folder=out)
+    before = tree(out)
+    answers = iter([True, False])  # current when it starts, superseded once its versions are staged
+    with pytest.raises(layout.LayoutSuperseded):
+        layout_write(plan=[PlannedModel("digits", (planned(zips["a"], 1), planned(zips["b"], 2)), {"production": 2})],
+                     folder=out, still_current=lambda: next(answers))
+    assert tree(out) == before
+    with pytest.raises(layout.LayoutSuperseded):
+        layout_write(plan=lambda: pytest.fail("a superseded export reads no plan"), folder=out,
+                     still_current=lambda: False)
+
+    def plan():
+        assert (out / layout.LOCK).exists()
+        return [PlannedModel("digits", (planned(zips["a"], 1), planned(zips["b"], 2)), {"production": 2})]
+
+    assert layout_write(plan=plan, folder=out, still_current=lambda: True)["written"] == ["digits/2"]
+    assert parsed_config(out)["digits"][2] == {"production": 2}
