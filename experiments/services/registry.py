@@ -94,7 +94,11 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
 
 
 def _locked(registered: RegisteredModel) -> RegisteredModel:
-    """The registered model's row lock: one alias move at a time per registered model."""
+    """The registered model's row lock: one alias move at a time per registered model. The team
+    row is locked first, in the order registry_register and the export request take them: a move
+    holding the registered model while waiting for the team deadlocks with a registration holding
+    the team while its new version's foreign key waits for the registered model."""
+    Team.objects.select_for_update().only("pk").get(pk=registered.team_id)
     return RegisteredModel.objects.select_for_update().get(pk=registered.pk)
 
 

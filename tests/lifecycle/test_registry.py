@@ -2,6 +2,8 @@
 race), a model taking another input or doing another task is refused with what differs, and
 every alias move is kept, audited, exported and can be rolled back."""
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -167,3 +169,38 @@ def test_racing_registrations_number_versions_without_gaps(acme, alice, study):
         versions = list(pool.map(register, models))
     assert sorted(versions) == [1, 2, 3, 4, 5, 6]
     assert RegisteredModel.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_alias_move_racing_a_registration_of_the_same_model_does_not_deadlock(acme, alice, study, monkeypatch):
+    first, second, third = (registrable(acme, alice, study, n) for n in (1, 2, 3))
+    registry_register(team=acme, model=first, name="iris", user=alice)
+    registered = registry_register(team=acme, model=second, name="iris", user=alice).registered_model
+    registering = threading.Event()
+    real_audit = registry_services.audit_record
+
+    def slow_audit(**kwargs):
+        # The move holds its locks here while a registration of the same model starts.
+        if kwargs["verb"] == "registry.alias_set":
+            assert registering.wait(10)
+            time.sleep(1.5)  # past PostgreSQL's deadlock_timeout (1 s)
+        return real_audit(**kwargs)
+
+    monkeypatch.setattr(registry_services, "audit_record", slow_audit)
+
+    def move():
+        try:
+            return registry_alias_set(registered=registered, alias="production", version=2, user=alice).to_version_id
+        finally:
+            connection.close()
+
+    def register():
+        try:
+            registering.set()
+            return registry_register(team=acme, model=third, name="iris", user=alice).version
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        moved, registered_as = pool.submit(move), pool.submit(register)
+        assert moved.result(timeout=30) and registered_as.result(timeout=30) == 3
