@@ -8,6 +8,8 @@ from typing import TextIO
 
 import numpy as np
 
+from experiments.presentation.csv_export import safe_cell
+
 PREVIEW_ROWS = 10
 _BLOCK_ROWS = 4096
 
@@ -59,4 +61,12 @@ def prediction_preview(outputs: np.ndarray, *, task: str, classes: list[str], na
 
 def write_prediction_csv(file: TextIO, outputs: np.ndarray, *, task: str, classes: list[str],
                          names: list[str]) -> None:
-    csv.writer(file).writerows(prediction_rows(outputs, task=task, classes=classes, names=names))
+    """The table as CSV a spreadsheet opens safely: the cells users wrote (class names in the
+    header and the label column, the images' file names) go through csv_export.safe_cell; the
+    numbers, negative ones included, are written as they are."""
+    rows = prediction_rows(outputs, task=task, classes=classes, names=names)
+    header = next(rows)
+    texts = sum(1 for column in header[:3] if column in ("file", "label"))
+    writer = csv.writer(file)
+    writer.writerow([safe_cell(column) for column in header])
+    writer.writerows([row[0], *map(safe_cell, row[1:1 + texts]), *row[1 + texts:]] for row in rows)

@@ -38,3 +38,13 @@ def test_regression_rows_hold_the_values():
         ["row", "prediction"], ["1", "1.5"], ["2", "-2.25"]]
     assert _table(np.ones((1, 2), np.float32), task="regression", classes=[], names=[])[0] == [
         "row", "prediction_0", "prediction_1"]
+
+
+def test_cells_users_wrote_cannot_start_a_spreadsheet_formula_and_negative_numbers_stay_numbers():
+    rows = _table(np.array([[0.25], [0.75]], np.float32), task="classification", classes=["=no", "@yes"],
+                  names=["=HYPERLINK(1).png", "b.png"])
+    assert rows == [["row", "file", "label", "'=no", "'@yes"],
+                    ["1", "'=HYPERLINK(1).png", "'=no", "0.75", "0.25"],
+                    ["2", "b.png", "'@yes", "0.25", "0.75"]]
+    assert _table(np.array([-1.5], np.float32), task="regression", classes=[], names=["-a.png"])[1] == [
+        "1", "'-a.png", "-1.5"]
