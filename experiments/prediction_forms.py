@@ -44,15 +44,17 @@ def _typed_csv(text: str, spec) -> bytes:
     (a header line naming the features is optional), or one text a line."""
     lines = [line for line in text.splitlines() if line.strip()]
     buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
     if spec.kind == "text":
-        writer = csv.writer(buffer)
         writer.writerow(spec.feature_names[:1])
         writer.writerows([line.strip()] for line in lines)
         return buffer.getvalue().encode()
-    header = ",".join(spec.feature_names)
-    if lines and [cell.strip() for cell in lines[0].split(",")] == spec.feature_names:
+    # The header written as CSV (a feature named `a,b` or `say "x"` is quoted), and a typed header
+    # line recognised however it was quoted.
+    writer.writerow(spec.feature_names)
+    if lines and [cell.strip() for cell in next(csv.reader([lines[0]]))] == spec.feature_names:
         lines = lines[1:]
-    return "\n".join([header, *lines]).encode() + b"\n"
+    return (buffer.getvalue() + "".join(line + "\n" for line in lines)).encode()
 
 
 def _images_zip(files) -> bytes:

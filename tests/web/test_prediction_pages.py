@@ -279,3 +279,14 @@ def test_another_team_gets_404_on_every_prediction_route_and_nothing_changes(ali
     assert _counts() == before
     job.refresh_from_db()
     assert job.status == "queued"
+
+
+def test_try_it_rows_fit_features_whose_names_need_quoting():
+    from experiments.datasets.inputs import ModelInputSpec
+    from experiments.datasets.tabular_reader import parse_csv_inputs
+    from experiments.prediction_forms import _typed_csv
+
+    spec = ModelInputSpec(kind="tabular", input_shape=[2], feature_names=["width, cm", 'say "hi"'])
+    for typed in ("1.5,2\n3,4", '"width, cm","say ""hi"""\n1.5,2\n3,4'):
+        x = parse_csv_inputs(io.BytesIO(_typed_csv(typed, spec)), features=spec.feature_names)
+        np.testing.assert_array_equal(x, np.array([[1.5, 2], [3, 4]], np.float32))
