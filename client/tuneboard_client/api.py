@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -435,12 +436,16 @@ class Client:
         """Register a finished model as the next version of `name` (made when new)."""
         return self.post("registry/", _clean({"model": int(model_id), "name": name, "description": description}))
 
+    def _alias_path(self, ref: int | str, alias: str) -> str:
+        # The alias as one path segment: a typed `../../studies/3` must stay an (invalid) alias,
+        # not become another endpoint once the URL's dot segments are resolved.
+        return f"registry/{self.resolve_registered_model(ref)}/aliases/{quote(alias, safe='').replace('.', '%2E')}/"
+
     def set_alias(self, ref: int | str, alias: str, version: int) -> dict:
-        return self.request("PUT", f"registry/{self.resolve_registered_model(ref)}/aliases/{alias}/",
-                            json={"version": int(version)})
+        return self.request("PUT", self._alias_path(ref, alias), json={"version": int(version)})
 
     def remove_alias(self, ref: int | str, alias: str) -> dict:
-        return self.request("DELETE", f"registry/{self.resolve_registered_model(ref)}/aliases/{alias}/")
+        return self.request("DELETE", self._alias_path(ref, alias))
 
     def rollback_alias(self, ref: int | str, alias: str) -> dict:
         """Roll back the alias's latest move (recorded as a new move)."""

@@ -242,3 +242,19 @@ def test_savedmodel_zip_helper_is_a_zip():
 def test_trial_epochs_are_paginated(fake, client):
     study = fake.add_study("s")
     assert [row["epoch"] for row in client.trial_epochs(study["id"], 5)] == [1, 2, 3]
+
+
+def test_an_alias_stays_one_path_segment_whatever_is_typed():
+    paths = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        paths.append((request.method, request.url.raw_path.decode()))
+        return httpx.Response(200, json={})
+
+    with Client(ORIGIN, TOKEN, transport=httpx.MockTransport(handle)) as client:
+        client.remove_alias(5, "../../studies/3")
+        client.set_alias(5, "..", 1)
+        client.set_alias(5, "production", 2)
+    assert paths == [("DELETE", "/api/v1/registry/5/aliases/%2E%2E%2F%2E%2E%2Fstudies%2F3/"),
+                     ("PUT", "/api/v1/registry/5/aliases/%2E%2E/"),
+                     ("PUT", "/api/v1/registry/5/aliases/production/")]
