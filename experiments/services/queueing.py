@@ -60,5 +60,7 @@ def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[
 
 def serving_export_task_enqueue(*, export_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(EXPORT_SERVING_TASK, args=[export_pk], queue=queue, unsent=unsent)
+
+
 def prediction_task_enqueue(*, prediction_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
     _send_on_commit(PREDICT_TASK, args=[prediction_pk], queue=queue, unsent=unsent)
