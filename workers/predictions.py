@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from experiments.datasets.arrays import strings_from_arrays
 from experiments.errors import TuneboardError
 from experiments.presentation.prediction_csv import predicted_labels, prediction_preview, write_prediction_csv
 from experiments.services.artifacts import (
@@ -142,7 +143,7 @@ def predict_rows(model, x: np.ndarray, *, progress: Callable[[int], bool] | None
 
 def _inputs(row) -> tuple[np.ndarray, list[str]]:
     with np.load(io.BytesIO(artifact_read_bytes(artifact=row.inputs)), allow_pickle=False) as npz:
-        names = [str(name) for name in npz["names"]] if "names" in npz.files else []
+        names = strings_from_arrays(npz["names_utf8"], npz["names_ends"]) if "names_utf8" in npz.files else []
         return npz["x"], names
 
 

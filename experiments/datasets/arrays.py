@@ -151,3 +151,19 @@ def write_npz(
                 np.lib.format.write_array_header_1_0(member, header)
                 for part in blocks(x, indices):
                     member.write(_as_bytes(part))
+
+
+def strings_as_arrays(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts as arrays an .npz holds without pickles: their UTF-8 bytes end to end (uint8) and
+    where each one ends (int64). As large as the texts themselves, where a fixed-width unicode
+    array is as large as the longest one times their number (one 60,000-character name among
+    100,000 images would make 24 GB of it)."""
+    encoded = [text.encode("utf-8") for text in texts]
+    return (np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            np.cumsum([len(item) for item in encoded], dtype=np.int64))
+
+
+def strings_from_arrays(data: np.ndarray, ends: np.ndarray) -> list[str]:
+    raw = np.asarray(data, dtype=np.uint8).tobytes()
+    starts = [0, *(int(end) for end in ends[:-1])]
+    return [raw[start:int(end)].decode("utf-8") for start, end in zip(starts, ends, strict=True)]

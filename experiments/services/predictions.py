@@ -2,7 +2,8 @@
 predicted by a trained model or ensemble on a worker of the model's queue.
 
 A prediction is a job (services/jobs.py, states in experiments/states.py), as a conversion is:
-the request stores the inputs as an NPZ artifact ("x", and "names" for a zip of images) and
+the request stores the inputs as an NPZ artifact ("x", and for a zip of images its file names as
+"names_utf8" and "names_ends", datasets.arrays.strings_as_arrays) and
 queues the job in one transaction; a worker claims it as a new attempt and every later write
 names that attempt (the fence): its progress (rows done, after every batch), which also stops it
 once a user cancelled the job or the reaper queued it again, and its completion with the CSV
@@ -10,12 +11,11 @@ and NPZ of predictions and a preview of the first rows."""
 
 import tempfile
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from experiments.datasets.arrays import write_npz
+from experiments.datasets.arrays import strings_as_arrays, write_npz
 from experiments.datasets.inputs import ModelInputs
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, ModelFile, ModelVersion, PredictionJob, Team, TrainedModel
@@ -65,8 +65,8 @@ def _inputs_file(inputs: ModelInputs):
     spool = tempfile.TemporaryFile(prefix="tuneboard-inputs-")
     members = {"x": (inputs.x, None)}
     if inputs.names:
-        names = inputs.names
-        members["names"] = (np.asarray(names, dtype=f"<U{max(map(len, names))}"), None)
+        data, ends = strings_as_arrays(inputs.names)
+        members["names_utf8"], members["names_ends"] = (data, None), (ends, None)
     write_npz(spool, members)
     spool.seek(0)
     return spool

@@ -91,3 +91,14 @@ def test_the_reaper_queues_a_lost_job_again_then_fails_it(job):
     assert reaper.reap()["predictions"]["failed"] == 1
     job.refresh_from_db()
     assert job.status == "failed" and "stopped heartbeating" in job.error
+
+
+def test_image_names_are_stored_as_large_as_they_are_not_as_the_longest_times_their_number(model, alice, job):
+    from workers.predictions import _inputs
+
+    names = ["é" * 60_000] + [f"{i}.png" for i in range(2_000)]  # as a fixed-width array: 480 MB
+    stored = predictions.prediction_request(team=model.team, user=alice, model=job.model, filename="x.zip",
+                                            inputs=ModelInputs(x=np.zeros((len(names), 4), np.float32), names=names))
+    assert stored.inputs.size < 1_000_000
+    x, read = _inputs(stored)
+    assert read == names and x.shape == (len(names), 4)

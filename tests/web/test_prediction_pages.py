@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from PIL import Image
 
+from experiments.datasets.arrays import strings_from_arrays
 from experiments.models import (
     Artifact,
     ModelAlias,
@@ -168,7 +169,8 @@ def test_try_it_takes_dropped_images(alice_client, image_model):
     job = PredictionJob.objects.get()
     with np.load(io.BytesIO(artifact_read_bytes(artifact=job.inputs))) as npz:
         assert npz["x"].shape == (3, 8, 8, 1) and npz["x"].dtype == np.uint8
-        assert list(npz["names"]) == ["001-0.png", "002-1.png", "003-2.png"]
+        names = strings_from_arrays(npz["names_utf8"], npz["names_ends"])
+        assert names == ["001-0.png", "002-1.png", "003-2.png"]
 
 
 def _alias(acme, model) -> ModelVersion:
