@@ -73,7 +73,8 @@ class PredictionForm(forms.Form):
                                 "digits@production) or name/version; resolved when you ask.")
     file = forms.FileField(required=False, label="Inputs", help_text=(
         "Inputs without labels: a CSV of the model's feature columns, a zip or NPZ of images of the model's "
-        "size, a CSV with one column of texts, or an NPZ of sequences (array x)."))
+        "size, a CSV with one column of texts under a header line (its first line is the header, never a "
+        "text), or an NPZ of sequences (array x)."))
     rows = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Rows or texts",
                            help_text="Try it: a few CSV rows of feature values, or one text a line.")
     images = MultipleFileField(required=False, label="Images", help_text="Try it: drop a few images.")

@@ -24,7 +24,7 @@ _COLOR_MODES = {1: "grayscale", 3: "rgb", 4: "rgba"}
 _ACCEPTED = {
     "tabular": ((".csv", ".npz"), "a .csv file whose header names the model's features, or an .npz with an array x"),
     "image": ((".zip", ".npz"), "a .zip of images (.png, .jpg, …) or an .npz with an array x of uint8 images"),
-    "text": ((".csv",), "a .csv file with one column of texts"),
+    "text": ((".csv",), "a .csv file with one column of texts under a header line"),
     "sequence": ((".npz",), "an .npz with an array x of sequences (n, steps, features)"),
 }
 
