@@ -1,6 +1,6 @@
 """One export-serving task, on a worker of the cpu queue that mounts the serving folder: write
 the TF Serving layout of a team's registry (experiments/serving/layout.py, through
-services/serving_exports.py) as the registry stands when the export is claimed. No TensorFlow:
+services/serving_exports.py) as the registry stands once it holds the folder's lock. No TensorFlow:
 the SavedModels are unzipped as the trained models' workers made them."""
 
 import socket

@@ -3,9 +3,11 @@
 (the folder is a volume that worker and TF Serving share), on demand and after every alias move.
 
 An export is a job (services/jobs.py, as conversions are): a request saves a QUEUED row and
-sends its task once the transaction commits; a worker claims it as a new attempt, reads the plan
-from the registry *then* (so the export writes the alias state of the moment it runs), writes the
-layout and completes with its report, every write fenced by the attempt; the reaper queues a
+sends its task once the transaction commits; a worker claims it as a new attempt, and once it
+holds the folder's lock checks that the attempt is still the running one and reads the plan from
+the registry *then* (so the export writes the alias state of the moment it writes, never an older
+one over a newer), writes the layout and completes with its report, every write fenced by the
+attempt; the reaper queues a
 lost one again and re-sends one whose task never arrived. At most one export per team waits in
 the queue: a request while one is queued returns it (it will read the latest aliases when it
 runs); while one runs, a request queues a new one, so a move made during a running export is
