@@ -37,7 +37,8 @@ class ServingStatusSerializer(serializers.Serializer):
     model_config_file = serializers.CharField(help_text="TF Serving's --model_config_file for this team.")
     last = ServingExportSerializer(allow_null=True, help_text="The latest export (perhaps queued or running).")
     last_finished = ServingExportSerializer(allow_null=True,
-                                            help_text="The latest finished export: what the folder holds.")
+                                            help_text="The latest export completed into the team's folder: "
+                                                      "what it holds.")
 
 
 class ServingExports(generics.GenericAPIView):

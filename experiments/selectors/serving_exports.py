@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from experiments.models import Artifact, ModelConversion, ModelFile, ModelVersion, RegisteredModel, ServingExport, Team
-from experiments.states import MODEL_ACTIVE
+from experiments.states import MODEL_ACTIVE, ModelStatus
 
 NO_SAVEDMODEL = "Its trained model has no SavedModel file."
 CONVERSION_PENDING = "Its SavedModel is still being made (a conversion is queued or running); the next export adds it."
@@ -76,10 +76,13 @@ def serving_plan(*, team: Team) -> list[ModelToServe]:
 
 def serving_status(*, team: Team) -> dict:
     """What the page and the API show: the team's folder (here, and as TF Serving sees it), the
-    latest export (perhaps still queued or running) and the latest finished one, whose report
-    says what the folder holds now."""
+    latest export (perhaps still queued or running) and the latest one that completed into that
+    folder, whose report says what the folder holds now (a failed export left it as it was, and
+    `export_serving --to DIR` wrote elsewhere)."""
     exports = ServingExport.objects.filter(team=team).order_by("-created", "-id")
     base_path = serving_base_path(team=team)
-    return {"team_folder": serving_team_folder(team=team), "folder": str(serving_folder(team=team)),
+    folder = serving_folder(team=team)
+    written_here = exports.filter(status=ModelStatus.COMPLETED, report__folder=str(Path(folder).absolute()))
+    return {"team_folder": serving_team_folder(team=team), "folder": str(folder),
             "base_path": base_path, "model_config_file": f"{base_path}/models.config",
-            "last": exports.first(), "last_finished": exports.filter(finished__isnull=False).first()}
+            "last": exports.first(), "last_finished": written_here.first()}

@@ -149,6 +149,18 @@ def test_the_command_exports_in_process_and_says_what_it_did(acme, digits, tmp_p
     assert "Written: none" in out.getvalue() and "Kept (unchanged): digits/1, digits/2" in out.getvalue()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_folder_is_described_by_the_last_export_that_completed_into_it(acme, iris, digits, tmp_path):
+    written = serving_exports.serving_export_request(team=acme, reason="manual")
+    assert export_serving(export_pk=written.pk) == "completed"
+    call_command("export_serving", team=acme.name, to=str(tmp_path / "elsewhere"), stdout=StringIO())
+    register(acme, "broken", [trained_model(acme, iris, "broken", savedmodel=b"not a zip")], {"production": 1})
+    failed = serving_exports.serving_export_request(team=acme, reason="manual")
+    assert export_serving(export_pk=failed.pk) == "failed"
+    status = serving_status(team=acme)
+    assert status["last"].pk == failed.pk and status["last_finished"].pk == written.pk
+
+
 def test_the_command_refuses_an_unknown_team(db):
     with pytest.raises(Exception, match="No team named 'nobody'"):
         call_command("export_serving", team="nobody")
