@@ -1,7 +1,7 @@
 """The fake API every command test talks to (tests/cli/fake_api.py), in place of the network."""
 
 import pytest
-from tuneboard_client import cli
+from tuneboard_client.cli import common
 
 from tests.cli.fake_api import ORIGIN, TOKEN, FakeTuneboard
 
@@ -9,8 +9,8 @@ from tests.cli.fake_api import ORIGIN, TOKEN, FakeTuneboard
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     server = FakeTuneboard()
-    monkeypatch.setattr(cli, "TRANSPORT", server.transport())
-    monkeypatch.setattr(cli, "POLL_SLEEP", lambda seconds: None)
+    monkeypatch.setattr(common, "TRANSPORT", server.transport())
+    monkeypatch.setattr(common, "POLL_SLEEP", lambda seconds: None)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("TUNEBOARD_URL", ORIGIN)
     monkeypatch.setenv("TUNEBOARD_TOKEN", TOKEN)

@@ -11,6 +11,7 @@ if not __import__("django.conf").conf.settings.configured:  # run with -p no:dja
     pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
 
 from tuneboard_client import cli  # noqa: E402
+from tuneboard_client.cli import common  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -47,7 +48,7 @@ def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_w
     monkeypatch.setenv("TUNEBOARD_TOKEN", token)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
-    monkeypatch.setattr(cli, "TRANSPORT", None)
+    monkeypatch.setattr(common, "TRANSPORT", None)
     runner = CliRunner()
     worker = start_worker()
 

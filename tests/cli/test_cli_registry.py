@@ -9,6 +9,7 @@ if not __import__("django.conf").conf.settings.configured:  # run with -p no:dja
     pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
 
 from tuneboard_client import cli  # noqa: E402
+from tuneboard_client.cli import common  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from experiments.models import AliasMove, ModelAlias  # noqa: E402
@@ -29,7 +30,7 @@ def test_register_and_move_aliases_from_the_command_line(acme, alice, live_serve
     monkeypatch.setenv("TUNEBOARD_TOKEN", make_token(alice, "cli registry"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
-    monkeypatch.setattr(cli, "TRANSPORT", None)
+    monkeypatch.setattr(common, "TRANSPORT", None)
     runner = CliRunner()
 
     def tuneboard(*args, code=0):
