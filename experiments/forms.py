@@ -362,9 +362,10 @@ class ModelRequestForm(forms.Form):
     epoch_cap = forms.IntegerField(label="Epoch cap for best-epoch detection", initial=100, min_value=1,
                                    max_value=MAX_EPOCH_CAP)
     name = forms.SlugField(label="Model name", max_length=80, required=False,
-                           help_text="Each model gets a name of its own: <study>-trial-<trial id> by default. A "
-                                     "name given is used as is for one trial and as <name>-trial-<trial id> for "
-                                     "several; making a name again counts its version up.")
+                           help_text="Each model gets a name of its own: <study>-trial-<trial number> by default "
+                                     "(Trial 3's is <study>-trial-3). A name given is used as is for one trial and "
+                                     "as <name>-trial-<trial number> for several; making a name again counts its "
+                                     "version up.")
     include_pruned = forms.BooleanField(label="Include pruned trials", required=False,
                                         help_text="Pruned trials stopped early, so their scores are short of a full "
                                                   "training; by default only completed trials are picked.")
@@ -380,7 +381,7 @@ class ModelRequestForm(forms.Form):
                 f"Defaults to 3 × the study's {study.epochs} epochs (at least 10, at most {MAX_EPOCH_CAP}): "
                 f"{cap}. If the best epoch found is the cap, the model was still improving: raise it.")
             if "top_n" in self.fields:
-                self.fields["name"].widget.attrs["placeholder"] = f"{default_model_name(study)}-trial-<id>"
+                self.fields["name"].widget.attrs["placeholder"] = f"{default_model_name(study)}-trial-<number>"
 
 
 class RankingForm(forms.Form):

@@ -90,7 +90,8 @@ class PredictionForm(forms.Form):
             return self.fixed_model, "", None
         model_id, reference = (data.get("model") or "").strip(), (data.get("reference") or "").strip()
         if bool(model_id) == bool(reference):
-            raise forms.ValidationError("Give either a model id or a registry reference (name@alias), not both.")
+            raise forms.ValidationError("Give a model or a registry reference (name@alias)"
+                                        + (", not both." if model_id else "."))
         if reference:
             try:
                 version = registry_reference_resolve(team=self.team, reference=reference)

@@ -328,6 +328,9 @@ _broker_options: dict = {
     "visibility_timeout": MAX_TRIAL_SECONDS + 3600,
 }
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Kombu's filesystem transport with atomic writes (webapp/filesystem_broker.py): its own
+    # can hand a worker an empty message, which stops the worker.
+    CELERY_BROKER_TRANSPORT = "webapp.filesystem_broker:Transport"
     _broker_dir = private_dir(VAR_DIR / "broker")
     _broker_options.update(
         data_folder_in=str(_broker_dir),

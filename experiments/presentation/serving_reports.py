@@ -19,3 +19,15 @@ def serving_report_lines(report: dict) -> list[str]:
     changed = "rewritten" if report.get("config_changed") else "unchanged"
     lines.append(f"models.config {changed}; {float(report.get('seconds') or 0):.2f} s")
     return lines
+
+
+REASONS = {"manual": "asked for on the page", "api": "asked for through the API",
+           "command": "run by manage.py export_serving"}
+
+
+def serving_reason_label(reason: str) -> str:
+    """Why an export ran, in words: "after iris@production moved" for `alias:iris@production`."""
+    reason = reason or "manual"
+    if reason.startswith("alias:"):
+        return f"after {reason.removeprefix('alias:')} moved"
+    return REASONS.get(reason, reason)

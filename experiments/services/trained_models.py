@@ -29,9 +29,11 @@ def default_model_name(study: Study) -> str:
 
 
 def trial_model_name(study: Study, trial: Trial, *, base: str = "") -> str:
-    """`<base>-trial-<trial id>`, base defaulting to the study's name (cut to fit), so each trial's
-    model has a name of its own. A base a person typed is never cut: too long is refused."""
-    suffix = f"-trial-{slugify(trial.trial_id) or trial.number}"
+    """`<base>-trial-<trial number>`, base defaulting to the study's name (cut to fit), so each
+    trial's model has a name of its own. The number is the trial's as the pages show it ("Trial 3":
+    1-based start order), not KerasTuner's 0-based trial id, so `study-trial-3` is Trial 3's model.
+    A base a person typed is never cut: too long is refused."""
+    suffix = f"-trial-{trial.number}"
     if base:
         if len(base) + len(suffix) > MAX_MODEL_NAME:
             raise ModelRequestError(f"The model name {base!r} is too long to name several models: with "
@@ -58,8 +60,8 @@ def check_model_name(name: str) -> str:
 def trained_models_request(*, study: Study, user, trials: list[Trial], method: str,
                            epoch_source: str = TrainedModel.EpochSource.DETECT, epoch_cap: int = 100,
                            name: str = "") -> list[TrainedModel]:
-    """Queue one model per trial, each under its own name (`<study>-trial-<id>`; a name given is
-    used as is for one trial and as `<name>-trial-<id>` for several); all of them or, on any
+    """Queue one model per trial, each under its own name (`<study>-trial-<number>`; a name given is
+    used as is for one trial and as `<name>-trial-<number>` for several); all of them or, on any
     problem, none."""
     name = check_model_name(name.strip()) if name.strip() else ""
     if method not in TrainedModel.Method.values:

@@ -3,7 +3,7 @@
 
 from django import template
 
-from experiments.presentation.serving_reports import serving_report_lines
+from experiments.presentation.serving_reports import serving_reason_label, serving_report_lines
 from experiments.selectors.serving_exports import serving_status
 from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
 
@@ -16,5 +16,6 @@ def serving_panel(context) -> dict:
     status = serving_status(team=request.team)
     shown = status["last_finished"]
     return {**status, "request": request, "csrf_token": context.get("csrf_token"), "queue": SERVING_EXPORT_QUEUE,
-            "can_edit": request.membership.can_edit,
-            "report_lines": serving_report_lines(shown.report if shown else {})}
+            "can_edit": request.membership.can_edit, "registered": context.get("registered"),
+            "report_lines": serving_report_lines(shown.report if shown else {}),
+            "last_reason": serving_reason_label(status["last"].reason) if status["last"] else ""}

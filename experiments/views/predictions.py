@@ -22,9 +22,11 @@ def get_prediction_for_user(request, prediction_id: int) -> PredictionJob:
     return found_or_404(team_prediction(team=request.team, prediction_id=prediction_id), PredictionJob)
 
 
-def form_message(form: PredictionForm) -> str:
-    """The form's messages in one line, as the API's detail says them."""
-    return " ".join(message for errors in form.errors.values() for message in errors)
+def form_message(form: PredictionForm, *, shown_by_fields=()) -> str:
+    """The form's messages in one line, as the API's detail says them; less those of
+    `shown_by_fields`, which the page shows under their own field."""
+    return " ".join(message for name, errors in form.errors.items() if name not in shown_by_fields
+                    for message in errors)
 
 
 def _requested(request, form: PredictionForm) -> PredictionJob | None:
@@ -50,7 +52,8 @@ def prediction_new(request):
             messages.success(request, f"Queued prediction {job.pk}: {job.rows} rows with {job.model}.")
             return redirect("prediction_detail", prediction_id=job.pk)
     return render(request, "predictions/new.html", {"form": form, "models": _completed_models(request.team),
-                                                    "error": form_message(form) if form.is_bound else ""},
+                                                    "error": form_message(form, shown_by_fields=("reference", "file"))
+                                                    if form.is_bound else ""},
                   status=400 if form.is_bound else 200)
 
 

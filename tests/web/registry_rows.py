@@ -22,7 +22,7 @@ def registrable(team, user, study, number: int, *, test_accuracy: float = 0.9, *
         "score": test_accuracy, "best_epoch": 2})
     fields.setdefault("signature", signature())
     status = fields.pop("status", None)
-    name = fields.pop("name", f"{slugify(study.name)}-trial-{trial.trial_id}")
+    name = fields.pop("name", f"{slugify(study.name)}-trial-{trial.number}")
     model = finished_model(team, user, study, trial, name=name,
                            test={"accuracy": test_accuracy, "loss": round(1 - test_accuracy, 4)}, **fields)
     if status is not None:

@@ -92,14 +92,15 @@ def test_retraining_the_top_trials_gives_each_model_its_own_name(alice_client, a
     assert response.status_code == 302
     models = list(TrainedModel.objects.order_by("id"))
     # The better trial (higher val_accuracy) first; three different configurations, three names
-    # (TF Serving would otherwise serve the third best as the highest version of one name).
+    # (TF Serving would otherwise serve the third best as the highest version of one name), each
+    # with the trial's number as its pages show it ("Trial 2"), not KerasTuner's 0-based id.
     assert [(m.trial_id, m.name, m.version, m.status) for m in models] == [
-        (second.id, "acme-study-trial-1", 1, "queued"), (acme_trial.id, "acme-study-trial-0", 1, "queued"),
-        (third.id, "acme-study-trial-2", 1, "queued")]
+        (second.id, "acme-study-trial-2", 1, "queued"), (acme_trial.id, "acme-study-trial-1", 1, "queued"),
+        (third.id, "acme-study-trial-3", 1, "queued")]
     assert models[0].seed == acme_study.seed + second.number
     # Retraining the best one again remakes that name: its version counts up.
     alice_client.post(reverse("study_models_request", args=[acme_study.id]), {**RETRAIN, "top_n": 1})
-    assert TrainedModel.objects.order_by("-id").values_list("name", "version").first() == ("acme-study-trial-1", 2)
+    assert TrainedModel.objects.order_by("-id").values_list("name", "version").first() == ("acme-study-trial-2", 2)
 
 
 def test_a_name_given_is_kept_for_one_trial_and_suffixed_for_several(alice, acme_study, acme_trial):
@@ -109,7 +110,7 @@ def test_a_name_given_is_kept_for_one_trial_and_suffixed_for_several(alice, acme
     several = trained_models_request(study=acme_study, user=alice, trials=[second, acme_trial], method="retrain",
                                      name="best")
     assert (one.name, one.version) == ("best", 1)
-    assert [(m.name, m.version) for m in several] == [("best-trial-1", 1), ("best-trial-0", 1)]
+    assert [(m.name, m.version) for m in several] == [("best-trial-2", 1), ("best-trial-1", 1)]
     with pytest.raises(ModelRequestError, match="too long to name several models"):
         trained_models_request(study=acme_study, user=alice, trials=[second, acme_trial], method="retrain",
                                name="x" * 80)
@@ -117,7 +118,7 @@ def test_a_name_given_is_kept_for_one_trial_and_suffixed_for_several(alice, acme
 
 def test_the_trial_page_proposes_the_trials_own_name(alice_client, acme_study, acme_trial):
     page = page_text(alice_client.get(reverse("trial_detail", args=[acme_study.id, acme_trial.pk])))
-    assert 'value="acme-study-trial-0"' in page
+    assert 'value="acme-study-trial-1"' in page  # Trial 1's model
 
 
 def test_a_viewer_cannot_request_models(bob_client, acme_study, acme_trial):

@@ -203,6 +203,22 @@ def test_a_registry_alias_is_resolved_when_asked_on_the_page_and_in_the_api(alic
     assert PredictionJob.objects.count() == 2
 
 
+def test_the_new_prediction_page_says_each_refusal_once_and_what_is_missing(alice_client, alice, acme, acme_model):
+    _alias(acme, acme_model)
+    data = f"{IRIS_COLUMNS}\n5.1,3.5,1.4,0.2\n".encode()
+
+    def post(**fields):
+        page = alice_client.post(reverse("prediction_new"), {**fields, "file": SimpleUploadedFile("a.csv", data)})
+        assert page.status_code == 400
+        return page.content.decode()
+
+    assert "Give a model or a registry reference (name@alias)." in post()
+    assert "Give a model or a registry reference (name@alias), not both." in post(
+        model=str(acme_model.id), reference="iris@production")
+    assert post(reference="iris@staging").count("has no alias &#x27;staging&#x27;") == 1  # under its field only
+    assert PredictionJob.objects.count() == 0
+
+
 def test_a_model_that_has_not_finished_cannot_predict(alice_client, alice, acme_model):
     TrainedModel.objects.filter(pk=acme_model.pk).update(status=TrainedModel.Status.RUNNING)
     data = f"{IRIS_COLUMNS}\n5.1,3.5,1.4,0.2\n".encode()

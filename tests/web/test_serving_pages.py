@@ -68,3 +68,24 @@ def test_the_include_renders_the_panel_on_any_page_of_the_registry(alice_client,
     request = alice_client.get(reverse("registry_serving")).wsgi_request
     html = render_to_string("registry/_serving.html", {"csrf_token": "t"}, request=request)
     assert 'id="serving-export-button"' in html and f"team-{acme.pk}" in html
+
+
+def test_the_panel_says_why_the_export_ran_and_the_registry_links_to_it(alice_client, acme, exported):
+    text = page_text(alice_client.get(reverse("registry_serving")))
+    assert "after digits@production moved" in text and "alias:digits" not in text
+    assert "/v1/models/&lt;name&gt;/labels/production:predict" in text
+    registered = exported.team.registered_models.get(name="digits")
+    detail = page_text(alice_client.get(reverse("registry_detail", args=[registered.id])))
+    assert "/v1/models/digits/labels/production:predict" in detail
+    listing = alice_client.get(reverse("registry_list")).content.decode()
+    assert f'href="{reverse("registry_serving")}"' in listing
+    assert f'href="{reverse("registry_list")}"' in alice_client.get(reverse("registry_serving")).content.decode()
+
+
+def test_each_reason_reads_in_words():
+    from experiments.presentation.serving_reports import serving_reason_label
+
+    assert serving_reason_label("alias:iris@staging") == "after iris@staging moved"
+    assert serving_reason_label("manual") == "asked for on the page"
+    assert serving_reason_label("api") == "asked for through the API"
+    assert serving_reason_label("command") == "run by manage.py export_serving"

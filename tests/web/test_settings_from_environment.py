@@ -23,6 +23,7 @@ try:
         "database_name": str(settings.DATABASES["default"]["NAME"]),
         "using_postgres": settings.USING_POSTGRES,
         "broker": settings.CELERY_BROKER_URL,
+        "broker_transport": getattr(settings, "CELERY_BROKER_TRANSPORT", None),
         "artifact_storage": settings.ARTIFACT_STORAGE,
         "artifacts_backend": settings.STORAGES["artifacts"]["BACKEND"],
         "debug": settings.DEBUG,
@@ -76,6 +77,7 @@ def test_the_defaults_run_embedded_on_sqlite_the_filesystem_broker_and_filesyste
     assert result["database_name"] == str(tmp_path / "var" / "tuneboard.sqlite3")
     assert result["using_postgres"] is False
     assert result["broker"] == "filesystem://"
+    assert result["broker_transport"] == "webapp.filesystem_broker:Transport"  # messages written atomically
     assert result["artifact_storage"] == "filesystem"
     assert result["artifacts_backend"] == "django.core.files.storage.FileSystemStorage"
     assert result["debug"] is False
@@ -97,6 +99,7 @@ def test_a_postgres_database_url_keeps_artifacts_in_the_database(tmp_path):
     assert result["artifact_storage"] == "database"
     assert result["artifacts_backend"] == "experiments.storage.DatabaseStorage"
     assert result["broker"] == "redis://redis.example.com:6379/0"
+    assert result["broker_transport"] is None
 
 
 def test_postgres_can_still_keep_artifacts_on_a_shared_filesystem_when_asked(tmp_path):

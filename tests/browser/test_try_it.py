@@ -1,0 +1,48 @@
+""""Try it" in a real Chromium, more than once on one page load: the job's live part refreshes
+itself every 2 s while it waits (no worker here), and a refresh must not take the place of the
+box the next Predict answers into (it did: the live part inherited the form's hx-target and
+its first refresh replaced #try-result, so a second Predict went nowhere)."""
+
+import io
+
+import pytest
+
+from experiments.models import Artifact, ModelFile, PredictionJob
+from experiments.services.artifacts import artifact_create
+from experiments.services.datasets import dataset_create_bundled
+from tests.browser.conftest import log_in
+from tests.conftest import PASSWORD
+from tests.integration.helpers import saved_study
+from tests.web.registry_rows import registrable
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_try_it_answers_every_predict_on_one_page_load(live_server, page, acme, alice, screenshot):
+    study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
+                        name="iris study", hypermodel="dense")
+    model = registrable(acme, alice, study, 1)
+    artifact = artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="m.keras", fileobj=io.BytesIO(b"PK"))
+    ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS, artifact=artifact)
+    log_in(page, live_server, "alice", PASSWORD)
+    page.goto(f"{live_server.url}/models/{model.id}/")
+
+    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    page.wait_for_timeout(2600)  # the live part has refreshed itself at least once
+    assert page.locator("#try-result .prediction-live").count() == 1
+    job = PredictionJob.objects.get()
+    assert page.locator(f"#try-result #prediction-live-{job.pk}").count() == 1
+
+    page.locator("#try-rows").fill("1,2")  # refused: the message takes the box's place
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result #try-error")
+    assert "Row 2 has 2 values" in page.locator("#try-result").inner_text()
+
+    page.locator("#try-rows").fill("6.3,2.9,5.6,1.8\n5.0,3.4,1.5,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    assert PredictionJob.objects.count() == 2
+    page.wait_for_selector(f"#try-result #prediction-live-{PredictionJob.objects.order_by('-id').first().pk}")
+    screenshot("second-try")
