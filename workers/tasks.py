@@ -71,17 +71,21 @@ def _configure_child(**_kwargs) -> None:
     gc.freeze()
 
 
-@shared_task(
-    name="workers.tasks.run_trial",
-    bind=True,
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
+# What every job's task shares: retried with back-off while the database is unreachable, for
+# as long as it takes (the row in PostgreSQL is the job; the message only wakes a worker).
+JOB_TASK = {"bind": True, "autoretry_for": DATABASE_UNAVAILABLE, "retry_backoff": 2, "retry_backoff_max": 60,
+            "max_retries": None}
+
+
+def _hand_over_if_stopping(task) -> None:
+    """A message received as the worker began to stop goes back to the broker for another worker."""
+    if stop_requested():
+        raise task.retry(countdown=0, max_retries=None)
+
+
+@shared_task(name="workers.tasks.run_trial", **JOB_TASK)
 def run_trial(self, study_id: int) -> str:
-    if stop_requested():  # received as the worker began to stop: hand the wake-up to another worker
-        raise self.retry(countdown=0, max_retries=None)
+    _hand_over_if_stopping(self)
     from workers.runner import run_next_trial
 
     with stop_at_epoch_end_on_sigterm():
@@ -89,17 +93,9 @@ def run_trial(self, study_id: int) -> str:
                               worker_name=self.request.hostname or "")
 
 
-@shared_task(
-    name="workers.tasks.train_model",
-    bind=True,
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
+@shared_task(name="workers.tasks.train_model", **JOB_TASK)
 def train_model(self, model_pk: int) -> str:
-    if stop_requested():
-        raise self.retry(countdown=0, max_retries=None)
+    _hand_over_if_stopping(self)
     from workers.retraining import make_trained_model
 
     with stop_at_epoch_end_on_sigterm():
@@ -119,49 +115,25 @@ def rerun_trial(rerun_pk: int) -> str:
     return run(rerun_pk=rerun_pk)
 
 
-@shared_task(
-    name="workers.tasks.convert_model",
-    bind=True,
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
+@shared_task(name="workers.tasks.convert_model", **JOB_TASK)
 def convert_model(self, conversion_pk: int) -> str:
-    if stop_requested():  # received as the worker began to stop: hand it to another worker
-        raise self.retry(countdown=0, max_retries=None)
+    _hand_over_if_stopping(self)
     from workers.conversions import convert_model as run
 
     return run(conversion_pk=conversion_pk)
 
 
-@shared_task(
-    name="workers.tasks.export_serving",
-    bind=True,
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
+@shared_task(name="workers.tasks.export_serving", **JOB_TASK)
 def export_serving(self, export_pk: int) -> str:
-    if stop_requested():  # received as the worker began to stop: hand it to another worker
-        raise self.retry(countdown=0, max_retries=None)
+    _hand_over_if_stopping(self)
     from workers.serving_exports import export_serving as run
 
     return run(export_pk=export_pk)
 
 
-@shared_task(
-    name="workers.tasks.predict_batch",
-    bind=True,
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
+@shared_task(name="workers.tasks.predict_batch", **JOB_TASK)
 def predict_batch(self, prediction_pk: int) -> str:
-    if stop_requested():  # received as the worker began to stop: hand it to another worker
-        raise self.retry(countdown=0, max_retries=None)
+    _hand_over_if_stopping(self)
     from workers.predictions import predict_batch as run
 
     return run(prediction_pk=prediction_pk)
