@@ -9,6 +9,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from django.db.models import Q
 from django.urls import reverse
 from PIL import Image
 from sklearn.datasets import load_digits
@@ -114,7 +115,9 @@ def _request_models(client, study: Study, top_n: int, name: str) -> list[Trained
         "top_n": top_n, "method": "retrain", "epoch_source": "recorded", "epoch_cap": 5, "name": name,
     })
     assert response.status_code == 302
-    return list(TrainedModel.objects.filter(study=study, name=name).order_by("id"))
+    # A name given for one trial is its model's; for several, each model is <name>-trial-<number>.
+    named = Q(name=name) if top_n == 1 else Q(name__startswith=f"{name}-trial-")
+    return list(TrainedModel.objects.filter(named, study=study).order_by("id"))
 
 
 def test_image_zip_to_cnn_study_retrain_ensemble_and_raw_uint8_serving(
