@@ -442,17 +442,31 @@ def main(argv: list[str] | None = None) -> None:
         bench = Bench(Runner(embedded, kind), Studies(team, user, dataset, size, kind), arrays, size, mixed, rows)
         print(f"dataset ready ({dataset.split_sizes}) after {time.monotonic() - began:.0f} s", file=sys.stderr)
         by_backend: dict[str, list[dict]] = {b: [] for b in backends}
+        context = {"device": device, "kind": kind, "importable": importable, "probes": probes, "mixed": mixed,
+                   "skipped": skipped, "size": size, "dataset": dataset, "quick": args.quick,
+                   "load_start": load_start, "began": began}
         for index in range(rounds):
             for position, backend in enumerate(backends):
                 wanted = figures if position == 0 or not args.primary_only else set()
                 by_backend[backend].append(bench.round(backend, index, wanted))
+            # Written after every round, so a run stopped early (a lease running out) keeps what it measured.
+            result = compose(context, by_backend, rounds_done=index + 1, rounds=rounds)
+            output = write(result, device, args.output)
         shutil.rmtree(folder / "var", ignore_errors=True)
+    print(f"wrote {output}", file=sys.stderr)
+    print(json.dumps(result))
 
+
+def compose(context: dict, by_backend: dict[str, list[dict]], *, rounds_done: int, rounds: int) -> dict:
+    """The JSON of the rounds run so far (`rounds_done` of `rounds`)."""
+    device, kind, importable, probes, mixed, skipped, size, dataset = (context[k] for k in (
+        "device", "kind", "importable", "probes", "mixed", "skipped", "size", "dataset"))
+    backends = list(by_backend)
     summaries = {b: {"device": probes[b], **summarise(by_backend[b], mixed), "rounds": by_backend[b]}
                  for b in backends}
     primary = summaries[backends[0]]
     both = {"jax", "tensorflow"} <= set(summaries)
-    result = {
+    return {
         "device": device,
         "device_kind": kind,
         "cpu_model": _cpu_model(),
@@ -478,22 +492,26 @@ def main(argv: list[str] | None = None) -> None:
             "model": f"Tuneboard's cnn hypermodel with {({**COMMON_VALUES, **size['values']})}",
             "images": f"{size['side']}x{size['side']}x3 uint8, {CLASSES} classes", "rows": size["rows"],
             "split_sizes": dataset.split_sizes, "batch_size": size["batch_size"], "epochs": size["epochs"],
-            "timed_epochs": f"{WARMUP_EPOCHS + 1}..{size['epochs']}", "rounds": rounds,
-            "sizes": "quick" if args.quick else kind,
+            "timed_epochs": f"{WARMUP_EPOCHS + 1}..{size['epochs']}", "rounds": rounds_done,
+            "rounds_planned": rounds, "sizes": "quick" if context["quick"] else kind,
             "cores": _cores(), "threads_per_process": None if kind != "cpu" else {
                 str(n): max(1, _cores() // n) for n in (1, *PACKED)},
             "database": "SQLite (embedded mode)", "broker": "none (memory://; trials run in-process)",
         },
-        "load": {"before": load_start, "after": _load(), "note": "os.getloadavg() (1, 5, 15 min) of the host; "
+        "load": {"before": context["load_start"], "after": _load(),
+                 "note": "os.getloadavg() (1, 5, 15 min) of the host; "
                  "other work running beside the benchmark slows every arm alike within a round"},
-        "elapsed_seconds": round(time.monotonic() - began, 1),
+        "elapsed_seconds": round(time.monotonic() - context["began"], 1),
         "targets": {"tuneboard_vs_plain_ratio": 0.95},
     }
+
+
+def write(result: dict, device: str, path: str | None) -> Path:
     slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")  # "cpu", "nvidia-h100-80gb-hbm3"
-    output = Path(args.output) if args.output else RESULTS / f"gpu-{slug}.json"
+    output = Path(path) if path else RESULTS / f"gpu-{slug}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result))
+    return output
 
 
 if __name__ == "__main__":
