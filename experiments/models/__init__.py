@@ -18,6 +18,7 @@ from experiments.models.notifications import (
     Webhook,
 )
 from experiments.models.predictions import PredictionJob
+from experiments.models.recipes import EnsembleRecipe, RecipeRun
 from experiments.models.registry import AliasMove, ModelAlias, ModelVersion, RegisteredModel, ServingExport
 from experiments.models.reruns import TrialRerun, TrialRerunEpoch
 from experiments.models.studies import PruningReference, Study, Trial, TrialEpoch
@@ -32,9 +33,9 @@ from experiments.models.trained_models import (
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",
-    "Dataset", "EnsembleMember", "EventKind", "Invitation", "Job", "Membership", "ModelAlias", "ModelConversion",
+    "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "Membership", "ModelAlias", "ModelConversion",
     "ModelFile", "ModelVersion", "NotificationDelivery", "NotificationEvent", "NotificationPreference",
-    "PasswordResetRequest", "PredictionJob", "PruningReference", "RegisteredModel", "ServingExport", "StoredBlob",
+    "PasswordResetRequest", "PredictionJob", "PruningReference", "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob",
     "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun",
     "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
 ]

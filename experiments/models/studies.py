@@ -39,6 +39,8 @@ class Study(models.Model):
     name = models.CharField(max_length=100)
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="studies")
     hypermodel = models.CharField(max_length=100)
+    # Labels people give a study; an ensemble recipe may take every study of its dataset with a tag.
+    tags = models.JSONField(default=list, blank=True)
     search_space = models.JSONField(default=list)
     tuner = models.CharField(max_length=20, choices=Tuner.choices, default=Tuner.RANDOM)
     objective_metric = models.CharField(max_length=50, default="val_loss")

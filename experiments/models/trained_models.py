@@ -28,6 +28,7 @@ class TrainedModel(Job):
         MEAN = "mean", "Ensemble: mean"
         NELDER_MEAD = "nelder_mead", "Ensemble: weights by Nelder–Mead"
         GREEDY = "greedy", "Ensemble: greedy selection"
+        STACKING = "stacking", "Ensemble: stacking (regularised meta-learner)"
 
     class EpochSource(models.TextChoices):
         DETECT = "detect", "Detected again (EarlyStopping on val_loss, patience 10)"
