@@ -8,6 +8,7 @@ from experiments.views import (
     models,
     notifications,
     predictions,
+    recipes,
     registry,
     reruns,
     serving_exports,
@@ -79,6 +80,18 @@ urlpatterns = [
          name="registry_alias_remove"),
     path("registry/<int:registered_model_id>/rollback/", registry.registry_rollback_view, name="registry_rollback"),
     path("models/<int:model_id>/register/", registry.model_register, name="model_register"),
+    # Ensemble recipes: saved rules that pick an ensemble's members and build it on demand or when
+    # a source changes (the runs: experiments/services/recipe_runs.py).
+    path("recipes/", recipes.recipe_list, name="recipe_list"),
+    path("recipes/new/", recipes.recipe_new, name="recipe_new"),
+    path("recipes/preview/", recipes.recipe_preview, name="recipe_preview"),
+    path("recipes/<int:recipe_id>/", recipes.recipe_detail, name="recipe_detail"),
+    path("recipes/<int:recipe_id>/edit/", recipes.recipe_edit, name="recipe_edit"),
+    path("recipes/<int:recipe_id>/clone/", recipes.recipe_clone_view, name="recipe_clone"),
+    path("recipes/<int:recipe_id>/preview/", recipes.recipe_preview_saved, name="recipe_preview_saved"),
+    path("recipes/<int:recipe_id>/run/", recipes.recipe_run_view, name="recipe_run"),
+    path("recipes/<int:recipe_id>/delete/", recipes.recipe_delete_view, name="recipe_delete"),
+    path("studies/<int:study_id>/tags/", studies.study_tags_view, name="study_tags"),
     # Serving from the registry: the team's TF Serving folder and its exports.
     path("registry/serving/", serving_exports.serving_view, name="registry_serving"),
     path("registry/serving/export/", serving_exports.serving_export_view, name="registry_serving_export"),

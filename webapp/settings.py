@@ -418,5 +418,10 @@ SPECTACULAR_SETTINGS = {
     # Choice sets used by more than one component keep the names they had with one: trained
     # models and trial re-runs share a lifecycle, a trial's detail extends the trial.
     "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.ModelStatus",
-                            "TrialStatusEnum": "experiments.states.TrialStatus"},
+                            "TrialStatusEnum": "experiments.states.TrialStatus",
+                            "DirectionEnum": "experiments.recipe_forms.Direction",
+                            "RecipeMethodEnum": "experiments.recipe_forms.RecipeMethod",
+                            "RecipeTriggerEnum": "experiments.recipe_forms.RecipeTrigger",
+                            "RecipeMembersAsEnum": "experiments.recipe_forms.RecipeMembersAs",
+                            "RecipeGroupByEnum": "experiments.recipe_forms.RecipeGroupBy"},
 }

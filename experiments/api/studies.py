@@ -80,7 +80,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
                   "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives",
                   "constraints", "status", "message", "created", "started", "finished", "progress", "best_trial",
-                  "pruning_saved", "seeds", "seeds_used"]
+                  "pruning_saved", "seeds", "seeds_used", "tags"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))

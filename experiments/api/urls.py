@@ -8,6 +8,7 @@ from experiments.api import (
     leaderboard,
     notifications,
     predictions,
+    recipes,
     registry,
     serving_exports,
     studies,
@@ -57,6 +58,12 @@ urlpatterns = [
          name="registry-alias"),
     path("registry/<int:registered_model_id>/moves/<int:move_id>/rollback/", registry.RegistryRollback.as_view(),
          name="registry-rollback"),
+    # Ensemble recipes.
+    path("recipes/", recipes.RecipeList.as_view(), name="recipe-list"),
+    path("recipes/<int:recipe_id>/", recipes.RecipeDetail.as_view(), name="recipe-detail"),
+    path("recipes/<int:recipe_id>/clone/", recipes.RecipeClone.as_view(), name="recipe-clone"),
+    path("recipes/<int:recipe_id>/preview/", recipes.RecipePreview.as_view(), name="recipe-preview"),
+    path("recipes/<int:recipe_id>/runs/", recipes.RecipeRuns.as_view(), name="recipe-runs"),
     # Serving from the registry: request an export of the team's registry, read the last one.
     path("serving-exports/", serving_exports.ServingExports.as_view(), name="serving-exports"),
     path("serving-exports/<int:export_id>/", serving_exports.ServingExportDetail.as_view(),

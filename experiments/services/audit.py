@@ -47,6 +47,8 @@ VERB_LABELS = {
     "study.cancel": "Study cancelled", "model.cancel": "Model cancelled", "model.download": "Model downloaded",
     "registry.register": "Model registered", "registry.alias_set": "Alias moved",
     "registry.alias_remove": "Alias removed", "registry.rollback": "Alias move rolled back",
+    "recipe.create": "Ensemble recipe made", "recipe.update": "Ensemble recipe changed",
+    "recipe.clone": "Ensemble recipe cloned", "recipe.delete": "Ensemble recipe deleted",
 }
 
 

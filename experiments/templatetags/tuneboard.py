@@ -123,3 +123,14 @@ def when(moment):
         shown = date_format(local, "j M Y")
     return format_html('<time datetime="{}" title="{}">{}</time>', local.isoformat(),
                        date_format(local, "Y-m-d H:i"), shown)
+
+
+@register.filter
+def any_figures(value) -> str:
+    """metric_list for a dict, one figure for a number, a dash otherwise: run records (a recipe
+    run's comparison) may hold either, or nothing when the run failed."""
+    if isinstance(value, dict):
+        return metric_list(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return figure(value)
+    return "—"

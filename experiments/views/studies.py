@@ -24,6 +24,7 @@ from experiments.selectors.trials import (
     trial_learning_curves,
     trials_compared,
 )
+from experiments.services.recipes import RecipeError, study_tags_set
 from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
 from experiments.services.trained_models import default_model_name, trial_model_name
 from experiments.services.trials import TrialNotesError, trial_annotate
@@ -281,3 +282,16 @@ def trial_annotate_view(request, study_id: int, trial_pk: int):
     except TrialNotesError as exc:
         messages.error(request, str(exc))
     return redirect("trial_detail", study_id=study_id, trial_pk=trial.pk)
+
+
+@require_POST
+@editor_required
+def study_tags_view(request, study_id: int):
+    """The study page's tags (comma-separated): a recipe may draw from every study with a tag."""
+    study = get_study_for_user(request, study_id)
+    try:
+        study_tags_set(study=study, tags=request.POST.get("tags", ""))
+        messages.success(request, "Tags saved.")
+    except RecipeError as exc:
+        messages.error(request, str(exc))
+    return redirect("study_detail", study_id=study.id)

@@ -46,6 +46,7 @@ ACTIONS = {
     "registry_alias_set": ({"alias": "production", "version": 1}, Study.Status.CREATED),
     "registry_alias_remove": ({"alias": "production"}, Study.Status.CREATED),
     "registry_rollback": ({"move": 1}, Study.Status.CREATED),
+    "study_tags": ({"tags": "stolen"}, Study.Status.CREATED),
 }
 # Team management: each with the form data the team page posts.
 TEAM_ACTIONS = {
@@ -63,8 +64,12 @@ IMAGE_ROUTES = {"dataset_examples"}
 # Batch predictions: cross-team, viewer and bad-input checks in tests/web/test_prediction_pages.py.
 PREDICTION_ROUTES = {"model_predict", "model_try", "prediction_detail", "prediction_live", "prediction_cancel",
                      "prediction_download"}
+# Ensemble recipes: cross-team (every route), viewer and bad-input checks in tests/web/test_recipe_pages.py.
+RECIPE_ROUTES = {"recipe_detail", "recipe_edit", "recipe_clone", "recipe_preview_saved", "recipe_run",
+                 "recipe_delete"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
-             *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel"}
+             *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel",
+             "recipe_run", "recipe_delete"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
@@ -74,8 +79,8 @@ def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: Trai
            "class_index": 0, "registered_model_id": registered.id,
            "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id,
            # Anonymous users only (the login redirect comes before any lookup); the 404s for other
-           # teams are checked in tests/web/test_prediction_pages.py.
-           "prediction_id": 0}
+           # teams are checked in tests/web/test_prediction_pages.py and test_recipe_pages.py.
+           "prediction_id": 0, "recipe_id": 0}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
@@ -110,7 +115,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
     assert with_ids == (set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES
-                        | IMAGE_ROUTES | PREDICTION_ROUTES), (
+                        | IMAGE_ROUTES | PREDICTION_ROUTES | RECIPE_ROUTES), (
         "a new page or action needs its cross-team check here"
     )
 

@@ -1,0 +1,151 @@
+"""Ensemble recipes' pages: the team's recipes, the form (new, edit, clone) with a live preview of
+who would be picked today, and one recipe's page (its rule in words, the preview, Run now, and its
+runs over time). Checks are experiments/recipe_forms.py's, shared with the API."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.errors import TuneboardError
+from experiments.models import EnsembleRecipe
+from experiments.recipe_forms import RecipeCloneForm, RecipeForm, recipe_initial, rule_in_words
+from experiments.selectors.recipe_lists import recipe_runs, team_recipe, team_recipes
+from experiments.selectors.recipes import Rule, recipe_candidates
+from experiments.services.recipes import recipe_clone, recipe_create, recipe_delete, recipe_run_now, recipe_update
+from experiments.views.access import editor_required, found_or_404, team_required
+
+COLLAPSED_WARNING = ("This ensemble equals its best member: its members are too alike (top 3 of one search). Try "
+                     "members from different hypermodels or studies (per-hypermodel max 1), a correlation cap, or "
+                     "stacking.")
+
+
+def get_recipe_for_user(request, recipe_id: int) -> EnsembleRecipe:
+    return found_or_404(team_recipe(team=request.team, recipe_id=recipe_id), EnsembleRecipe)
+
+
+def preview_context(rule: Rule | None) -> dict:
+    """The preview's candidates, picked or not and why, and its warnings (a recipe may wait for
+    studies: fewer than two picks is a warning, not an error)."""
+    if rule is None:
+        return {"candidates": [], "warnings": ["Pick a dataset and sources to see who would be picked."]}
+    candidates = recipe_candidates(rule)
+    picked = sum(c.picked for c in candidates)
+    warnings = []
+    if picked < 2:
+        warnings.append(f"Today the rule picks {picked} member{'s' if picked != 1 else ''}: a run needs at least two. "
+                        "The recipe can be saved and will wait for its studies.")
+    elif len({c.hypermodel for c in candidates if c.picked}) == 1 and len({c.study_id for c in candidates
+                                                                            if c.picked}) == 1:
+        warnings.append("Every pick comes from one study of one hypermodel: such members are usually too alike for "
+                        "the ensemble to beat its best member.")
+    return {"candidates": candidates, "picked_count": picked, "warnings": warnings}
+
+
+def _form_page(request, form: RecipeForm, recipe: EnsembleRecipe | None, title: str):
+    rule = form.rule() if form.is_bound else (Rule.of(recipe) if recipe else None)
+    return render(request, "recipes/form.html", {"form": form, "recipe": recipe, "title": title,
+                                                 **preview_context(rule)})
+
+
+@team_required
+def recipe_list(request):
+    return render(request, "recipes/list.html", {"recipes": team_recipes(team=request.team)})
+
+
+def _save(request, form: RecipeForm, save) -> EnsembleRecipe | None:
+    if not form.is_valid():
+        return None
+    try:
+        return save(form.cleaned_data)
+    except TuneboardError as exc:
+        form.add_error(None, str(exc))
+        return None
+
+
+@editor_required
+def recipe_new(request):
+    form = RecipeForm(request.POST or None, team=request.team)
+    if request.method == "POST":
+        recipe = _save(request, form, lambda data: recipe_create(team=request.team, user=request.user, data=data))
+        if recipe is not None:
+            messages.success(request, f"Saved the recipe {recipe.name}.")
+            return redirect("recipe_detail", recipe_id=recipe.id)
+    return _form_page(request, form, None, "New ensemble recipe")
+
+
+@editor_required
+def recipe_edit(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    if request.method == "POST":
+        form = RecipeForm(request.POST, team=request.team, instance=recipe)
+        saved = _save(request, form, lambda data: recipe_update(recipe=recipe, user=request.user, data=data))
+        if saved is not None:
+            messages.success(request, f"Saved the recipe {saved.name}.")
+            return redirect("recipe_detail", recipe_id=saved.id)
+    else:
+        form = RecipeForm(initial=recipe_initial(recipe), team=request.team, instance=recipe)
+    return _form_page(request, form, recipe, f"Edit {recipe.name}")
+
+
+@editor_required
+def recipe_clone_view(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    form = RecipeCloneForm(request.POST or None, team=request.team, initial={"name": f"{recipe.name}-copy"})
+    if request.method == "POST" and form.is_valid():
+        copy = recipe_clone(recipe=recipe, user=request.user, name=form.cleaned_data["name"])
+        messages.success(request, f"Cloned {recipe.name} as {copy.name}.")
+        return redirect("recipe_edit", recipe_id=copy.id)
+    return render(request, "recipes/clone.html", {"recipe": recipe, "form": form})
+
+
+@team_required
+def recipe_detail(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    return render(request, "recipes/detail.html", {
+        "recipe": recipe, "rule_words": rule_in_words(recipe), "runs": recipe_runs(recipe=recipe),
+        "studies": list(recipe.source_studies.order_by("name")), "collapsed_warning": COLLAPSED_WARNING,
+        **preview_context(Rule.of(recipe))})
+
+
+@team_required
+def recipe_preview(request):
+    """The form's live preview (htmx posts the form as it is being filled in): an HTML fragment."""
+    data = request.POST if request.method == "POST" else request.GET
+    form = RecipeForm(data, team=request.team)
+    form.is_valid()  # the preview reads what is valid so far; the errors are the save's to show
+    source_errors = [e for name in ("dataset", "source_studies", "source_tag") for e in form.errors.get(name, [])]
+    context = preview_context(form.rule())
+    context["warnings"] = [*source_errors, *context["warnings"]]
+    return render(request, "recipes/_preview.html", context)
+
+
+@team_required
+def recipe_preview_saved(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    return render(request, "recipes/_preview.html", preview_context(Rule.of(recipe)))
+
+
+@require_POST
+@editor_required
+def recipe_run_view(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    try:
+        run = recipe_run_now(recipe=recipe, user=request.user, reason=f"Run now by {request.user.username}")
+    except TuneboardError as exc:
+        messages.error(request, str(exc))
+    else:
+        if run is None:
+            messages.info(request, "A run of this recipe with the same candidates is already under way.")
+        else:
+            messages.success(request, f"Started run {run.number} of {recipe.name}.")
+    return redirect("recipe_detail", recipe_id=recipe.id)
+
+
+@require_POST
+@editor_required
+def recipe_delete_view(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    name = recipe.name
+    recipe_delete(recipe=recipe, user=request.user)
+    messages.success(request, f"Deleted the recipe {name}; the ensembles its runs built are kept.")
+    return redirect("recipe_list")
