@@ -9,7 +9,7 @@ from django.utils.text import slugify
 
 from experiments.ensembling.diversity import correlation_pick
 from experiments.models import Dataset, EnsembleRecipe, Study
-from experiments.selectors.recipes import Rule, recipe_candidates
+from experiments.selectors.recipes import Rule, recipe_candidates, recipe_sources
 from experiments.services.prediction_cache import cached_predictions_read
 from experiments.tuning.bounds import no_control_characters, whole_number_field
 
@@ -161,7 +161,7 @@ class RecipeForm(forms.Form):
             self.add_error("source_studies", f"Study {stray[0].name!r} is of dataset {stray[0].dataset.name!r}, not "
                                              f"the recipe's {dataset.name!r}.")
             return
-        if tag and not Study.objects.filter(team=self.team, dataset=dataset, tags__contains=[tag]).exists():
+        if tag and not recipe_sources(Rule(team=self.team, dataset_id=dataset.id, source_tag=tag)):
             self.add_error("source_tag", f"No study of {dataset.name} carries the tag {tag!r}: tag studies on their "
                                          "pages, or pick studies.")
 

@@ -21,6 +21,7 @@ from schemathesis.specs.openapi.checks import (
 
 from experiments.models import Artifact, PredictionJob, TrainedModel
 from experiments.services.artifacts import artifact_create
+from experiments.services.recipes import recipe_create
 from experiments.services.registry import registry_alias_set, registry_register
 from tests.api.conftest import make_token
 from tests.conftest import ROOT
@@ -66,7 +67,9 @@ def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_tes
     ids = {"dataset_id": acme_dataset.id, "study_id": acme_study.id, "trial_pk": acme_trial.pk,
            "model_id": acme_model.id, "fmt": "keras", "ensemble_id": acme_model.id,
            "registered_model_id": registered.id, "alias": "production", "move_id": move.id,
-           "prediction_id": prediction.id}
+           "prediction_id": prediction.id,
+           "recipe_id": recipe_create(team=acme, user=alice, data={"name": "acme-recipe", "dataset": acme_dataset,
+                                                                   "source_studies": [acme_study]}).id}
     schema = schemathesis.openapi.from_wsgi("/api/schema/", application, headers=headers)
     tried = 0
     for result in schema.get_all_operations():
