@@ -294,3 +294,21 @@ def test_two_deliveries_racing_start_one_run(acme, alice, two_studies):
         thread.join()
     assert errors == []
     assert recipe.runs.count() == 1 and TrainedModel.objects.filter(method="retrain").count() == 2
+
+
+def test_the_correlation_cap_gives_members_too_alike_to_a_better_one_weight_zero():
+    import numpy as np
+
+    from workers.ensemble_cap import correlation_cap
+    rng = np.random.default_rng(0)
+    best = rng.random((50, 3))
+    val = np.stack([best, best + 0.001 * rng.random((50, 3)), rng.random((50, 3))])
+    cap = correlation_cap({"correlation_cap": 0.9, "recipe_run": 1}, val, ["a v1", "b v1", "c v1"])
+    assert cap.kept == [0, 2] and cap.method("greedy") == "greedy"
+    assert cap.reasons == {"b v1": "too alike to a v1 (r=1.00)"}
+    assert cap.spread(np.array([0.7, 0.3])).tolist() == [0.7, 0.0, 0.3]
+    assert cap.report() == {"correlation_cap": 0.9, "dropped_reasons": cap.reasons}
+    alone = correlation_cap({"correlation_cap": 0.9}, val[:2], ["a v1", "b v1"])
+    assert alone.kept == [0] and alone.method("nelder_mead") == "mean"
+    uncapped = correlation_cap({}, val, ["a", "b", "c"])
+    assert uncapped.kept == [0, 1, 2] and uncapped.report() == {}
