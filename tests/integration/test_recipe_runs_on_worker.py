@@ -2,11 +2,12 @@
 hypermodels picks at most one per hypermodel, starts by itself when its last source study
 completes (once, however often the completion is heard), and its ensemble is no worse than its
 best member on validation; the same kind of recipe over the top 3 of one search, with a
-correlation cap, collapses to one member and says why. About a minute on two CPU cores."""
+correlation cap, collapses to one member and says why; members as retrained wait for their
+retrains, then register and promote. About a minute on two CPU cores."""
 
 import pytest
 
-from experiments.models import EnsembleMember, EnsembleRecipe, RecipeRun, Study
+from experiments.models import EnsembleMember, EnsembleRecipe, ModelAlias, RecipeRun, Study
 from experiments.services.recipe_runs import recipe_run_start
 from experiments.services.recipe_triggers import recipes_on_study_completed
 from experiments.services.studies import study_start
@@ -30,8 +31,9 @@ TINY_SPACE = [_fixed("units", 8),
 
 
 def _recipe(acme, alice, name, sources, **options):
+    options = {"members_as": "checkpoint", "method": "nelder_mead", **options}
     recipe = EnsembleRecipe.objects.create(team=acme, name=name, dataset=sources[0].dataset, created_by=alice,
-                                           members_as="checkpoint", method="nelder_mead", **options)
+                                           **options)
     recipe.source_studies.set(sources)
     return recipe
 
@@ -91,3 +93,17 @@ def test_recipes_on_a_real_worker(acme, alice, start_worker):
     assert c["collapsed"] is True and "members too alike: correlation" in c["collapsed_reason"]
     assert len(report["dropped_reasons"]) == 2 and all("too alike to" in r for r in report["dropped_reasons"].values())
     assert sorted(report["weights"]) == [0.0, 0.0, 1.0]
+
+    # Members as retrained: the run waits for the two retrains it requested, builds once both
+    # are done, registers the ensemble and, as the first version, moves the alias to it.
+    promoted = _recipe(acme, alice, "retrained", [dense, tiny], top_k=1, members_as="retrained", method="greedy",
+                       greedy_rounds=10, register_as="digits-blend", alias="production")
+    waiting = recipe_run_start(recipe=promoted, user=alice)
+    assert waiting.status == RecipeRun.Status.WAITING and waiting.waiting_on.count() == 2
+    _finished(waiting, worker, lambda r: r.status in (RecipeRun.Status.WAITING, RecipeRun.Status.BUILDING),
+              "the retrained recipe run")
+    assert waiting.status == RecipeRun.Status.COMPLETED, waiting.error or waiting.ensemble.error
+    assert [m.model.method for m in waiting.ensemble.members.all()] == ["retrain", "retrain"]
+    assert waiting.promoted and waiting.registered.version == 1
+    assert waiting.comparison["verdict"] == "first version"
+    assert ModelAlias.objects.get(name="production").version == waiting.registered
