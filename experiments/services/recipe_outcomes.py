@@ -44,12 +44,16 @@ def collapse(report: dict) -> tuple[bool, str]:
     top = max(range(len(weights)), key=lambda i: weights[i])
     correlation = report.get("correlation") or []
     others = [j for j in range(len(weights)) if j != top]
+    advice = "Try members of other hypermodels or studies (a lower per-group maximum, more sources)."
     if others and len(correlation) == len(weights):
         closest = max(others, key=lambda j: correlation[top][j])
-        return True, (f"members too alike: correlation {correlation[top][closest]:.3f} between {labels[top]} and "
-                      f"{labels[closest]}, so the fit put all the weight on {labels[top]}. Try members of other "
-                      "hypermodels or studies (a lower per-group maximum, more sources) or a correlation cap.")
-    return True, f"all the weight is on {labels[top]}."
+        alike = (f"members too alike: correlation {correlation[top][closest]:.3f} between {labels[top]} and "
+                 f"{labels[closest]}")
+        if report.get("dropped_reasons") and len(kept) == 1:
+            return True, (f"{alike}; the recipe's correlation cap ({report.get('correlation_cap')}) left only "
+                          f"{labels[top]}. {advice}")
+        return True, f"{alike}, so the fit put all the weight on {labels[top]}. {advice}"
+    return True, f"all the weight is on {labels[top]}. {advice}"
 
 
 def _changes(run: RecipeRun) -> dict:

@@ -312,3 +312,23 @@ def test_the_correlation_cap_gives_members_too_alike_to_a_better_one_weight_zero
     assert alone.kept == [0] and alone.method("nelder_mead") == "mean"
     uncapped = correlation_cap({}, val, ["a", "b", "c"])
     assert uncapped.kept == [0, 1, 2] and uncapped.report() == {}
+
+
+def test_the_collapse_rule_on_constructed_reports():
+    from experiments.services.recipe_outcomes import collapse
+    labels = ["a v1", "b v1", "c v1"]
+    correlation = [[1.0, 0.998, 0.97], [0.998, 1.0, 0.96], [0.97, 0.96, 1.0]]
+    assert collapse({"weights": [0.5, 0.3, 0.2], "members": labels, "correlation": correlation}) == (False, "")
+    collapsed, why = collapse({"weights": [0.9995, 0.0005, 0.0], "members": labels, "correlation": correlation})
+    assert collapsed and why.startswith("members too alike: correlation 0.998 between a v1 and b v1, so the fit")
+    capped, why = collapse({"weights": [1.0, 0.0, 0.0], "members": labels, "correlation": correlation,
+                            "correlation_cap": 0.9, "dropped_reasons": {"b v1": "too alike to a v1 (r=1.00)"}})
+    assert capped and "the recipe's correlation cap (0.9) left only a v1" in why
+
+
+def test_a_cancelled_retrain_fails_the_run(acme, alice, two_studies):
+    run = recipe_run_start(recipe=recipe_of(acme, alice, two_studies[:2]), user=alice)
+    first = TrainedModel.objects.get(pk=run.members[0].split(":")[1])
+    model_runs.model_cancel(model=first)
+    run.refresh_from_db()
+    assert run.status == Status.FAILED and "cancelled: Cancelled by a user." in run.error
