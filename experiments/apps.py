@@ -7,5 +7,7 @@ class ExperimentsConfig(AppConfig):
 
     def ready(self) -> None:
         from experiments.services.audit import register_audited_models
+        from experiments.services.recipe_triggers import connect as connect_recipe_triggers
 
         register_audited_models()
+        connect_recipe_triggers()

@@ -18,6 +18,7 @@ from experiments.services.artifacts import artifact_copy_to_path
 from experiments.services.prediction_cache import cached_predictions_read, cached_predictions_store
 from experiments.services.training_inputs import ensemble_members, model_file_artifact
 from workers import ensembles
+from workers.ensemble_cap import correlation_cap
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
@@ -135,13 +136,16 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     team = row.team
     val = _stack(members, team, "val", data.x_val, task)
     test = _stack(members, team, "test", data.x_test, task)
+    # A recipe's correlation cap: members too alike to a better one get weight 0 before the fit.
+    cap = correlation_cap(row.report, val, [m.label for m in members])
     try:
-        fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed)
+        fit = ensembles.fit(cap.method(row.method), val[cap.kept], data.y_val, task, rounds=row.greedy_rounds or 50,
+                            seed=row.seed)
     except ensembles.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
     # Every figure below, and the exported model, use the same weights: a negligible member is
     # dropped from all of them alike, so the files reproduce what the page reports.
-    weights = ensembles.without_negligible(fit.weights)
+    weights = ensembles.without_negligible(cap.spread(fit.weights))
     kept = [i for i, w in enumerate(weights) if w > 0]
 
     def both(w):
@@ -181,6 +185,7 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         },
         "correlation": ensembles.correlation(val).round(4).tolist(),
         "export_max_abs_difference": gap,
+        **cap.report(),
     }
     return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
             "members": member_results, "exported": exported}

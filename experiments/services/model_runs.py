@@ -24,6 +24,7 @@ from experiments.services.jobs import (
 )
 from experiments.services.notifications import notify_model_lost, notify_model_ready
 from experiments.services.queueing import model_task_enqueue
+from experiments.signals import model_finished
 from experiments.states import ModelStatus
 from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
@@ -94,11 +95,17 @@ def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epoch
             if pending_formats:
                 conversion_request(model=TrainedModel(pk=model_pk), formats=pending_formats)
             notify_model_ready(model_pk=model_pk)
+            # Recipe runs waiting on this retrain, or building this ensemble, move with it.
+            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=ModelStatus.COMPLETED)
     return done
 
 
 def model_fail(*, model_pk: int, attempt: int, error: str) -> bool:
-    return job_fail(table=TrainedModel, pk=model_pk, attempt=attempt, error=error)
+    with transaction.atomic():
+        failed = job_fail(table=TrainedModel, pk=model_pk, attempt=attempt, error=error)
+        if failed:
+            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=ModelStatus.FAILED, error=error)
+    return failed
 
 
 def _send_by_pk(model_pk: int) -> None:
@@ -122,10 +129,18 @@ def model_cancel(*, model: TrainedModel) -> None:
         raise ModelCancelError(f"The model is {model.get_status_display().lower()}; only a queued or running "
                                "model can be cancelled.")
     audit_record(verb="model.cancel", obj=model, team_id=model.team_id)
+    model_finished.send(sender=TrainedModel, model_pk=model.pk, status=ModelStatus.CANCELLED,
+                        error="Cancelled by a user.")
 
 
 def models_reap(*, now=None) -> dict:
     """Lost RUNNING models are queued again (or failed after MAX_ATTEMPTS), with a notification;
     QUEUED models whose task was sent long ago and never claimed are sent again."""
+    def on_lost(model: TrainedModel, requeued: bool) -> None:
+        notify_model_lost(model=model, requeued=requeued)
+        if not requeued:  # failed for good: recipe runs waiting on it fail too
+            model_finished.send(sender=TrainedModel, model_pk=model.pk, status=ModelStatus.FAILED,
+                                error=f"lost {model.attempts} times (its worker stopped heartbeating)")
+
     return jobs_reap(jobs=TrainedModel.objects.select_related("study"), send=lambda model: model_send(model=model),
-                     on_lost=lambda model, requeued: notify_model_lost(model=model, requeued=requeued), now=now)
+                     on_lost=on_lost, now=now)

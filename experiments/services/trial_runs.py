@@ -32,6 +32,7 @@ from experiments.services.jobs import resend_due
 from experiments.services.notifications import notify_study_ended, notify_trial_lost
 from experiments.services.studies import study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
+from experiments.signals import study_completed, trial_finished
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.objectives import violations
 from experiments.tuning.stopping_rules import StoppingRules, stop_reason
@@ -119,6 +120,7 @@ def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
                     message=f"The budget is spent and no trial completed.{reason}")
     else:
         study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message="")
+        study_completed.send(sender=Study, study_id=study.id)  # recipes with this trigger start after the commit
     notify_study_ended(study=study)
     return True
 
@@ -136,6 +138,7 @@ def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
     if reason is None:
         return False
     study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
+    study_completed.send(sender=Study, study_id=study.id)
     notify_study_ended(study=study)
     return True
 
@@ -299,6 +302,7 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
                     metrics=outcome.metrics, checkpoint_id=outcome.checkpoint_id, compute=outcome.compute,
                     environment=outcome.environment, epochs_trained=outcome.epochs_trained, pruning=outcome.pruning)
         trial_keep_as_reference(study, row, completed=status == TrialStatus.COMPLETED)
+        trial_finished.send(sender=Trial, trial_pk=row.pk, study_id=study.id)  # new_candidate recipes
     elif outcome.status == "failed":
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",

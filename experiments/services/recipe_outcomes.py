@@ -1,0 +1,139 @@
+"""How a recipe run ends: its ensemble's figures beside the best member and the mean, whether it
+collapsed to one member (and why), what changed since the recipe's last completed run, and the
+champion/challenger step — register the ensemble, and move the alias only when it beats the
+alias's current version on validation loss (the figure the ensemble's weights were chosen by)."""
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from experiments.models import ModelAlias, RecipeRun, RegisteredModel, TrainedModel
+from experiments.services.registry import RegistryError, registry_alias_set, registry_register
+from experiments.states import ModelStatus
+
+log = logging.getLogger(__name__)
+METRIC = "loss"
+ONE_MEMBER = 0.999  # a weight this large leaves the others nothing that shows in a figure
+
+
+def candidate_label(candidate: dict) -> str:
+    """A member as runs name it: its trial, stable across runs (a retrain's model version is not)."""
+    return f"{candidate['study_name']} trial {candidate['trial_number']}"
+
+
+def _loss(metrics: dict | None) -> float | None:
+    value = (metrics or {}).get(METRIC)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _figures(entry: dict | None) -> dict:
+    entry = entry or {}
+    return {"val": _loss(entry.get("val")), "test": _loss(entry.get("test")),
+            "val_metrics": entry.get("val") or {}, "test_metrics": entry.get("test") or {}}
+
+
+def collapse(report: dict) -> tuple[bool, str]:
+    """Whether the ensemble is one member in disguise, and why: the members too alike (their
+    validation correlation), or the others dropped by the recipe's correlation cap."""
+    weights = [float(w) for w in report.get("weights") or []]
+    labels = report.get("members") or [str(i + 1) for i in range(len(weights))]
+    kept = [i for i, w in enumerate(weights) if w > 0]
+    if not weights or (len(kept) > 1 and max(weights) < ONE_MEMBER):
+        return False, ""
+    top = max(range(len(weights)), key=lambda i: weights[i])
+    correlation = report.get("correlation") or []
+    others = [j for j in range(len(weights)) if j != top]
+    advice = "Try members of other hypermodels or studies (a lower per-group maximum, more sources)."
+    if others and len(correlation) == len(weights):
+        closest = max(others, key=lambda j: correlation[top][j])
+        alike = (f"members too alike: correlation {correlation[top][closest]:.3f} between {labels[top]} and "
+                 f"{labels[closest]}")
+        if report.get("dropped_reasons") and len(kept) == 1:
+            return True, (f"{alike}; the recipe's correlation cap ({report.get('correlation_cap')}) left only "
+                          f"{labels[top]}. {advice}")
+        return True, f"{alike}, so the fit put all the weight on {labels[top]}. {advice}"
+    return True, f"all the weight is on {labels[top]}. {advice}"
+
+
+def _changes(run: RecipeRun) -> dict:
+    previous = (RecipeRun.objects.filter(recipe_id=run.recipe_id, status=RecipeRun.Status.COMPLETED,
+                                         number__lt=run.number).order_by("-number").first())
+    now = [candidate_label(c) for c in run.candidates if c.get("picked")]
+    if previous is None:
+        return {"added": now, "removed": [], "previous_run": None}
+    before = [candidate_label(c) for c in previous.candidates if c.get("picked")]
+    return {"added": [m for m in now if m not in before], "removed": [m for m in before if m not in now],
+            "previous_run": previous.number}
+
+
+def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) -> None:
+    recipe = run.recipe
+    challenger = _loss(model.val_metrics)
+    comparison.update({"champion": None, "challenger_val": challenger, "rule": "", "verdict": "not registered"})
+    if not recipe.register_as:
+        return
+    user = recipe.created_by
+    try:
+        with transaction.atomic():
+            version = registry_register(team=recipe.team, model=model, name=recipe.register_as, user=user,
+                                        description=f"Recipe {recipe.name}, run {run.number}")
+    except RegistryError as exc:
+        comparison.update({"verdict": "not registered", "registry_error": str(exc)})
+        return
+    run.registered = version
+    if not recipe.alias:
+        comparison["verdict"] = "registered, no alias"
+        return
+    registered = RegisteredModel.objects.get(pk=version.registered_model_id)
+    current = (ModelAlias.objects.filter(registered_model=registered, name=recipe.alias)
+               .select_related("version__trained_model").first())
+    champion = None
+    if current is not None:
+        champion = {"version": current.version.version, "val": _loss(current.version.trained_model.val_metrics)}
+    comparison["champion"] = champion
+    if champion is None:
+        comparison["rule"] = f"moves `{recipe.alias}` only when validation loss is lower than the current version's"
+        better, verdict = True, "first version"
+    else:
+        shown = "unknown" if champion["val"] is None else f"{champion['val']:.4g}"
+        comparison["rule"] = (f"moves `{recipe.alias}` only when validation loss is lower than the current "
+                              f"version's ({shown})")
+        # A champion without a recorded validation loss cannot be beaten on it: kept.
+        better = challenger is not None and champion["val"] is not None and challenger < champion["val"]
+        verdict = "promoted" if better else "kept the champion"
+    if better:
+        try:
+            with transaction.atomic():
+                registry_alias_set(registered=registered, alias=recipe.alias, version=version.version, user=user)
+        except RegistryError as exc:
+            better, verdict = False, f"not promoted: {exc}"
+    run.promoted = better
+    comparison["verdict"] = verdict
+
+
+def recipe_run_finish(*, run: RecipeRun, status: str, error: str = "") -> None:
+    """BUILDING -> COMPLETED (the comparison recorded, champion/challenger done) or FAILED with
+    the ensemble's error. The caller holds the run's lock, inside the ensemble's finish."""
+    run.finished = timezone.now()
+    if status != ModelStatus.COMPLETED:
+        run.status, run.error = RecipeRun.Status.FAILED, f"The ensemble {status}: {error or 'no reason recorded'}"
+        run.save(update_fields=["status", "error", "finished"])
+        return
+    model = TrainedModel.objects.get(pk=run.ensemble_id)
+    report = model.report or {}
+    figures = report.get("comparison") or {}
+    collapsed, why = collapse(report)
+    best = figures.get("best_member") or {}
+    comparison = {
+        "metric": METRIC,
+        "ensemble": _figures(figures.get("ensemble")),
+        "best_member": {"label": best.get("label", ""), **_figures(best)},
+        "mean": _figures(figures.get("mean")),
+        "collapsed": collapsed, "collapsed_reason": why,
+        "dropped": report.get("dropped_reasons") or {},
+        "changes": _changes(run),
+    }
+    _champion_challenger(run, model, comparison)
+    run.status, run.comparison = RecipeRun.Status.COMPLETED, comparison
+    run.save(update_fields=["status", "comparison", "registered", "promoted", "finished"])

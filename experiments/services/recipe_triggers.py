@@ -1,0 +1,111 @@
+"""What starts recipe runs by itself, and what moves them: lifecycle events (experiments/signals.py)
+heard here. A study completing starts one run of every recipe that has it as a source and the
+study_completed trigger (key "study:<id>"); a trial or a retrain of a source completing starts a
+run of new_candidate recipes whose picked set changed (key "candidates:<fingerprint>"). A retrain
+or ensemble finishing moves the runs waiting on or building it.
+
+A recipe's trouble never breaks the event: starts run after the event's commit, each recipe in
+its own transaction, errors logged; the run moves happen in a savepoint of the model's finish."""
+
+import logging
+
+from django.db import transaction
+
+from experiments.models import EnsembleRecipe, Study, TrainedModel
+from experiments.selectors.recipes import Rule, candidates_fingerprint, recipe_candidates, recipe_sources
+from experiments.services.recipe_runs import RecipeRunError, recipe_run_start, recipe_runs_on_model_finished
+from experiments.signals import model_finished, study_completed, trial_finished
+
+log = logging.getLogger(__name__)
+Trigger = EnsembleRecipe.Trigger
+
+
+def _recipes(study: Study, trigger: str) -> list[EnsembleRecipe]:
+    """The team's recipes of the study's dataset with `trigger` that have the study as a source
+    (cheap first: one indexed query; sources only for those few)."""
+    found = []
+    for recipe in EnsembleRecipe.objects.filter(team_id=study.team_id, dataset_id=study.dataset_id, trigger=trigger):
+        if any(source.id == study.id for source in recipe_sources(Rule.of(recipe))):
+            found.append(recipe)
+    return found
+
+
+def _start(recipe: EnsembleRecipe, **options) -> None:
+    try:
+        recipe_run_start(recipe=recipe, user=recipe.created_by, **options)
+    except RecipeRunError as exc:
+        log.info("recipe %s (%s) did not start: %s", recipe.pk, options.get("trigger_key"), exc)
+    except Exception:
+        log.exception("recipe %s (%s) could not start", recipe.pk, options.get("trigger_key"))
+
+
+def recipes_on_study_completed(*, study_id: int) -> None:
+    """One run per recipe per completion: the key "study:<id>" is taken once, however often the
+    completion is delivered."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None or study.status != Study.Status.COMPLETED:
+        return
+    for recipe in _recipes(study, Trigger.STUDY_COMPLETED):
+        _start(recipe, trigger=Trigger.STUDY_COMPLETED, trigger_key=f"study:{study.id}",
+               reason=f"Study {study.name} completed.")
+
+
+def recipes_on_new_candidate(*, study_id: int) -> None:
+    """A source's trial or retrain finished: a run when the picked set differs from the last
+    run's (a set already run — same fingerprint, same key — never runs twice)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return
+    for recipe in _recipes(study, Trigger.NEW_CANDIDATE):
+        try:
+            candidates = recipe_candidates(Rule.of(recipe))
+        except Exception:
+            log.exception("recipe %s: candidates could not be computed", recipe.pk)
+            continue
+        if sum(c.picked for c in candidates) < 2:
+            continue
+        fingerprint = candidates_fingerprint(candidates)
+        last = recipe.runs.order_by("-number").first()
+        if last is not None and last.rule.get("fingerprint") == fingerprint:
+            continue
+        _start(recipe, trigger=Trigger.NEW_CANDIDATE, trigger_key=f"candidates:{fingerprint}",
+               reason="A new model entered the candidates.")
+
+
+def _after_commit(hook, **kwargs) -> None:
+    def run() -> None:
+        try:
+            hook(**kwargs)
+        except Exception:
+            log.exception("recipe trigger %s%s failed", hook.__name__, kwargs)
+
+    transaction.on_commit(run)
+
+
+def _on_model_finished(sender, *, model_pk: int, status: str, error: str = "", **_) -> None:
+    try:
+        with transaction.atomic():  # a savepoint: the model's finish stands whatever happens here
+            recipe_runs_on_model_finished(model_pk=model_pk, status=status, error=error)
+    except Exception:
+        log.exception("recipe runs of model %s could not move", model_pk)
+    row = (TrainedModel.objects.filter(pk=model_pk, kind=TrainedModel.Kind.SINGLE, study__isnull=False)
+           .values("study_id", "status").first())
+    if row and row["status"] == TrainedModel.Status.COMPLETED:
+        _after_commit(recipes_on_new_candidate, study_id=row["study_id"])
+
+
+def _on_study_completed(sender, *, study_id: int, **_) -> None:
+    _after_commit(recipes_on_study_completed, study_id=study_id)
+
+
+def _on_trial_finished(sender, *, trial_pk: int, study_id: int, **_) -> None:
+    _after_commit(recipes_on_new_candidate, study_id=study_id)
+
+
+def connect() -> None:
+    model_finished.connect(_on_model_finished, dispatch_uid="tuneboard-recipe-model-finished")
+    study_completed.connect(_on_study_completed, dispatch_uid="tuneboard-recipe-study-completed")
+    trial_finished.connect(_on_trial_finished, dispatch_uid="tuneboard-recipe-trial-finished")
+
+
+__all__ = ["connect", "recipes_on_new_candidate", "recipes_on_study_completed"]

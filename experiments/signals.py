@@ -1,0 +1,13 @@
+"""Lifecycle events other areas react to without the lifecycle modules importing them (an
+ensemble recipe's run builds ensembles, which are model runs: model_runs cannot import it).
+Receivers are connected in experiments.apps; each one guards itself, so a listener's error never
+undoes the event (a model's completion, a study's end)."""
+
+from django.dispatch import Signal
+
+# Sent inside the transaction that finished the model: model_pk, status (ModelStatus), error.
+model_finished = Signal()
+# Sent inside the transaction that moved the study to COMPLETED (its lock held): study_id.
+study_completed = Signal()
+# Sent inside the transaction that recorded a completed or pruned trial: trial_pk, study_id.
+trial_finished = Signal()
