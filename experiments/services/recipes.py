@@ -9,6 +9,7 @@ from django.utils import timezone
 from experiments.errors import TuneboardError
 from experiments.models import EnsembleRecipe, Study
 from experiments.services.audit import audit_record
+from experiments.services.recipe_runs import recipe_run_start
 
 MAX_STUDY_TAGS = 10
 MAX_STUDY_TAG_LENGTH = 40
@@ -110,11 +111,7 @@ def study_tags_set(*, study: Study, tags: str | list[str]) -> Study:
 
 
 def recipe_run_now(*, recipe: EnsembleRecipe, user, reason: str = ""):
-    """Start a run of the recipe on demand (the page's "Run now" and the API's POST .../runs/).
-    The run itself is experiments/services/recipe_runs.py's; imported here, when asked, so the
-    recipes' pages and API work on a checkout without it."""
-    try:
-        from experiments.services.recipe_runs import recipe_run_start
-    except ImportError:
-        raise RecipeError("Recipe runs are not available in this installation yet.") from None
+    """Start a run of the recipe on demand (the page's "Run now" and the API's POST .../runs/);
+    None when a run of the same candidates is already under way. Refusals (fewer than two
+    candidates, ...) raise recipe_runs.RecipeRunError with the message to show."""
     return recipe_run_start(recipe=recipe, user=user, trigger=EnsembleRecipe.Trigger.MANUAL, reason=reason)

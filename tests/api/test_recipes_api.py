@@ -140,3 +140,13 @@ def test_study_tags_are_in_the_study_api(alice_api, dense):
     dense.tags = ["ensemble"]
     dense.save(update_fields=["tags"])
     assert alice_api.get(f"/api/v1/studies/{dense.id}/").json()["tags"] == ["ensemble"]
+
+
+def test_run_now_through_the_api(alice_api, recipe, acme, alice, acme_dataset, dense):
+    started = alice_api.post(f"/api/v1/recipes/{recipe.id}/runs/", {"reason": "nightly"}, format="json")
+    assert started.status_code == 201, started.json()
+    assert (started.json()["number"], started.json()["reason"]) == (1, "nightly")
+    lonely = recipe_create(team=acme, user=alice, data={"name": "lonely", "dataset": acme_dataset,
+                                                        "source_studies": [dense]})
+    refused = alice_api.post(f"/api/v1/recipes/{lonely.id}/runs/", {}, format="json")
+    assert refused.status_code == 400 and refused.json()["detail"] and not lonely.runs.exists()

@@ -219,3 +219,14 @@ def test_delete_removes_the_recipe(alice_client, recipe):
     response = alice_client.post(reverse("recipe_delete", args=[recipe.id]))
     assert response.status_code == 302 and not EnsembleRecipe.objects.exists()
     assert AuditEvent.objects.filter(verb="recipe.delete").exists()
+
+
+def test_run_now_starts_a_run_and_a_refusal_says_why(alice_client, recipe, acme, alice, acme_dataset, dense):
+    response = alice_client.post(reverse("recipe_run", args=[recipe.id]), follow=True)
+    run = RecipeRun.objects.get()
+    assert (run.number, run.trigger, len(run.members)) == (1, "manual", 2)
+    assert shows(response, "Started run 1 of diverse.") and "Run 1" in page_text(response)
+    lonely = recipe_create(team=acme, user=alice, data={"name": "lonely", "dataset": acme_dataset,
+                                                        "source_studies": [dense]})
+    response = alice_client.post(reverse("recipe_run", args=[lonely.id]), follow=True)
+    assert not lonely.runs.exists() and "flash-error" in page_text(response)
