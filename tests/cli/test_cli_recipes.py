@@ -1,0 +1,68 @@
+"""`tuneboard recipe list/show/create/clone/preview/run` against a live server: a recipe made
+from the command line, refused with the page's messages, previewed, cloned and run."""
+
+import json
+
+import pytest
+
+if not __import__("django.conf").conf.settings.configured:  # run with -p no:django: unit tests only
+    pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
+
+from tuneboard_client import cli  # noqa: E402
+from tuneboard_client.cli import common  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from experiments.models import EnsembleRecipe, RecipeRun  # noqa: E402
+from experiments.services.datasets import dataset_create_bundled  # noqa: E402
+from tests.api.conftest import make_token  # noqa: E402
+from tests.web.recipe_rows import study_with_trials  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_recipes_from_the_command_line(acme, alice, live_server, tmp_path, monkeypatch):
+    iris = dataset_create_bundled(team=acme, user=alice, bundled_name="iris")
+    dense = study_with_trials(acme, alice, iris, "dense-search", "dense", [0.30, 0.31])
+    study_with_trials(acme, alice, iris, "tiny-search", "tiny", [0.35])
+    monkeypatch.setenv("TUNEBOARD_URL", live_server.url)
+    monkeypatch.setenv("TUNEBOARD_TOKEN", make_token(alice, "cli recipes"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
+    monkeypatch.setattr(common, "TRANSPORT", None)
+    runner = CliRunner()
+
+    def tuneboard(*args, code=0):
+        result = runner.invoke(cli.app, [str(a) for a in args])
+        assert result.exit_code == code, f"tuneboard {' '.join(map(str, args))}: {result.output}"
+        assert "Traceback" not in result.output
+        return result.output
+
+    refused = tuneboard("recipe", "create", "--name", "mix", "--dataset", "iris", "--study", dense.id, "--top-k", 0,
+                        code=1)
+    assert "Top K must be a whole number from 1 to 50." in refused
+    assert "Give the recipe's sources" in tuneboard("recipe", "create", "--name", "mix", "--dataset", "iris", code=1)
+    assert "An alias needs Register as" in tuneboard("recipe", "create", "--name", "mix", "--dataset", "iris",
+                                                     "--study", dense.id, "--alias", "production", code=1)
+    assert not EnsembleRecipe.objects.exists()
+
+    saved = tuneboard("recipe", "create", "--name", "mix", "--dataset", "iris", "--study", "dense-search",
+                      "--study", "tiny-search", "--top-k", 2, "--per-group-max", 1, "--method", "nelder-mead",
+                      "--trigger", "study_completed", "--register-as", "iris-mix", "--alias", "production")
+    recipe = EnsembleRecipe.objects.get()
+    assert saved.strip() == f"Saved recipe mix (id {recipe.id})."
+    assert (recipe.method, recipe.trigger, recipe.alias, recipe.top_k) == ("nelder_mead", "study_completed",
+                                                                           "production", 2)
+    assert "mix" in tuneboard("recipe", "list") and "study_completed" in tuneboard("recipe", "list")
+
+    preview = tuneboard("recipe", "preview", recipe.id)
+    assert "hypermodel dense already has 1" in preview and preview.count("retrained in the run") == 2
+    assert json.loads(tuneboard("-o", "json", "recipe", "preview", "mix"))["picked"] == 2
+
+    assert "Cloned as mix-2" in tuneboard("recipe", "clone", recipe.id, "--name", "mix-2")
+    assert "already has a recipe named 'mix-2'" in tuneboard("recipe", "clone", "mix", "--name", "mix-2", code=1)
+
+    run = tuneboard("recipe", "run", "mix")
+    assert run.startswith("Run 1: waiting")  # members as retrained: the run waits for its retrains
+    shown = tuneboard("recipe", "show", "mix")
+    assert "top_k" in shown and "waiting" in shown and RecipeRun.objects.count() == 1
+    assert "No recipe named 'nope'" in tuneboard("recipe", "show", "nope", code=1)
