@@ -24,7 +24,6 @@ PAGE_SIZE = 100
 STUDY_ACTIVE = ("created", "running")
 STUDY_ENDED = ("completed", "failed", "cancelled")
 MODEL_ACTIVE = ("queued", "running")
-RECIPE_RUN_ACTIVE = ("waiting", "building")
 MODEL_FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
 ENSEMBLE_METHODS = ("mean", "nelder_mead", "greedy")
 
@@ -456,65 +455,29 @@ class Client:
             raise TuneboardAPIError(f"{registered.get('name')}@{alias} has never moved: nothing to roll back.")
         return self.post(latest["rollback_url"])
 
-    # --- ensemble recipes ----------------------------------------------------------------
+    # --- ensemble recipes (names resolved by the CLI: tuneboard_client/cli/recipes.py) ---------
 
     def list_recipes(self) -> list[dict]:
         return list(self.paginate("recipes/"))
 
-    def resolve_recipe(self, ref: int | str) -> int:
-        """A recipe's id from its id or its name."""
-        if isinstance(ref, int) or str(ref).strip().isdigit():
-            return int(ref)
-        found = next((r for r in self.list_recipes() if r.get("name") == str(ref).strip()), None)
-        if found is None:
-            raise TuneboardAPIError(f"No recipe named {ref!r} on this team (`tuneboard recipe list` shows them).")
-        return int(found["id"])
-
-    def resolve_study(self, ref: int | str) -> int:
-        """A study's id from its id or its name (of the current team)."""
-        if isinstance(ref, int) or str(ref).strip().isdigit():
-            return int(ref)
-        matches = [s for s in self.paginate("studies/") if s.get("name") == str(ref).strip()]
-        if len(matches) != 1:
-            what = "No study" if not matches else f"{len(matches)} studies"
-            raise TuneboardAPIError(f"{what} named {ref!r} on this team: give the study's id.", field="source_studies")
-        return int(matches[0]["id"])
-
-    def get_recipe(self, ref: int | str) -> dict:
-        return self.get(f"recipes/{self.resolve_recipe(ref)}/")
+    def get_recipe(self, recipe_id: int) -> dict:
+        return self.get(f"recipes/{int(recipe_id)}/")
 
     def create_recipe(self, fields: dict) -> dict:
         """A recipe from its fields (those left out take the form's defaults)."""
         return self.post("recipes/", _clean(fields))
 
-    def update_recipe(self, ref: int | str, fields: dict) -> dict:
-        return self.request("PATCH", f"recipes/{self.resolve_recipe(ref)}/", json=_clean(fields))
+    def clone_recipe(self, recipe_id: int, name: str) -> dict:
+        return self.post(f"recipes/{int(recipe_id)}/clone/", {"name": name})
 
-    def clone_recipe(self, ref: int | str, name: str) -> dict:
-        return self.post(f"recipes/{self.resolve_recipe(ref)}/clone/", {"name": name})
+    def recipe_preview(self, recipe_id: int) -> dict:
+        return self.get(f"recipes/{int(recipe_id)}/preview/")
 
-    def recipe_preview(self, ref: int | str) -> dict:
-        return self.get(f"recipes/{self.resolve_recipe(ref)}/preview/")
+    def recipe_runs(self, recipe_id: int) -> list[dict]:
+        return list(self.paginate(f"recipes/{int(recipe_id)}/runs/"))
 
-    def recipe_runs(self, ref: int | str) -> list[dict]:
-        return list(self.paginate(f"recipes/{self.resolve_recipe(ref)}/runs/"))
-
-    def run_recipe(self, ref: int | str, reason: str | None = None) -> dict:
-        return self.post(f"recipes/{self.resolve_recipe(ref)}/runs/", _clean({"reason": reason}))
-
-    def wait_recipe_run(self, ref: int | str, number: int, *, interval: float = 2.0, timeout: float | None = None,
-                        sleep: Callable[[float], None] = time.sleep) -> dict:
-        """Poll a recipe's run until it is neither waiting for members nor building."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            run = next((r for r in self.recipe_runs(ref) if r.get("number") == number), None)
-            if run is None:
-                raise TuneboardAPIError(f"The recipe has no run {number}.")
-            if run.get("status") not in RECIPE_RUN_ACTIVE:
-                return run
-            if deadline is not None and time.monotonic() > deadline:
-                raise TuneboardAPIError(f"Run {number} is still {run.get('status')} after {timeout:.0f}s.")
-            sleep(interval)
+    def run_recipe(self, recipe_id: int, reason: str | None = None) -> dict:
+        return self.post(f"recipes/{int(recipe_id)}/runs/", _clean({"reason": reason}))
 
 
 def normalise_method(method: str) -> str:

@@ -101,8 +101,13 @@ model.refresh_from_db()
 registered = registry_register(team=team, model=model, name="iris", user=user).registered_model
 move = registry_alias_set(registered=registered, alias="production", version=1, user=user)
 serving_export = ServingExport.objects.create(team=team, reason="crawl")
+# An ensemble recipe over the study, for the recipes' pages and API.
+from experiments.services.recipes import recipe_create
+
+recipe = recipe_create(team=team, user=user, data={"name": "mix", "dataset": dataset, "source_studies": [study]})
 ids = {"ensemble_id": ensemble.id, "queue": "cpu", "webhook_id": webhook.id, "export_id": serving_export.id,
        "registered_model_id": registered.id, "alias": "production", "move_id": move.id,
+       "recipe_id": recipe.id,
        "dataset_id": dataset.id, "study_id": study.id, "trial_pk": trial.pk, "model_id": model.id, "fmt": "keras",
        "membership_id": membership.id, "invitation_id": withdrawn.id, "token": token,
        "uidb64": urlsafe_base64_encode(force_bytes(user.pk))}

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from tuneboard_client.api import Client, TuneboardAPIError
 from tuneboard_client.cli.common import (
     POLL_SECONDS,
     OutputOption,
@@ -24,9 +25,41 @@ recipe_app = typer.Typer(help="Ensemble recipes: create, clone, preview who they
                          no_args_is_help=True)
 app.add_typer(recipe_app, name="recipe")
 
+RUN_ACTIVE = ("waiting", "building")
 RECIPE_KEYS = ["id", "name", "dataset", "source_studies", "source_tag", "metric", "direction", "top_k",
                "per_group_max", "group_by", "include_pruned", "correlation_cap", "members_as", "method",
                "greedy_rounds", "trigger", "register_as", "alias", "last_run_status"]
+
+
+def _named(client: Client, path: str, ref: str, what: str, hint: str) -> int:
+    """An id from an id, or from the name of one of the team's rows at `path`."""
+    if str(ref).strip().isdigit():
+        return int(ref)
+    matches = [r for r in client.paginate(path) if r.get("name") == str(ref).strip()]
+    if not matches:
+        raise TuneboardAPIError(f"No {what} named {ref!r} on this team ({hint}).")
+    if len(matches) > 1:
+        raise TuneboardAPIError(f"{len(matches)} {what}s are named {ref!r}: give the id.")
+    return int(matches[0]["id"])
+
+
+def _recipe_id(client: Client, ref: str) -> int:
+    return _named(client, "recipes/", ref, "recipe", "`tuneboard recipe list` shows them")
+
+
+def _study_id(client: Client, ref: str) -> int:
+    return _named(client, "studies/", ref, "study", "`tuneboard studies list` shows them")
+
+
+def _wait(client: Client, recipe_id: int, number: int) -> dict:
+    """Poll the run until it is neither waiting for members nor building."""
+    while True:
+        run = next((r for r in client.recipe_runs(recipe_id) if r.get("number") == number), None)
+        if run is None:
+            raise TuneboardAPIError(f"The recipe has no run {number}.")
+        if run.get("status") not in RUN_ACTIVE:
+            return run
+        _sleep(POLL_SECONDS)
 
 
 def _candidates(preview: dict) -> None:
@@ -76,7 +109,7 @@ def recipe_show(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar="
                 output: OutputOption = None):
     """One recipe: its rule and its runs."""
     client = _client(ctx)
-    recipe = client.get_recipe(ref)
+    recipe = client.get_recipe(_recipe_id(client, ref))
     runs = client.recipe_runs(recipe["id"])
 
     def show():
@@ -114,7 +147,7 @@ def recipe_create(
     client = _client(ctx)
     fields = {
         "name": name, "dataset": client.resolve_dataset(dataset),
-        "source_studies": [client.resolve_study(s) for s in study or []], "source_tag": tag, "top_k": top_k,
+        "source_studies": [_study_id(client, s) for s in study or []], "source_tag": tag, "top_k": top_k,
         "per_group_max": per_group_max, "group_by": group_by, "metric": metric, "direction": direction,
         "include_pruned": include_pruned, "correlation_cap": correlation_cap, "members_as": members_as,
         "method": method.replace("-", "_") if method else None, "greedy_rounds": greedy_rounds, "trigger": trigger,
@@ -129,7 +162,8 @@ def recipe_create(
 def recipe_clone(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar="ID", help="Id or name.")],
                  name: Annotated[str, typer.Option(help="The copy's name.")], output: OutputOption = None):
     """Copy a recipe's rule under a new name (without its runs)."""
-    copy = _client(ctx).clone_recipe(ref, name)
+    client = _client(ctx)
+    copy = client.clone_recipe(_recipe_id(client, ref), name)
     _emit(ctx, output, copy, lambda: typer.echo(f"Cloned as {copy['name']} (id {copy['id']})."))
 
 
@@ -138,7 +172,8 @@ def recipe_clone(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar=
 def recipe_preview(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar="ID", help="Id or name.")],
                    output: OutputOption = None):
     """Who the recipe would pick today: every candidate, picked or not, and why."""
-    preview = _client(ctx).recipe_preview(ref)
+    client = _client(ctx)
+    preview = client.recipe_preview(_recipe_id(client, ref))
     _emit(ctx, output, preview, lambda: _candidates(preview))
 
 
@@ -150,9 +185,10 @@ def recipe_run(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar="I
                output: OutputOption = None):
     """Run the recipe now with today's candidates."""
     client = _client(ctx)
-    run = client.run_recipe(ref, reason)
+    recipe_id = _recipe_id(client, ref)
+    run = client.run_recipe(recipe_id, reason)
     if wait:
-        run = client.wait_recipe_run(ref, run["number"], interval=POLL_SECONDS, sleep=_sleep)
+        run = _wait(client, recipe_id, run["number"])
 
     def show():
         typer.echo(f"Run {run['number']}: {run['status']}.")
