@@ -33,9 +33,9 @@ from experiments.models.trained_models import (
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",
-    "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "Membership", "ModelAlias", "ModelConversion",
-    "ModelFile", "ModelVersion", "NotificationDelivery", "NotificationEvent", "NotificationPreference",
-    "PasswordResetRequest", "PredictionJob", "PruningReference", "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob",
-    "StoredChunk", "Study", "Team", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun",
-    "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
+    "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "Membership", "ModelAlias",
+    "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery", "NotificationEvent",
+    "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference", "RecipeRun",
+    "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel",
+    "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
 ]
