@@ -230,3 +230,26 @@ def test_run_now_starts_a_run_and_a_refusal_says_why(alice_client, recipe, acme,
                                                         "source_studies": [dense]})
     response = alice_client.post(reverse("recipe_run", args=[lonely.id]), follow=True)
     assert not lonely.runs.exists() and "flash-error" in page_text(response)
+
+
+def _cache(team, trial, predictions) -> None:
+    import io
+
+    import numpy as np
+
+    from experiments.services.prediction_cache import cached_predictions_store
+
+    buffer = io.BytesIO()
+    np.savez(buffer, predictions=np.asarray(predictions, dtype="float32"))
+    buffer.seek(0)
+    cached_predictions_store(team=team, key=f"trial:{trial.id}:val", fileobj=buffer)
+
+
+def test_a_cap_that_leaves_one_member_of_todays_picks_is_refused(alice_client, acme, acme_dataset, dense, tiny):
+    best_dense, best_tiny = dense.trials.get(number=1), tiny.trials.get(number=1)
+    _cache(acme, best_dense, [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    _cache(acme, best_tiny, [[0.8, 0.2], [0.3, 0.7], [0.7, 0.3]])  # nearly the same answers
+    response = _new(alice_client, recipe_data(acme_dataset, dense, tiny, correlation_cap="0.5"))
+    assert shows(response, "Nothing satisfies a correlation cap of 0.5"), page_text(response)
+    assert not EnsembleRecipe.objects.exists()
+    assert _new(alice_client, recipe_data(acme_dataset, dense, tiny, correlation_cap="0.999")).status_code == 302
