@@ -18,6 +18,7 @@ from experiments.forms import StudyBudgetForm, StudyForm
 from experiments.models import Study
 from experiments.selectors.studies import pruning_savings, studies_progress, studies_tagged
 from experiments.selectors.trials import studies_best_trials
+from experiments.services.recipes import study_tags_set
 from experiments.services.studies import (
     StudyError,
     study_cancel,
@@ -246,12 +247,29 @@ class StudyList(generics.GenericAPIView):
         return Response(self.get_serializer(study).data, status=status.HTTP_201_CREATED)
 
 
+class StudyTagsInput(StrictSerializer):
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Lower-cased; at most 10.")
+
+
 class StudyDetail(generics.GenericAPIView):
     serializer_class = StudySerializer
 
     @extend_schema(responses={200: StudySerializer, **ERRORS})
     def get(self, request, study_id: int):
         return Response(self.get_serializer(get_study_for_user(request, study_id)).data)
+
+    @extend_schema(request=StudyTagsInput, responses={200: StudySerializer, **ERRORS})
+    def patch(self, request, study_id: int):
+        """Set the study's tags (the study page's tags field; an ensemble recipe may draw from
+        every study of a dataset with a tag). Nothing else of a study changes here."""
+        study = get_study_for_user(request, study_id)
+        data = body_object(request)
+        strict(StudyTagsInput, data)
+        tags = data.get("tags")
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise invalid("tags", "Give the tags as a list of text, e.g. [\"ensemble\"].")
+        study_tags_set(study=study, tags=tags)
+        return Response(self.get_serializer(study).data)
 
 
 class StudyAction(generics.GenericAPIView):

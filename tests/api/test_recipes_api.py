@@ -150,3 +150,14 @@ def test_run_now_through_the_api(alice_api, recipe, acme, alice, acme_dataset, d
                                                         "source_studies": [dense]})
     refused = alice_api.post(f"/api/v1/recipes/{lonely.id}/runs/", {}, format="json")
     assert refused.status_code == 400 and refused.json()["detail"] and not lonely.runs.exists()
+
+
+def test_study_tags_are_set_through_the_api(alice_api, charlie_api, dense):
+    response = alice_api.patch(f"/api/v1/studies/{dense.id}/", {"tags": ["Ensemble", "wide", "wide"]}, format="json")
+    assert response.status_code == 200 and response.json()["tags"] == ["ensemble", "wide"]
+    assert alice_api.patch(f"/api/v1/studies/{dense.id}/", {"tags": "x"}, format="json").json()["field"] == "tags"
+    too_many = alice_api.patch(f"/api/v1/studies/{dense.id}/", {"tags": [f"t{i}" for i in range(11)]}, format="json")
+    assert too_many.status_code == 400 and "at most 10 tags" in too_many.json()["detail"]
+    assert charlie_api.patch(f"/api/v1/studies/{dense.id}/", {"tags": []}, format="json").status_code == 404
+    dense.refresh_from_db()
+    assert dense.tags == ["ensemble", "wide"]
