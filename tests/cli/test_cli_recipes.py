@@ -66,3 +66,11 @@ def test_recipes_from_the_command_line(acme, alice, live_server, tmp_path, monke
     shown = tuneboard("recipe", "show", "mix")
     assert "top_k" in shown and "waiting" in shown and RecipeRun.objects.count() == 1
     assert "No recipe named 'nope'" in tuneboard("recipe", "show", "nope", code=1)
+
+    def run_fails(seconds):  # the poll's pause: the run's retrains fail meanwhile
+        RecipeRun.objects.filter(number=2).update(status="failed", error="A retrain failed.")
+
+    monkeypatch.setattr(common, "POLL_SLEEP", run_fails)
+    RecipeRun.objects.update(status="completed")
+    waited = tuneboard("recipe", "run", recipe.id, "--wait", code=1)
+    assert "Run 2: failed." in waited and "A retrain failed." in waited
