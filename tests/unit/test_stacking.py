@@ -111,7 +111,8 @@ def test_regression_uses_ridge_and_recovers_a_linear_combination():
     b = y + rng.normal(0, 0.5, 500)
     stacker = fit_stacking(np.stack([a, b])[:, :, None], y, "regression")
     assert stacker.as_report()["kind"] == "ridge" and set(stacker.cv) == set(STRENGTHS)
-    assert stacker.coef.shape == (1, 2) and np.allclose(stacker.coef, 0.4, atol=0.1)  # each 1 / (2 + noise variance 0.25) = 0.44
+    # The best weights are each 1 / (2 + noise variance 0.25) = 0.44.
+    assert stacker.coef.shape == (1, 2) and np.allclose(stacker.coef, 0.44, atol=0.06)
     assert stacker.cv_loss < stacker.cv_best_member_loss
     assert stacker.predict(np.stack([a, b])[:, :, None]).shape == (500, 1)
 
