@@ -1,0 +1,92 @@
+"""A stacked ensemble ships as one ordinary Keras model (workers/stacking_model.py): two tiny
+Keras classifiers on digits, a stacker fitted on their validation predictions, and the
+exported model reproducing the stacker's test predictions, accuracy and log loss in every
+format: `.keras` loaded in safe mode with no custom objects, the SavedModel's serving
+signature, and TFLite."""
+
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from sklearn.datasets import load_digits
+
+from workers import ensembles
+from workers.export import export_model
+from workers.stacking import fit_stacking
+from workers.stacking_model import stacked_model
+
+TOLERANCE = 1e-5
+
+
+def tiny_classifier(seed: int, hidden: int, x: np.ndarray, y: np.ndarray) -> keras.Model:
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input(shape=(64,), name="pixels")
+    z = keras.layers.Rescaling(1 / 16)(inputs)
+    z = keras.layers.Dense(hidden, activation="relu")(z)
+    model = keras.Model(inputs, keras.layers.Dense(10, activation="softmax", name="probabilities")(z), name="mlp")
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy")
+    model.fit(x, y, epochs=3, batch_size=64, verbose=0)
+    return model
+
+
+@pytest.fixture(scope="module")
+def digits_stack():
+    x, y = load_digits(return_X_y=True)
+    x = x.astype("float32")
+    order = np.random.default_rng(0).permutation(len(y))
+    train, val, test = order[:600], order[600:1000], order[1000:1300]
+    # Deliberately different (and weak) members, so the meta-learner has something to do.
+    members = [tiny_classifier(1, 8, x[train], y[train]), tiny_classifier(2, 4, x[train][:300], y[train][:300])]
+    val_predictions = np.stack([m.predict(x[val], verbose=0) for m in members]).astype("float64")
+    test_predictions = np.stack([m.predict(x[test], verbose=0) for m in members]).astype("float64")
+    stacker = fit_stacking(val_predictions, y[val], "classification")
+    return members, stacker, x[test], y[test], test_predictions
+
+
+def tflite_predict(path, batch: np.ndarray) -> np.ndarray:
+    interpreter = tf.lite.Interpreter(model_path=str(path))
+    given, taken = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
+    interpreter.resize_tensor_input(given["index"], list(batch.shape))
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(given["index"], batch)
+    interpreter.invoke()
+    return interpreter.get_tensor(taken["index"])
+
+
+def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_format(digits_stack, tmp_path):
+    members, stacker, x_test, y_test, test_predictions = digits_stack
+    expected = stacker.predict(test_predictions)
+    figures = ensembles.metrics(expected, y_test, "classification")
+
+    model = stacked_model(members, stacker, (64,), "classification")
+    assert np.max(np.abs(model.predict(x_test, verbose=0) - expected)) < TOLERANCE
+    exported = export_model(model, workdir=tmp_path, name="stack", version=1)
+    assert {"keras", "savedmodel", "tflite"} <= set(exported.files)
+
+    reloaded = keras.models.load_model(exported.files["keras"])  # safe mode, no custom objects
+    assert not [layer for layer in reloaded.layers if isinstance(layer, keras.layers.Lambda)]
+    with zipfile.ZipFile(exported.files["savedmodel"]) as archive:
+        archive.extractall(tmp_path / "serving")
+    serving = tf.saved_model.load(str(tmp_path / "serving" / "stack" / "1")).signatures["serving_default"]
+    outputs = {
+        "keras": reloaded.predict(x_test, verbose=0),
+        "savedmodel": next(iter(serving(tf.constant(x_test)).values())).numpy(),
+        "tflite": tflite_predict(exported.files["tflite"], x_test),
+    }
+    for fmt, output in outputs.items():
+        assert np.max(np.abs(output - expected)) < TOLERANCE, fmt
+        got = ensembles.metrics(output.astype("float64"), y_test, "classification")
+        assert got["accuracy"] == figures["accuracy"], fmt
+        assert got["log_loss"] == pytest.approx(figures["log_loss"], abs=1e-5), fmt
+
+
+def test_a_stacked_model_is_concatenate_and_one_dense_on_the_members(digits_stack):
+    members, stacker, *_ = digits_stack
+    model = stacked_model(members, stacker, (64,), "classification")
+    kinds = [type(layer).__name__ for layer in model.layers]
+    assert kinds == ["InputLayer", "Functional", "Functional", "Concatenate", "Dense"]
+    kernel, bias = model.get_layer("meta_learner").get_weights()
+    assert kernel.shape == (20, 10) and np.allclose(kernel, stacker.coef.T, atol=1e-6)
+    assert [layer.name for layer in model.layers[1:3]] == ["member_0", "member_1"]
