@@ -21,13 +21,14 @@ from workers import ensembles
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
+from workers.stacking_model import stacked_model
 from workers.support import load_dataset
 from workers.training import predict
 from workers.trial_stops import TrialFailed
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024
-EXACT = 1e-5  # the exported model must reproduce the weighted sum of the members' predictions
+EXACT = 1e-5  # the exported model must reproduce the weighted sum (or the meta-learner) of the members' predictions
 
 
 def _cached(team, key: str, compute) -> np.ndarray:
@@ -127,6 +128,61 @@ def _as_model_metrics(split_metrics: dict) -> dict:
     return renamed
 
 
+def _both(val_predicted: np.ndarray, test_predicted: np.ndarray, data, task: str) -> dict:
+    return {"val": _as_model_metrics(ensembles.metrics(val_predicted, data.y_val, task)),
+            "test": _as_model_metrics(ensembles.metrics(test_predicted, data.y_test, task))}
+
+
+def _members_and_mean(members, weights, val, test, data, task: str) -> tuple[list[dict], int, dict]:
+    """Each member's figures (with its weight), the best member by validation loss, the mean's figures."""
+    member_results = [{"weight": float(weights[i]), **_both(val[i], test[i], data, task)}
+                      for i in range(len(members))]
+    best = min(range(len(members)), key=lambda i: member_results[i]["val"]["loss"])
+    return member_results, best, _both(val.mean(axis=0), test.mean(axis=0), data, task)
+
+
+def _export_gap(combined, x_test: np.ndarray, expected: np.ndarray, what: str) -> float:
+    exported_predictions = predict(combined, x_test, PREDICT_BATCH)
+    gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
+    if gap > EXACT:
+        raise TrialFailed(f"The exported ensemble differs from {what} by {gap:.2g}.")
+    return gap
+
+
+def _stacked_result(row, members, fit, val, test, data, task: str, workdir: Path) -> dict:
+    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
+    then refitted on all of them) predicts; every member ships, as the meta-learner reads
+    them all. The validation figure is the refit's, in-sample (its CV loss is reported
+    beside it); the test figures are computed once, here."""
+    stacker = fit.stacker
+    result = _both(stacker.predict(val), stacker.predict(test), data, task)
+    member_results, best, mean = _members_and_mean(members, fit.weights, val, test, data, task)
+    combined = stacked_model([m.final_model() for m in members], stacker, tuple(data.x_test.shape[1:]), task)
+    gap = _export_gap(combined, data.x_test, stacker.predict(test), "its meta-learner's predictions")
+    exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
+    report = {
+        "method": row.method,
+        "weights": [float(w) for w in fit.weights],
+        "weights_meaning": "each member's share of the meta-learner's coefficient L2 norm (not a mixing weight)",
+        "members": [m.label for m in members],
+        "dropped_members": [],
+        "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
+                              for m in members],
+        "fit": {"val_loss": fit.val_loss, "val_loss_in_sample": True, "cv_loss": stacker.cv_loss,
+                "evaluations": fit.evaluations},
+        "meta_learner": stacker.as_report(),
+        "comparison": {
+            "ensemble": result,
+            "mean": mean,
+            "best_member": {"label": members[best].label, **member_results[best]},
+        },
+        "correlation": ensembles.correlation(val).round(4).tolist(),
+        "export_max_abs_difference": gap,
+    }
+    return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
+            "members": member_results, "exported": exported}
+
+
 def build_ensemble(row, *, workdir: Path) -> dict:
     """Returns what model_runs.model_complete needs (but files, which the caller stores)."""
     data, info = load_dataset(row.dataset)
@@ -139,31 +195,23 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed)
     except ensembles.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
+    if fit.stacker is not None:
+        return _stacked_result(row, members, fit, val, test, data, task, workdir)
     # Every figure below, and the exported model, use the same weights: a negligible member is
     # dropped from all of them alike, so the files reproduce what the page reports.
     weights = ensembles.without_negligible(fit.weights)
     kept = [i for i, w in enumerate(weights) if w > 0]
 
     def both(w):
-        return {"val": _as_model_metrics(ensembles.metrics(ensembles.blend(val, w), data.y_val, task)),
-                "test": _as_model_metrics(ensembles.metrics(ensembles.blend(test, w), data.y_test, task))}
+        return _both(ensembles.blend(val, w), ensembles.blend(test, w), data, task)
 
-    member_results = []
-    for i in range(len(members)):
-        one_hot = np.eye(len(members))[i]
-        member_results.append({"weight": float(weights[i]), **both(one_hot)})
-    best = min(range(len(members)), key=lambda i: member_results[i]["val"]["loss"])
-    mean = np.full(len(members), 1.0 / len(members))
+    member_results, best, mean = _members_and_mean(members, weights, val, test, data, task)
     result = both(weights)
 
     # Only the members that carry weight are loaded and exported.
     combined = weighted_average_model([members[i].final_model() for i in kept], [float(weights[i]) for i in kept],
                                       tuple(data.x_test.shape[1:]), task, positions=kept)
-    exported_predictions = predict(combined, data.x_test, PREDICT_BATCH)
-    expected = ensembles.blend(test, weights)
-    gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
-    if gap > EXACT:
-        raise TrialFailed(f"The exported ensemble differs from the weighted sum of its members by {gap:.2g}.")
+    gap = _export_gap(combined, data.x_test, ensembles.blend(test, weights), "the weighted sum of its members")
     exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
     report = {
         "method": row.method,
@@ -176,7 +224,7 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},
         "comparison": {
             "ensemble": result,
-            "mean": both(mean),
+            "mean": mean,
             "best_member": {"label": members[best].label, **member_results[best]},
         },
         "correlation": ensembles.correlation(val).round(4).tolist(),
