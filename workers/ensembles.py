@@ -154,7 +154,8 @@ def correlation(predictions: np.ndarray) -> np.ndarray:
     return np.nan_to_num(matrix, nan=0.0)
 
 
-def fit(method: str, predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int = 50, seed: int = 0) -> Fit:
+def fit(method: str, predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int = 50, seed: int = 0,
+        stacking_features: str = "auto") -> Fit:
     if method == "mean":
         return fit_mean(predictions, y, task)
     if method == "nelder_mead":
@@ -163,7 +164,7 @@ def fit(method: str, predictions: np.ndarray, y: np.ndarray, task: str, *, round
         return fit_greedy(predictions, y, task, rounds=rounds, seed=seed)
     if method == "stacking":
         try:
-            stacker = fit_stacking(predictions, y, task, seed=seed)
+            stacker = fit_stacking(predictions, y, task, seed=seed, feature_kind=stacking_features)
         except StackingError as exc:
             raise EnsembleFitError(str(exc)) from exc
         return Fit(np.array(stacker.member_shares()), stacker.val_loss, len(stacker.cv) * stacker.folds + 1, stacker)

@@ -21,7 +21,7 @@ from workers import ensembles
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
-from workers.stacking_model import stacked_model
+from workers.stacking_model import has_softmax_head, stacked_model
 from workers.support import load_dataset
 from workers.training import predict
 from workers.trial_stops import TrialFailed
@@ -191,8 +191,13 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     team = row.team
     val = _stack(members, team, "val", data.x_val, task)
     test = _stack(members, team, "test", data.x_test, task)
+    # Log-probability features ship through the members' logits, so only members that end in
+    # a Dense softmax layer (all of Tuneboard's hypermodels) may use them.
+    features = ("auto" if row.method != "stacking" or all(has_softmax_head(m.final_model()) for m in members)
+                else "probabilities")
     try:
-        fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed)
+        fit = ensembles.fit(row.method, val, data.y_val, task, rounds=row.greedy_rounds or 50, seed=row.seed,
+                            stacking_features=features)
     except ensembles.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
     if fit.stacker is not None:

@@ -46,7 +46,10 @@ def test_a_stacking_ensemble_of_real_members(acme, alice, alice_client, start_wo
     assert ensemble.status == TrainedModel.Status.COMPLETED, ensemble.error
 
     meta = ensemble.report["meta_learner"]
-    assert meta["kind"] == "logistic_regression" and meta["features"] == "probabilities"
+    assert meta["kind"] == "logistic_regression"
+    # Tuneboard's members end in a Dense softmax, so both feature kinds were tried on CV.
+    assert meta["features"] == min(meta["features_cv"], key=meta["features_cv"].get)
+    assert set(meta["features_cv"]) == {"probabilities", "log_probabilities"}
     assert meta["strength"] == min(meta["cv"], key=lambda row: row["loss"])["strength"]
     assert ensemble.report["fit"]["val_loss_in_sample"] is True
     weights = [m.weight for m in EnsembleMember.objects.filter(ensemble=ensemble).order_by("position")]
@@ -67,4 +70,4 @@ def test_a_stacking_ensemble_of_real_members(acme, alice, alice_client, start_wo
 
     page = alice_client.get(reverse("model_detail", args=[ensemble.id])).content.decode()
     assert 'id="meta-learner-cv"' in page and "chosen" in page and "validation predictions only" in page
-    assert 'id="weights-meaning"' in page
+    assert 'id="weights-meaning"' in page and "on log-probabilities" in page

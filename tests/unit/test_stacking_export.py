@@ -1,5 +1,6 @@
 """A stacked ensemble ships as one ordinary Keras model (workers/stacking_model.py): two tiny
-Keras classifiers on digits, a stacker fitted on their validation predictions, and the
+Keras classifiers on digits, a stacker fitted on their validation predictions (on
+probabilities, and on log-probabilities computed from the members' logits), and the
 exported model reproducing the stacker's test predictions, accuracy and log loss in every
 format: `.keras` loaded in safe mode with no custom objects, the SavedModel's serving
 signature, and TFLite."""
@@ -15,7 +16,7 @@ from sklearn.datasets import load_digits
 from workers import ensembles
 from workers.export import export_model
 from workers.stacking import fit_stacking
-from workers.stacking_model import stacked_model
+from workers.stacking_model import has_softmax_head, stacked_model
 
 TOLERANCE = 1e-5
 
@@ -41,8 +42,9 @@ def digits_stack():
     members = [tiny_classifier(1, 8, x[train], y[train]), tiny_classifier(2, 4, x[train][:300], y[train][:300])]
     val_predictions = np.stack([m.predict(x[val], verbose=0) for m in members]).astype("float64")
     test_predictions = np.stack([m.predict(x[test], verbose=0) for m in members]).astype("float64")
-    stacker = fit_stacking(val_predictions, y[val], "classification")
-    return members, stacker, x[test], y[test], test_predictions
+    stackers = {kind: fit_stacking(val_predictions, y[val], "classification", feature_kind=kind)
+                for kind in ("probabilities", "log_probabilities")}
+    return members, stackers, x[test], y[test], test_predictions
 
 
 def tflite_predict(path, batch: np.ndarray) -> np.ndarray:
@@ -55,8 +57,10 @@ def tflite_predict(path, batch: np.ndarray) -> np.ndarray:
     return interpreter.get_tensor(taken["index"])
 
 
-def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_format(digits_stack, tmp_path):
-    members, stacker, x_test, y_test, test_predictions = digits_stack
+@pytest.mark.parametrize("kind", ["probabilities", "log_probabilities"])
+def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_format(digits_stack, kind, tmp_path):
+    members, stackers, x_test, y_test, test_predictions = digits_stack
+    stacker = stackers[kind]
     expected = stacker.predict(test_predictions)
     figures = ensembles.metrics(expected, y_test, "classification")
 
@@ -83,10 +87,35 @@ def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_form
 
 
 def test_a_stacked_model_is_concatenate_and_one_dense_on_the_members(digits_stack):
-    members, stacker, *_ = digits_stack
+    members, stackers, *_ = digits_stack
+    stacker = stackers["probabilities"]
     model = stacked_model(members, stacker, (64,), "classification")
     kinds = [type(layer).__name__ for layer in model.layers]
     assert kinds == ["InputLayer", "Functional", "Functional", "Concatenate", "Dense"]
     kernel, bias = model.get_layer("meta_learner").get_weights()
     assert kernel.shape == (20, 10) and np.allclose(kernel, stacker.coef.T, atol=1e-6)
     assert [layer.name for layer in model.layers[1:3]] == ["member_0", "member_1"]
+
+
+def test_log_probabilities_are_clipped_like_the_stacker_clips_them(tmp_path):
+    """Members so confident that float32 probabilities underflow to 0: the exported
+    log-probabilities floor at log(1e-15), as workers.stacking's features do, so the exported
+    model still reproduces the stacker."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(200, 4)).astype("float32")
+    y = np.argmax(x[:, :3], axis=1)
+    members = []
+    for seed, scale in ((1, 200.0), (2, 1.0)):
+        keras.utils.set_random_seed(seed)
+        inputs = keras.Input(shape=(4,))
+        head = keras.layers.Dense(3, activation="softmax", name="probabilities")
+        members.append(keras.Model(inputs, head(inputs), name="m"))
+        head.set_weights([np.eye(4, 3).astype("float32") * scale, np.zeros(3, "float32")])
+    predictions = np.stack([m.predict(x, verbose=0) for m in members]).astype("float64")
+    assert (predictions[0] < 1e-15).mean() > 0.3  # the clip matters
+    assert all(has_softmax_head(m) for m in members)
+    stacker = fit_stacking(predictions, y, "classification", feature_kind="log_probabilities")
+    model = stacked_model(members, stacker, (4,), "classification")
+    reloaded = keras.models.load_model(export_model(model, workdir=tmp_path, name="c", version=1,
+                                                    formats=("keras",)).files["keras"])
+    assert np.max(np.abs(reloaded.predict(x, verbose=0) - stacker.predict(predictions))) < TOLERANCE
