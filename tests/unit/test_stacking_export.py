@@ -119,3 +119,41 @@ def test_log_probabilities_are_clipped_like_the_stacker_clips_them(tmp_path):
     reloaded = keras.models.load_model(export_model(model, workdir=tmp_path, name="c", version=1,
                                                     formats=("keras",)).files["keras"])
     assert np.max(np.abs(reloaded.predict(x, verbose=0) - stacker.predict(predictions))) < TOLERANCE
+
+
+def test_log_probabilities_of_real_hypermodels_with_augmentation_and_mixed_precision(tmp_path):
+    """Tuneboard's own members: CNNs taking raw uint8 images, with augmentation layers (which
+    must stay off at serving time) and one under a bfloat16 policy (float32 head). Their
+    log-probabilities, computed through the logits, reproduce the stacker's features."""
+    from tests.unit.test_export_kinds import IMAGES, build
+
+    members = [build("cnn", IMAGES, "image", flip=True, rotation=0.2, batch_norm=False, dropout=0.0),
+               build("cnn", IMAGES, "image", policy="mixed_bfloat16", dropout=0.0)]
+    assert all(has_softmax_head(m) for m in members)
+    y = np.arange(len(IMAGES)) % 3
+    predictions = np.stack([m.predict(IMAGES, verbose=0) for m in members]).astype("float64")
+    stacker = fit_stacking(predictions, y, "classification", feature_kind="log_probabilities", folds=2)
+    model = stacked_model(members, stacker, (8, 8, 1), "classification")
+    reloaded = keras.models.load_model(export_model(model, workdir=tmp_path, name="r", version=1,
+                                                    formats=("keras",)).files["keras"])
+    assert reloaded.inputs[0].dtype == "uint8"
+    assert np.max(np.abs(reloaded.predict(IMAGES, verbose=0) - stacker.predict(predictions))) < TOLERANCE
+
+
+def test_a_stacked_regression_is_ridge_as_one_linear_dense(tmp_path):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 3)).astype("float32")
+    y = x @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 0.1, 300)
+    members = []
+    for seed in (1, 2):
+        keras.utils.set_random_seed(seed)
+        inputs = keras.Input(shape=(3,))
+        members.append(keras.Model(inputs, keras.layers.Dense(1, name="prediction")(
+            keras.layers.Dense(8, activation="relu")(inputs)), name="reg"))
+    predictions = np.stack([m.predict(x, verbose=0) for m in members]).astype("float64")
+    stacker = fit_stacking(predictions, y, "regression")
+    assert stacker.feature_kind == "values"
+    model = stacked_model(members, stacker, (3,), "regression")
+    reloaded = keras.models.load_model(export_model(model, workdir=tmp_path, name="g", version=1,
+                                                    formats=("keras",)).files["keras"])
+    assert np.max(np.abs(reloaded.predict(x, verbose=0) - stacker.predict(predictions))) < TOLERANCE
