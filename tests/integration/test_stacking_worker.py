@@ -1,6 +1,6 @@
 """A stacking ensemble built on a real worker from the browser's form: the meta-learner's
-strength is chosen by CV on validation predictions (its table on the page), the members'
-page weights are shares of its coefficients, and the downloaded `.keras` file (safe mode,
+strength is chosen by CV on validation predictions (its table on the page, and the same
+table refitted here from the cached validation predictions alone), the members' page weights are shares of its coefficients, and the downloaded `.keras` file (safe mode,
 no custom code) reproduces the page's test metrics."""
 
 import io
@@ -14,7 +14,9 @@ from experiments.services.artifacts import artifact_read_bytes
 from experiments.services.trained_models import trained_models_request
 from tests.integration.helpers import digits, started_study
 from tests.integration.test_ensembles import STRONG_SPACE, WEAK_SPACE, _wait
+from tests.integration.test_ensembles import _test_predictions as _cached_predictions
 from workers import ensembles
+from workers.stacking import fit_stacking
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -56,12 +58,22 @@ def test_a_stacking_ensemble_of_real_members(acme, alice, alice_client, start_wo
     assert weights == pytest.approx(meta["member_shares"]) and sum(weights) == pytest.approx(1.0)
     assert ensemble.report["export_max_abs_difference"] < 1e-5
 
+    # The meta-learner is what the validation predictions alone give: refitted here from the
+    # cached validation predictions and y_val, the same CV table, strength and features.
+    arrays = np.load(io.BytesIO(artifact_read_bytes(artifact=data.arrays)))
+    keys = [f"model:{model.id}:val", *[f"trial:{t.id}:val" for t in others]]
+    again = fit_stacking(np.stack([_cached_predictions(key) for key in keys]), arrays["y_val"], "classification",
+                         seed=ensemble.seed).as_report()
+    assert [row["strength"] for row in again["cv"]] == [row["strength"] for row in meta["cv"]]
+    assert [row["loss"] for row in again["cv"]] == pytest.approx([row["loss"] for row in meta["cv"]])
+    assert again["strength"] == meta["strength"]
+    assert again["features"] == meta["features"]
+
     # The downloaded file alone (safe mode: no custom code) gives the page's test figures.
     download = alice_client.get(reverse("model_download", args=[ensemble.id, "keras"]))
     path = tmp_path / "stack.keras"
     path.write_bytes(b"".join(download.streaming_content))
     exported = keras.models.load_model(path)
-    arrays = np.load(io.BytesIO(artifact_read_bytes(artifact=data.arrays)))
     figures = ensembles.metrics(exported.predict(arrays["x_test"], verbose=0).astype("float64"), arrays["y_test"],
                                 "classification")
     assert figures["accuracy"] == ensemble.test_metrics["accuracy"]
