@@ -1,7 +1,8 @@
 """A stacking ensemble built on a real worker from the browser's form: the meta-learner's
 strength is chosen by CV on validation predictions (its table on the page, and the same
-table refitted here from the cached validation predictions alone), the members' page weights are shares of its coefficients, and the downloaded `.keras` file (safe mode,
-no custom code) reproduces the page's test metrics."""
+table refitted here from the cached validation predictions alone), the members' page
+weights are shares of its coefficients, and the downloaded `.keras` file (safe mode, no
+custom code) reproduces the page's test metrics."""
 
 import io
 
