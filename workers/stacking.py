@@ -12,13 +12,18 @@ trained on them, and the regularisation strength is chosen by K-fold cross-valid
 those rows alone (there is no test argument). Test predictions enter nothing but the
 final, once-computed test metrics, which the caller computes with Stacker.predict.
 
-Features. The meta-learner sees the members' probabilities themselves ("probabilities"),
-not their logarithms ("log_probabilities"): the stacker must ship as ordinary Keras layers
-(no custom code, no Lambda), and Keras has no built-in layer that takes a logarithm, while
-probabilities need only Concatenate + Dense(softmax). Both are implemented here, so the
-choice can be measured (on sklearn members of digits, 5-fold CV log loss 0.073 with probabilities against 0.127 with
-log-probabilities, whose best strength sat at the grid's edge);
-the ensemble build uses FEATURES."""
+Features. Two kinds, both exportable as built-in Keras layers (workers/stacking_model.py):
+the members' probabilities ("probabilities": Concatenate + Dense(softmax)), or their clipped
+log-probabilities ("log_probabilities", the classic stacker's features, with which one member
+alone is softmax(log p) = p). Keras has no layer that takes a logarithm, so the latter is
+exported through the members' logits: each member's last Dense(softmax) layer again without
+its softmax, then Activation("log_softmax") (= log p) and a ReLU between Rescaling offsets
+(= the clip at log 1e-15). That needs members that end in a Dense softmax layer, as every
+Tuneboard hypermodel does (workers/hypermodels/compiling.task_output). Neither kind wins
+everywhere (measured on digits: sklearn members, 5-fold CV log loss 0.073 with probabilities
+against 0.127 with log-probabilities; under-trained tiny Keras MLPs, 0.291 against 0.278), so
+the default, "auto", fits both and keeps the one with the lower CV loss; the ensemble build
+asks for "probabilities" when a member lacks the softmax head."""
 
 import warnings
 from dataclasses import dataclass, field
@@ -32,8 +37,8 @@ from experiments.errors import TuneboardError
 
 EPSILON = 1e-15  # as workers.ensembles: probabilities are clipped before a logarithm
 # The L2 strength: 1/C for LogisticRegression (whose loss is a sum over rows), alpha for Ridge.
-STRENGTHS = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)
-FEATURES = "probabilities"
+STRENGTHS = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+FEATURES = "auto"
 FEATURE_KINDS = ("probabilities", "log_probabilities")
 # A class the validation rows never show gets no coefficients and this intercept: the
 # meta-learner has no evidence for it, so it predicts it with probability ~e^-30 relative.
@@ -44,7 +49,7 @@ class StackingError(TuneboardError, ValueError):
     """The meta-learner cannot be fitted (e.g. one class only); str(exc) is shown."""
 
 
-def features(predictions: np.ndarray, task: str, kind: str = FEATURES) -> np.ndarray:
+def features(predictions: np.ndarray, task: str, kind: str) -> np.ndarray:
     """(members, rows, outputs) -> (rows, members * outputs), member-major: member 0's
     outputs first, as keras.layers.Concatenate lays out the members' outputs."""
     predictions = np.asarray(predictions, dtype="float64")
@@ -80,6 +85,7 @@ class Stacker:
     cv: dict = field(default_factory=dict)  # {strength: mean CV loss}
     cv_member_losses: list = field(default_factory=list)  # each member's own loss on the same folds
     folds: int = 0
+    features_cv: dict = field(default_factory=dict)  # {feature kind: its best CV loss}, when "auto" tried both
     val_loss: float = float("nan")  # the refit on all validation rows, in-sample
 
     @property
@@ -117,6 +123,7 @@ class Stacker:
             "kind": "logistic_regression" if self.task == "classification" else "ridge",
             "penalty": "l2",
             "features": self.feature_kind,
+            "features_cv": dict(self.features_cv),
             "strength": self.strength,
             "folds": self.folds,
             "cv": [{"strength": s, "loss": v} for s, v in sorted(self.cv.items())],
@@ -161,7 +168,7 @@ def _fit_once(x: np.ndarray, y: np.ndarray, task: str, strength: float, outputs:
         return np.atleast_2d(model.coef_), np.atleast_1d(model.intercept_).astype("float64")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = LogisticRegression(C=1.0 / strength, max_iter=2000, tol=1e-6).fit(x, y.astype(int))
+        model = LogisticRegression(C=1.0 / strength, max_iter=500, tol=1e-4).fit(x, y.astype(int))
     classes = model.classes_.astype(int)
     coef = np.zeros((outputs, x.shape[1]))
     intercept = np.full(outputs, ABSENT_CLASS_INTERCEPT)
@@ -174,9 +181,31 @@ def _fit_once(x: np.ndarray, y: np.ndarray, task: str, strength: float, outputs:
     return coef, intercept
 
 
+def _fit_kind(predictions: np.ndarray, y: np.ndarray, task: str, splits, strengths: tuple,
+              feature_kind: str, member_losses: list) -> Stacker:
+    members, _, outputs = predictions.shape
+    x = features(predictions, task, feature_kind)
+    cv = {}
+    for strength in strengths:
+        losses = []
+        for train, held_out in splits:
+            coef, intercept = _fit_once(x[train], y[train], task, strength, outputs)
+            z = x[held_out] @ coef.T + intercept
+            losses.append(loss(_softmax(z) if task == "classification" else z, y[held_out], task))
+        cv[strength] = float(np.mean(losses))
+    # Ties go to the stronger penalty: the simpler meta-learner.
+    chosen = min(strengths, key=lambda s: (cv[s], -s))
+    coef, intercept = _fit_once(x, y, task, chosen, outputs)
+    stacker = Stacker(task=task, feature_kind=feature_kind, strength=chosen, coef=coef, intercept=intercept,
+                      members=members, outputs=outputs, cv=cv, cv_member_losses=member_losses, folds=len(splits))
+    stacker.val_loss = loss(stacker.predict(predictions), y, task)
+    return stacker
+
+
 def fit_stacking(predictions: np.ndarray, y: np.ndarray, task: str, *, folds: int = 5, seed: int = 0,
                  strengths=STRENGTHS, feature_kind: str = FEATURES) -> Stacker:
-    """Chooses the L2 strength by K-fold CV on these (validation) rows, then refits on all of them."""
+    """Chooses the L2 strength (and, with feature_kind "auto", the features) by K-fold CV on
+    these (validation) rows, then refits on all of them."""
     predictions = np.asarray(predictions, dtype="float64")
     if task == "regression" and predictions.ndim == 2:
         predictions = predictions[:, :, None]
@@ -188,25 +217,17 @@ def fit_stacking(predictions: np.ndarray, y: np.ndarray, task: str, *, folds: in
         raise StackingError("Member predictions hold NaN or infinite values.")
     if task == "classification" and len(np.unique(y)) < 2:
         raise StackingError("The validation rows hold one class only; a stacker cannot be fitted.")
-    if feature_kind not in FEATURE_KINDS:
-        raise ValueError(f"Unknown feature kind {feature_kind!r}; choose one of {', '.join(FEATURE_KINDS)}.")
+    if feature_kind not in (*FEATURE_KINDS, "auto"):
+        raise ValueError(f"Unknown feature kind {feature_kind!r}; choose auto or one of {', '.join(FEATURE_KINDS)}.")
+    kinds = FEATURE_KINDS if feature_kind == "auto" and task == "classification" else (feature_kind,)
+    if task == "regression":
+        kinds = ("values",)
     strengths = tuple(float(s) for s in strengths)
-    x = features(predictions, task, feature_kind)
     splits = _splits(y, task, folds, seed)
-    cv = {}
-    for strength in strengths:
-        losses = []
-        for train, held_out in splits:
-            coef, intercept = _fit_once(x[train], y[train], task, strength, outputs)
-            z = x[held_out] @ coef.T + intercept
-            losses.append(loss(_softmax(z) if task == "classification" else z, y[held_out], task))
-        cv[strength] = float(np.mean(losses))
     member_losses = [float(np.mean([loss(predictions[i][held_out], y[held_out], task) for _, held_out in splits]))
                      for i in range(members)]
-    # Ties go to the stronger penalty: the simpler meta-learner.
-    chosen = min(strengths, key=lambda s: (cv[s], -s))
-    coef, intercept = _fit_once(x, y, task, chosen, outputs)
-    stacker = Stacker(task=task, feature_kind=feature_kind, strength=chosen, coef=coef, intercept=intercept,
-                      members=members, outputs=outputs, cv=cv, cv_member_losses=member_losses, folds=len(splits))
-    stacker.val_loss = loss(stacker.predict(predictions), y, task)
-    return stacker
+    # The same folds for every kind and strength, so their CV losses compare like with like.
+    fitted = [_fit_kind(predictions, y, task, splits, strengths, kind, member_losses) for kind in kinds]
+    best = min(fitted, key=lambda stacker: stacker.cv_loss)
+    best.features_cv = {stacker.feature_kind: stacker.cv_loss for stacker in fitted}
+    return best

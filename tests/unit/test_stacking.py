@@ -43,6 +43,10 @@ def test_the_strength_is_the_argmin_of_a_cv_table_over_the_grid():
     report = stacker.as_report()
     assert [row["strength"] for row in report["cv"]] == sorted(STRENGTHS)
     assert len(report["member_coef_norms"]) == 3 and abs(sum(report["member_shares"]) - 1) < 1e-9
+    # "auto" tried both feature kinds on the same folds and kept the lower CV loss.
+    assert set(stacker.features_cv) == {"probabilities", "log_probabilities"}
+    assert stacker.feature_kind == min(stacker.features_cv, key=stacker.features_cv.get)
+    assert report["features_cv"] == stacker.features_cv
     # The same rows, the same folds, the same choice.
     assert fit_stacking(predictions, y, "classification", seed=1).cv == stacker.cv
 
@@ -53,15 +57,15 @@ def test_the_choice_depends_on_the_validation_rows_only():
     fit_stacking never receives it; fitting on validation + those test rows would choose
     differently."""
     predictions, y = diverse_members(seed=2, rows=400)
-    chosen = fit_stacking(predictions, y, "classification").strength
+    chosen = fit_stacking(predictions, y, "classification", feature_kind="probabilities").strength
     # "Test" rows where every member's confident class is wrong: a choice informed by them
     # prefers a much stronger penalty (a flatter meta-learner).
     test_predictions, test_y = diverse_members(seed=3, rows=400)
     test_y = (test_y + 1) % 4
     leaked = fit_stacking(np.concatenate([predictions, test_predictions], axis=1), np.concatenate([y, test_y]),
-                          "classification").strength
+                          "classification", feature_kind="probabilities").strength
     assert leaked != chosen
-    assert fit_stacking(predictions, y, "classification").strength == chosen
+    assert fit_stacking(predictions, y, "classification", feature_kind="probabilities").strength == chosen
 
 
 def test_on_diverse_members_stacking_beats_the_mean_and_the_best_member_on_cv():
