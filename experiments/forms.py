@@ -418,7 +418,7 @@ class EnsembleForm(forms.Form):
                                initial=TrainedModel.Method.NELDER_MEAD)
     greedy_rounds = whole_number_field("Greedy rounds", low=1, high=MAX_ROUNDS, required=False, initial=50,
                                        help_text="Greedy selection only: how many picks (with replacement).")
-    seed = seed_field(required=False, help_text="Breaks ties in greedy selection.")
+    seed = seed_field(required=False, help_text="Breaks ties in greedy selection; shuffles stacking's CV folds.")
     name = forms.CharField(required=False, max_length=MAX_MODEL_NAME, validators=[no_control_characters],
                            help_text="Lower-case letters, digits, '-' and '_'; defaults to "
                                      "ensemble-<method>-<dataset>.")

@@ -1,6 +1,7 @@
 """Ensemble weights from validation predictions: the mean, Nelder–Mead on normalised
-non-negative weights, and greedy ensemble selection with replacement (Caruana et al., 2004).
-Pure numpy/scipy: prediction arrays in, weights and metrics out; no Keras, no ORM.
+non-negative weights, greedy ensemble selection with replacement (Caruana et al., 2004), and
+stacking (a meta-learner, workers/stacking.py; its Fit carries the Stacker). Pure
+numpy/scipy/scikit-learn: prediction arrays in, weights and metrics out; no Keras, no ORM.
 
 Predictions are stacked as (members, rows, outputs): class probabilities for
 classification, one column of values for regression. The validation loss is log loss for
@@ -14,9 +15,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from experiments.errors import TuneboardError
+from workers.stacking import Stacker, StackingError, fit_stacking
 
 EPSILON = 1e-15
-METHODS = ("mean", "nelder_mead", "greedy")
+METHODS = ("mean", "nelder_mead", "greedy", "stacking")
 
 
 class EnsembleFitError(TuneboardError, ValueError):
@@ -28,6 +30,9 @@ class Fit:
     weights: np.ndarray  # (members,), non-negative, summing to 1
     val_loss: float
     evaluations: int
+    # Stacking only: the meta-learner. Its `weights` are then each member's share of the
+    # coefficients' L2 norm, for the page; predictions come from stacker.predict, not blend.
+    stacker: Stacker | None = None
 
 
 def _loss_inputs(predictions: np.ndarray, y: np.ndarray, task: str) -> np.ndarray:
@@ -149,11 +154,18 @@ def correlation(predictions: np.ndarray) -> np.ndarray:
     return np.nan_to_num(matrix, nan=0.0)
 
 
-def fit(method: str, predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int = 50, seed: int = 0) -> Fit:
+def fit(method: str, predictions: np.ndarray, y: np.ndarray, task: str, *, rounds: int = 50, seed: int = 0,
+        stacking_features: str = "auto") -> Fit:
     if method == "mean":
         return fit_mean(predictions, y, task)
     if method == "nelder_mead":
         return fit_nelder_mead(predictions, y, task)
     if method == "greedy":
         return fit_greedy(predictions, y, task, rounds=rounds, seed=seed)
+    if method == "stacking":
+        try:
+            stacker = fit_stacking(predictions, y, task, seed=seed, feature_kind=stacking_features)
+        except StackingError as exc:
+            raise EnsembleFitError(str(exc)) from exc
+        return Fit(np.array(stacker.member_shares()), stacker.val_loss, len(stacker.cv) * stacker.folds + 1, stacker)
     raise ValueError(f"Unknown ensemble method {method!r}; choose one of {', '.join(METHODS)}.")

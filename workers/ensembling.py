@@ -22,13 +22,14 @@ from workers.ensemble_cap import correlation_cap
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
 from workers.model_building import model_from_trial_checkpoint
+from workers.stacking_model import has_softmax_head, stacked_model
 from workers.support import load_dataset
 from workers.training import predict
 from workers.trial_stops import TrialFailed
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024
-EXACT = 1e-5  # the exported model must reproduce the weighted sum of the members' predictions
+EXACT = 1e-5  # the exported model must reproduce the weighted sum (or the meta-learner) of the members' predictions
 
 
 def _cached(team, key: str, compute) -> np.ndarray:
@@ -128,6 +129,63 @@ def _as_model_metrics(split_metrics: dict) -> dict:
     return renamed
 
 
+def _both(val_predicted: np.ndarray, test_predicted: np.ndarray, data, task: str) -> dict:
+    return {"val": _as_model_metrics(ensembles.metrics(val_predicted, data.y_val, task)),
+            "test": _as_model_metrics(ensembles.metrics(test_predicted, data.y_test, task))}
+
+
+def _members_and_mean(members, weights, val, test, data, task: str) -> tuple[list[dict], int, dict]:
+    """Each member's figures (with its weight), the best member by validation loss, the mean's figures."""
+    member_results = [{"weight": float(weights[i]), **_both(val[i], test[i], data, task)}
+                      for i in range(len(members))]
+    best = min(range(len(members)), key=lambda i: member_results[i]["val"]["loss"])
+    return member_results, best, _both(val.mean(axis=0), test.mean(axis=0), data, task)
+
+
+def _export_gap(combined, x_test: np.ndarray, expected: np.ndarray, what: str) -> float:
+    exported_predictions = predict(combined, x_test, PREDICT_BATCH)
+    gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
+    if gap > EXACT:
+        raise TrialFailed(f"The exported ensemble differs from {what} by {gap:.2g}.")
+    return gap
+
+
+def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir: Path) -> dict:
+    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
+    then refitted on all of them) predicts; every member the correlation cap kept ships, as the
+    meta-learner reads them all. The validation figure is the refit's, in-sample (its CV loss is
+    reported beside it); the test figures are computed once, here."""
+    stacker, kept = fit.stacker, cap.kept
+    result = _both(stacker.predict(val[kept]), stacker.predict(test[kept]), data, task)
+    weights = cap.spread(fit.weights)
+    member_results, best, mean = _members_and_mean(members, weights, val, test, data, task)
+    combined = stacked_model([members[i].final_model() for i in kept], stacker, tuple(data.x_test.shape[1:]), task)
+    gap = _export_gap(combined, data.x_test, stacker.predict(test[kept]), "its meta-learner's predictions")
+    exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
+    report = {
+        "method": row.method,
+        "weights": [float(w) for w in weights],
+        "weights_meaning": "each member's share of the meta-learner's coefficient L2 norm (not a mixing weight)",
+        "members": [m.label for m in members],
+        "dropped_members": [members[i].label for i in range(len(members)) if i not in kept],
+        "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
+                              for m in members],
+        "fit": {"val_loss": fit.val_loss, "val_loss_in_sample": True, "cv_loss": stacker.cv_loss,
+                "evaluations": fit.evaluations},
+        "meta_learner": stacker.as_report(),
+        "comparison": {
+            "ensemble": result,
+            "mean": mean,
+            "best_member": {"label": members[best].label, **member_results[best]},
+        },
+        "correlation": ensembles.correlation(val).round(4).tolist(),
+        "export_max_abs_difference": gap,
+        **cap.report(),
+    }
+    return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
+            "members": member_results, "exported": exported}
+
+
 def build_ensemble(row, *, workdir: Path) -> dict:
     """Returns what model_runs.model_complete needs (but files, which the caller stores)."""
     data, info = load_dataset(row.dataset)
@@ -138,36 +196,32 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     test = _stack(members, team, "test", data.x_test, task)
     # A recipe's correlation cap: members too alike to a better one get weight 0 before the fit.
     cap = correlation_cap(row.report, val, [m.label for m in members])
+    # Log-probability features ship through the members' logits, so only members that end in
+    # a Dense softmax layer (all of Tuneboard's hypermodels) may use them.
+    features = ("auto" if row.method != "stacking"
+                or all(has_softmax_head(members[i].final_model()) for i in cap.kept) else "probabilities")
     try:
-        fit = ensembles.fit(cap.method(row.method), val[cap.kept], data.y_val, task, rounds=row.greedy_rounds or 50,
-                            seed=row.seed)
+        fit = ensembles.fit(cap.method(row.method), val[cap.kept], data.y_val, task,
+                            rounds=row.greedy_rounds or 50, seed=row.seed, stacking_features=features)
     except ensembles.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
+    if fit.stacker is not None:
+        return _stacked_result(row, members, fit, cap, val, test, data, task, workdir)
     # Every figure below, and the exported model, use the same weights: a negligible member is
     # dropped from all of them alike, so the files reproduce what the page reports.
     weights = ensembles.without_negligible(cap.spread(fit.weights))
     kept = [i for i, w in enumerate(weights) if w > 0]
 
     def both(w):
-        return {"val": _as_model_metrics(ensembles.metrics(ensembles.blend(val, w), data.y_val, task)),
-                "test": _as_model_metrics(ensembles.metrics(ensembles.blend(test, w), data.y_test, task))}
+        return _both(ensembles.blend(val, w), ensembles.blend(test, w), data, task)
 
-    member_results = []
-    for i in range(len(members)):
-        one_hot = np.eye(len(members))[i]
-        member_results.append({"weight": float(weights[i]), **both(one_hot)})
-    best = min(range(len(members)), key=lambda i: member_results[i]["val"]["loss"])
-    mean = np.full(len(members), 1.0 / len(members))
+    member_results, best, mean = _members_and_mean(members, weights, val, test, data, task)
     result = both(weights)
 
     # Only the members that carry weight are loaded and exported.
     combined = weighted_average_model([members[i].final_model() for i in kept], [float(weights[i]) for i in kept],
                                       tuple(data.x_test.shape[1:]), task, positions=kept)
-    exported_predictions = predict(combined, data.x_test, PREDICT_BATCH)
-    expected = ensembles.blend(test, weights)
-    gap = float(np.max(np.abs(exported_predictions.reshape(expected.shape) - expected)))
-    if gap > EXACT:
-        raise TrialFailed(f"The exported ensemble differs from the weighted sum of its members by {gap:.2g}.")
+    gap = _export_gap(combined, data.x_test, ensembles.blend(test, weights), "the weighted sum of its members")
     exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
     report = {
         "method": row.method,
@@ -180,7 +234,7 @@ def build_ensemble(row, *, workdir: Path) -> dict:
         "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},
         "comparison": {
             "ensemble": result,
-            "mean": both(mean),
+            "mean": mean,
             "best_member": {"label": members[best].label, **member_results[best]},
         },
         "correlation": ensembles.correlation(val).round(4).tolist(),

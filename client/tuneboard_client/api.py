@@ -25,7 +25,7 @@ STUDY_ACTIVE = ("created", "running")
 STUDY_ENDED = ("completed", "failed", "cancelled")
 MODEL_ACTIVE = ("queued", "running")
 MODEL_FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
-ENSEMBLE_METHODS = ("mean", "nelder_mead", "greedy")
+ENSEMBLE_METHODS = ("mean", "nelder_mead", "greedy", "stacking")
 
 
 class TuneboardAPIError(Exception):

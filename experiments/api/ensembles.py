@@ -16,7 +16,7 @@ from experiments.views.access import get_model_for_user
 
 class EnsembleInput(StrictSerializer):
     members = serializers.ListField(child=serializers.CharField(), help_text='["model:12", "trial:34"]')
-    method = serializers.ChoiceField(choices=["mean", "nelder_mead", "greedy"])
+    method = serializers.ChoiceField(choices=["mean", "nelder_mead", "greedy", "stacking"])
     name = serializers.CharField(required=False, allow_blank=True)
     greedy_rounds = serializers.IntegerField(required=False)
     seed = serializers.IntegerField(required=False)

@@ -14,7 +14,8 @@ from experiments.services.trained_models import (
 )
 from experiments.tuning.bounds import parse_id
 
-METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY)
+METHODS = (TrainedModel.Method.MEAN, TrainedModel.Method.NELDER_MEAD, TrainedModel.Method.GREEDY,
+           TrainedModel.Method.STACKING)
 MAX_ROUNDS = 1000
 
 

@@ -235,7 +235,7 @@ class FakeTuneboard:
 
     def create_ensemble(self, request, params, body):
         self.created_payloads.append(body)
-        if body.get("method") not in ("mean", "nelder_mead", "greedy"):
+        if body.get("method") not in ("mean", "nelder_mead", "greedy", "stacking"):
             return error(400, f"{body.get('method')!r} is not a valid choice.", "method")
         model = self.add_model(body.get("name") or "ensemble", status="queued", kind="ensemble",
                                method=body["method"], members=[{"position": i, "key": m, "label": m, "weight": None}

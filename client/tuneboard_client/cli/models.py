@@ -169,7 +169,7 @@ def ensembles_create(ctx: typer.Context,
                      members: Annotated[list[str] | None, typer.Option(
                          "--members", "-m", help="model:ID or trial:ID; repeat, separate with commas, or list them "
                                                  "after --members.")] = None,
-                     method: Annotated[str, typer.Option(help="mean, nelder-mead or greedy.")] = "mean",
+                     method: Annotated[str, typer.Option(help="mean, nelder-mead, greedy or stacking.")] = "mean",
                      name: Annotated[str | None, typer.Option(help="The ensemble's name.")] = None,
                      greedy_rounds: Annotated[int | None, typer.Option(help="greedy: rounds (server default 50).")
                                               ] = None,
@@ -186,7 +186,7 @@ def ensembles_create(ctx: typer.Context,
         raise Failure("An ensemble needs at least two members (--members model:1 model:2).")
     method = normalise_method(method)
     if method not in ENSEMBLE_METHODS:
-        raise Failure(f"--method must be mean, nelder-mead or greedy, not {method!r}.")
+        raise Failure(f"--method must be mean, nelder-mead, greedy or stacking, not {method!r}.")
     client = _client(ctx)
     ensemble = client.create_ensemble(refs, method=method, name=name, greedy_rounds=greedy_rounds, seed=seed)
     if wait:
