@@ -5,7 +5,7 @@ recipe page shows its runs (collapsed warning, comparison, changes); other teams
 import pytest
 from django.urls import reverse
 
-from experiments.models import AuditEvent, EnsembleRecipe, RecipeRun
+from experiments.models import AuditEvent, EnsembleRecipe, RecipeRun, TrainedModel
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.recipes import recipe_create
 from tests.integration.helpers import saved_study
@@ -179,11 +179,17 @@ def test_runs_show_members_comparison_changes_and_the_collapse_warning(alice_cli
                     "verdict": "kept v1"})
     RecipeRun.objects.create(recipe=recipe, number=3, trigger="manual", status="failed", error="no members",
                              comparison={"ensemble": {"val": 0.5}})
+    stacked = TrainedModel.objects.create(
+        team=recipe.team, dataset=recipe.dataset, kind="ensemble", name="diverse", version=1, method="stacking",
+        seed=1, status="completed", report={"meta_learner": {"kind": "logistic", "features": "log_probabilities",
+                                                              "strength": 0.1, "folds": 5, "cv_loss": 0.21}})
+    RecipeRun.objects.create(recipe=recipe, number=4, trigger="manual", status="completed", ensemble=stacked)
     page = page_text(alice_client.get(reverse("recipe_detail", args=[recipe.id])))
     assert "This ensemble equals its best member: its members are too alike (top 3 of one search)" in page
     assert "added trial:3" in page and "removed trial:2" in page and "First run." in page
     assert "dense trial 1" in page and "loss 0.3300" in page and "study dense search completed" in page
     assert "no members" in page
+    assert "L2 logistic regression on the members' class log-probabilities, strength 0.1 chosen by 5-fold" in page
 
 
 @pytest.mark.parametrize("name, method, data", [
