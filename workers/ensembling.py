@@ -150,29 +150,24 @@ def _export_gap(combined, x_test: np.ndarray, expected: np.ndarray, what: str) -
     return gap
 
 
-def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir: Path) -> dict:
-    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
-    then refitted on all of them) predicts; every member the correlation cap kept ships, as the
-    meta-learner reads them all. The validation figure is the refit's, in-sample (its CV loss is
-    reported beside it); the test figures are computed once, here."""
-    stacker, kept = fit.stacker, cap.kept
-    result = _both(stacker.predict(val[kept]), stacker.predict(test[kept]), data, task)
-    weights = cap.spread(fit.weights)
+def _result(row, members, *, weights, kept, fit, val, test, ensemble_val, ensemble_test, combined, expected, what,
+            data, task: str, workdir: Path, cap, extra: dict) -> dict:
+    """What both kinds of ensemble hand back: the figures of the ensemble (predictions given),
+    of each member, the mean and the best member; the exported model, checked against `expected`
+    (its test predictions) to EXACT; the report the page and the card read."""
+    result = _both(ensemble_val, ensemble_test, data, task)
     member_results, best, mean = _members_and_mean(members, weights, val, test, data, task)
-    combined = stacked_model([members[i].final_model() for i in kept], stacker, tuple(data.x_test.shape[1:]), task)
-    gap = _export_gap(combined, data.x_test, stacker.predict(test[kept]), "its meta-learner's predictions")
+    gap = _export_gap(combined, data.x_test, expected, what)
     exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
     report = {
         "method": row.method,
         "weights": [float(w) for w in weights],
-        "weights_meaning": "each member's share of the meta-learner's coefficient L2 norm (not a mixing weight)",
         "members": [m.label for m in members],
+        # Weight 0 (below ensembles.NEGLIGIBLE_WEIGHT, or left out by a correlation cap): in no exported format.
         "dropped_members": [members[i].label for i in range(len(members)) if i not in kept],
         "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
                               for m in members],
-        "fit": {"val_loss": fit.val_loss, "val_loss_in_sample": True, "cv_loss": stacker.cv_loss,
-                "evaluations": fit.evaluations},
-        "meta_learner": stacker.as_report(),
+        "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},
         "comparison": {
             "ensemble": result,
             "mean": mean,
@@ -182,8 +177,27 @@ def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir:
         "export_max_abs_difference": gap,
         **cap.report(),
     }
+    for key, value in extra.items():
+        report[key] = {**report[key], **value} if isinstance(report.get(key), dict) else value
     return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
             "members": member_results, "exported": exported}
+
+
+def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir: Path) -> dict:
+    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
+    then refitted on all of them) predicts; every member the correlation cap kept ships, as the
+    meta-learner reads them all. The validation figure is the refit's, in-sample (its CV loss is
+    reported beside it); the test figures are computed once, here."""
+    stacker, kept = fit.stacker, cap.kept
+    test_predicted = stacker.predict(test[kept])
+    combined = stacked_model([members[i].final_model() for i in kept], stacker, tuple(data.x_test.shape[1:]), task)
+    extra = {"weights_meaning": "each member's share of the meta-learner's coefficient L2 norm (not a mixing weight)",
+             "fit": {"val_loss_in_sample": True, "cv_loss": stacker.cv_loss},
+             "meta_learner": stacker.as_report()}
+    return _result(row, members, weights=cap.spread(fit.weights), kept=kept, fit=fit, val=val, test=test,
+                   ensemble_val=stacker.predict(val[kept]), ensemble_test=test_predicted, combined=combined,
+                   expected=test_predicted, what="its meta-learner's predictions", data=data, task=task,
+                   workdir=workdir, cap=cap, extra=extra)
 
 
 def build_ensemble(row, *, workdir: Path) -> dict:
@@ -211,36 +225,11 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     # dropped from all of them alike, so the files reproduce what the page reports.
     weights = ensembles.without_negligible(cap.spread(fit.weights))
     kept = [i for i, w in enumerate(weights) if w > 0]
-
-    def both(w):
-        return _both(ensembles.blend(val, w), ensembles.blend(test, w), data, task)
-
-    member_results, best, mean = _members_and_mean(members, weights, val, test, data, task)
-    result = both(weights)
-
     # Only the members that carry weight are loaded and exported.
     combined = weighted_average_model([members[i].final_model() for i in kept], [float(weights[i]) for i in kept],
                                       tuple(data.x_test.shape[1:]), task, positions=kept)
-    gap = _export_gap(combined, data.x_test, ensembles.blend(test, weights), "the weighted sum of its members")
-    exported = export_model(combined, workdir=workdir, name=row.name, version=row.version)
-    report = {
-        "method": row.method,
-        "weights": [float(w) for w in weights],
-        "members": [m.label for m in members],
-        # Weight 0 (or below ensembles.NEGLIGIBLE_WEIGHT): not in any exported format.
-        "dropped_members": [members[i].label for i in range(len(members)) if i not in kept],
-        "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
-                              for m in members],
-        "fit": {"val_loss": fit.val_loss, "evaluations": fit.evaluations},
-        "comparison": {
-            "ensemble": result,
-            "mean": mean,
-            "best_member": {"label": members[best].label, **member_results[best]},
-        },
-        "correlation": ensembles.correlation(val).round(4).tolist(),
-        "export_max_abs_difference": gap,
-        **cap.report(),
-    }
-    return {"val_metrics": result["val"], "test_metrics": result["test"], "report": report,
-            "members": member_results, "exported": exported}
-
+    test_predicted = ensembles.blend(test, weights)
+    return _result(row, members, weights=weights, kept=kept, fit=fit, val=val, test=test,
+                   ensemble_val=ensembles.blend(val, weights), ensemble_test=test_predicted, combined=combined,
+                   expected=test_predicted, what="the weighted sum of its members", data=data, task=task,
+                   workdir=workdir, cap=cap, extra={})
