@@ -101,7 +101,10 @@ class RecipeForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.team, self.instance = team, instance
         self.fields["dataset"].queryset = Dataset.objects.filter(team=team).order_by("name")
-        self.fields["source_studies"].queryset = Study.objects.filter(team=team).order_by("name")
+        self.fields["source_studies"].queryset = (Study.objects.filter(team=team).select_related("dataset")
+                                                  .order_by("name"))
+        # The list holds every study of the team: say each one's dataset and hypermodel beside its name.
+        self.fields["source_studies"].label_from_instance = lambda s: f"{s.name} · {s.dataset.name} · {s.hypermodel}"
         self.warnings: list[str] = []
 
     def clean_name(self):
@@ -225,19 +228,28 @@ class RecipeCloneForm(forms.Form):
         return _unique_name(self.team, name)
 
 
+# "combined by …": the method's label reads "Weights by Nelder–Mead", which lower-cased doubles the "by".
+METHOD_WORDS = {
+    EnsembleRecipe.Method.MEAN: "the mean",
+    EnsembleRecipe.Method.NELDER_MEAD: "weights fitted by Nelder–Mead",
+    EnsembleRecipe.Method.GREEDY: "greedy selection with replacement",
+    EnsembleRecipe.Method.STACKING: "stacking (a regularised meta-learner)",
+}
+
+
 def rule_in_words(recipe: EnsembleRecipe) -> str:
     studies = ", ".join(recipe.source_studies.values_list("name", flat=True))
     sources = " and ".join(filter(None, [f"studies {studies}" if studies else "",
                                          f"every study tagged {recipe.source_tag!r}" if recipe.source_tag else ""]))
     group = "hypermodel" if recipe.group_by == EnsembleRecipe.GroupBy.HYPERMODEL else "study"
     best = "lowest" if recipe.direction == Study.Direction.MIN else "highest"
-    words = (f"From {sources} of {recipe.dataset.name}: the top {recipe.top_k} trials of each by {recipe.metric} "
+    trials = "trial" if recipe.top_k == 1 else f"{recipe.top_k} trials"
+    words = (f"From {sources} of {recipe.dataset.name}: the top {trials} of each by {recipe.metric} "
              f"({best} first), at most {recipe.per_group_max} per {group}, pruned trials "
              f"{'in' if recipe.include_pruned else 'out'}")
     if recipe.correlation_cap is not None:
         words += f", no two members correlating above {recipe.correlation_cap:g} on validation"
-    words += (f"; members as {recipe.get_members_as_display().lower()}; combined by "
-              f"{recipe.get_method_display().lower()}")
+    words += f"; members as {recipe.get_members_as_display().lower()}; combined by {METHOD_WORDS[recipe.method]}"
     if recipe.method == EnsembleRecipe.Method.GREEDY:
         words += f" ({recipe.greedy_rounds} rounds)"
     words += f"; runs {recipe.get_trigger_display().lower()}"

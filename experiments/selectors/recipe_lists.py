@@ -4,6 +4,7 @@ one recipe, and its runs with their ensembles' members (weights) and what change
 from django.db.models import OuterRef, Subquery
 
 from experiments.models import EnsembleMember, EnsembleRecipe, RecipeRun, Team
+from experiments.presentation import figures
 
 
 def team_recipes(*, team: Team) -> list[EnsembleRecipe]:
@@ -26,6 +27,7 @@ def recipe_runs(*, recipe: EnsembleRecipe) -> list[RecipeRun]:
     members: dict[int, list[EnsembleMember]] = {}
     for row in (EnsembleMember.objects.filter(ensemble_id__in=ensemble_ids)
                 .select_related("model", "trial__study").order_by("position")):
+        row.display_label = figures.member_label(row)  # "trial N" as the study and preview number it
         members.setdefault(row.ensemble_id, []).append(row)
     for run in runs:
         run.member_rows = members.get(run.ensemble_id, [])

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.models import ModelAlias, RecipeRun, RegisteredModel, TrainedModel
+from experiments.presentation import figures
 from experiments.services.registry import RegistryError, registry_alias_set, registry_register
 from experiments.states import ModelStatus
 
@@ -33,11 +34,13 @@ def _figures(entry: dict | None) -> dict:
             "val_metrics": entry.get("val") or {}, "test_metrics": entry.get("test") or {}}
 
 
-def collapse(report: dict) -> tuple[bool, str]:
+def collapse(report: dict, names: dict | None = None) -> tuple[bool, str]:
     """Whether the ensemble is one member in disguise, and why: the members too alike (their
-    validation correlation), or the others dropped by the recipe's correlation cap."""
+    validation correlation), or the others dropped by the recipe's correlation cap. `names` maps
+    the worker's member labels to the pages' (see `_page_labels`)."""
     weights = [float(w) for w in report.get("weights") or []]
     labels = report.get("members") or [str(i + 1) for i in range(len(weights))]
+    labels = [(names or {}).get(label, label) for label in labels]
     kept = [i for i, w in enumerate(weights) if w > 0]
     if not weights or (len(kept) > 1 and max(weights) < ONE_MEMBER):
         return False, ""
@@ -54,6 +57,16 @@ def collapse(report: dict) -> tuple[bool, str]:
                           f"{labels[top]}. {advice}")
         return True, f"{alike}, so the fit put all the weight on {labels[top]}. {advice}"
     return True, f"all the weight is on {labels[top]}. {advice}"
+
+
+def _page_labels(model: TrainedModel, report: dict) -> dict:
+    """The worker labels a trial member by KerasTuner's id ("study trial 0"); the pages (the study,
+    the preview, the ensemble's page) by its 1-based number ("study trial 1"): worker label -> page label."""
+    worker = report.get("members") or []
+    members = list(model.members.select_related("model", "trial__study").order_by("position"))
+    if len(worker) != len(members):
+        return {}
+    return {str(label): figures.member_label(member) for label, member in zip(worker, members, strict=True)}
 
 
 def _changes(run: RecipeRun) -> dict:
@@ -122,14 +135,15 @@ def recipe_run_finish(*, run: RecipeRun, status: str, error: str = "") -> None:
         return
     model = TrainedModel.objects.get(pk=run.ensemble_id)
     report = model.report or {}
-    figures = report.get("comparison") or {}
-    collapsed, why = collapse(report)
-    best = figures.get("best_member") or {}
+    outcome = report.get("comparison") or {}
+    names = _page_labels(model, report)
+    collapsed, why = collapse(report, names)
+    best = outcome.get("best_member") or {}
     comparison = {
         "metric": METRIC,
-        "ensemble": _figures(figures.get("ensemble")),
-        "best_member": {"label": best.get("label", ""), **_figures(best)},
-        "mean": _figures(figures.get("mean")),
+        "ensemble": _figures(outcome.get("ensemble")),
+        "best_member": {"label": names.get(best.get("label", ""), best.get("label", "")), **_figures(best)},
+        "mean": _figures(outcome.get("mean")),
         "collapsed": collapsed, "collapsed_reason": why,
         "dropped": report.get("dropped_reasons") or {},
         "changes": _changes(run),

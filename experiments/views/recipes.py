@@ -19,11 +19,15 @@ COLLAPSED_WARNING = ("This ensemble equals its best member: its members are too 
                      "stacking.")
 
 
+# The fields the save checks that the preview reads (the sources' errors are shown apart, first).
+PREVIEWED_FIELDS = ("metric", "direction", "top_k", "per_group_max", "group_by", "members_as", "correlation_cap")
+
+
 def get_recipe_for_user(request, recipe_id: int) -> EnsembleRecipe:
     return found_or_404(team_recipe(team=request.team, recipe_id=recipe_id), EnsembleRecipe)
 
 
-def preview_context(rule: Rule | None) -> dict:
+def preview_context(rule: Rule | None, *, savable: bool = True) -> dict:
     """The preview's candidates, picked or not and why, and its warnings (a recipe may wait for
     studies: fewer than two picks is a warning, not an error)."""
     if rule is None:
@@ -32,8 +36,8 @@ def preview_context(rule: Rule | None) -> dict:
     picked = sum(c.picked for c in candidates)
     warnings = []
     if picked < 2:
-        warnings.append(f"Today the rule picks {picked} member{'s' if picked != 1 else ''}: a run needs at least two. "
-                        "The recipe can be saved and will wait for its studies.")
+        warnings.append(f"Today the rule picks {picked} member{'s' if picked != 1 else ''}: a run needs at least two."
+                        + (" The recipe can be saved and will wait for its studies." if savable else ""))
     elif len({c.hypermodel for c in candidates if c.picked}) == 1 and len({c.study_id for c in candidates
                                                                             if c.picked}) == 1:
         warnings.append("Every pick comes from one study of one hypermodel: such members are usually too alike for "
@@ -44,7 +48,7 @@ def preview_context(rule: Rule | None) -> dict:
 def _form_page(request, form: RecipeForm, recipe: EnsembleRecipe | None, title: str):
     rule = form.rule() if form.is_bound else (Rule.of(recipe) if recipe else None)
     return render(request, "recipes/form.html", {"form": form, "recipe": recipe, "title": title,
-                                                 **preview_context(rule)})
+                                                 **preview_context(rule, savable=not (form.is_bound and form.errors))})
 
 
 @team_required
@@ -114,8 +118,13 @@ def recipe_preview(request):
     form = RecipeForm(data, team=request.team)
     form.is_valid()  # the preview reads what is valid so far; the errors are the save's to show
     source_errors = [e for name in ("dataset", "source_studies", "source_tag") for e in form.errors.get(name, [])]
-    context = preview_context(form.rule())
-    context["warnings"] = [*source_errors, *context["warnings"]]
+    # A rule field the save would refuse (Top K 0, a cap of 0): the preview falls back to its default,
+    # so say so rather than show picks the saved recipe would not make.
+    rule_errors = [f"{e} The preview uses the default ({form.fields[name].initial})."
+                   if form.fields[name].initial not in (None, "") else e
+                   for name in PREVIEWED_FIELDS for e in form.errors.get(name, [])]
+    context = preview_context(form.rule(), savable=not (source_errors or rule_errors))
+    context["warnings"] = [*source_errors, *rule_errors, *context["warnings"]]
     return render(request, "recipes/_preview.html", context)
 
 
