@@ -16,6 +16,9 @@ from experiments.states import ModelStatus
 log = logging.getLogger(__name__)
 METRIC = "loss"
 ONE_MEMBER = 0.999  # a weight this large leaves the others nothing that shows in a figure
+# Above this validation correlation two members are "too alike"; below it a collapse means the
+# others were simply worse (adding them would only dilute the best).
+ALIKE = 0.95
 
 
 def candidate_label(candidate: dict) -> str:
@@ -50,12 +53,17 @@ def collapse(report: dict, names: dict | None = None) -> tuple[bool, str]:
     advice = "Try members of other hypermodels or studies (a lower per-group maximum, more sources)."
     if others and len(correlation) == len(weights):
         closest = max(others, key=lambda j: correlation[top][j])
-        alike = (f"members too alike: correlation {correlation[top][closest]:.3f} between {labels[top]} and "
-                 f"{labels[closest]}")
+        r = correlation[top][closest]
         if report.get("dropped_reasons") and len(kept) == 1:
-            return True, (f"{alike}; the recipe's correlation cap ({report.get('correlation_cap')}) left only "
-                          f"{labels[top]}. {advice}")
-        return True, f"{alike}, so the fit put all the weight on {labels[top]}. {advice}"
+            return True, (f"members too alike: correlation {r:.3f} between {labels[top]} and {labels[closest]}; "
+                          f"the recipe's correlation cap ({report.get('correlation_cap')}) left only {labels[top]}. "
+                          f"{advice}")
+        if r >= ALIKE:
+            return True, (f"members too alike: correlation {r:.3f} between {labels[top]} and {labels[closest]}, so "
+                          f"the fit put all the weight on {labels[top]}. {advice}")
+        return True, (f"the other members are weaker than {labels[top]} without being different enough to help "
+                      f"(correlation at most {r:.3f}), so the fit put all the weight on it. Try stronger members of "
+                      f"other hypermodels (a longer search of each), or stacking.")
     return True, f"all the weight is on {labels[top]}. {advice}"
 
 
@@ -80,9 +88,19 @@ def _changes(run: RecipeRun) -> dict:
             "previous_run": previous.number}
 
 
+def selection_loss(model: TrainedModel) -> float | None:
+    """The validation loss champion/challenger compares. A stacked ensemble's validation figure
+    is its meta-learner's in-sample refit on those very rows, which flatters it (and would make a
+    stacked champion unbeatable): its cross-validated loss on them stands in."""
+    fit = (model.report or {}).get("fit") or {}
+    if fit.get("val_loss_in_sample") and isinstance(fit.get("cv_loss"), int | float):
+        return float(fit["cv_loss"])
+    return _loss(model.val_metrics)
+
+
 def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) -> None:
     recipe = run.recipe
-    challenger = _loss(model.val_metrics)
+    challenger = selection_loss(model)
     comparison.update({"champion": None, "challenger_val": challenger, "rule": "", "verdict": "not registered"})
     if not recipe.register_as:
         return
@@ -103,15 +121,15 @@ def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) 
                .select_related("version__trained_model").first())
     champion = None
     if current is not None:
-        champion = {"version": current.version.version, "val": _loss(current.version.trained_model.val_metrics)}
+        champion = {"version": current.version.version, "val": selection_loss(current.version.trained_model)}
     comparison["champion"] = champion
     if champion is None:
-        comparison["rule"] = f"moves `{recipe.alias}` only when validation loss is lower than the current version's"
+        comparison["rule"] = f"moves {recipe.alias} only when validation loss is lower than the current version's"
         better, verdict = True, "first version"
     else:
         shown = "unknown" if champion["val"] is None else f"{champion['val']:.4g}"
-        comparison["rule"] = (f"moves `{recipe.alias}` only when validation loss is lower than the current "
-                              f"version's ({shown})")
+        comparison["rule"] = (f"moves {recipe.alias} only when validation loss is lower than the current "
+                              f"version's ({shown}); a stacked ensemble counts its cross-validated loss")
         # A champion without a recorded validation loss cannot be beaten on it: kept.
         better = challenger is not None and champion["val"] is not None and challenger < champion["val"]
         verdict = "promoted" if better else "kept the champion"

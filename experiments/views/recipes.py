@@ -14,9 +14,7 @@ from experiments.selectors.recipes import Rule, recipe_candidates
 from experiments.services.recipes import recipe_clone, recipe_create, recipe_delete, recipe_run_now, recipe_update
 from experiments.views.access import editor_required, found_or_404, team_required
 
-COLLAPSED_WARNING = ("This ensemble equals its best member: its members are too alike (top 3 of one search). Try "
-                     "members from different hypermodels or studies (per-hypermodel max 1), a correlation cap, or "
-                     "stacking.")
+COLLAPSED_WARNING = "This ensemble equals its best member, so it adds nothing:"
 
 
 # The fields the save checks that the preview reads (the sources' errors are shown apart, first).

@@ -133,14 +133,14 @@ def _existing_models(two_studies, alice):
     return models
 
 
-def ensemble_report(labels, weights, correlation=0.5, val=(0.10, 0.20, 0.15)):
+def ensemble_report(labels, weights, correlation=0.5, val=(0.10, 0.20, 0.15), fit=None):
     ensemble, best, mean = val
     both = lambda v: {"val": {"loss": v, "accuracy": 0.9}, "test": {"loss": v + 0.05, "accuracy": 0.88}}  # noqa: E731
     return {"method": "nelder_mead", "weights": weights, "members": labels,
             "dropped_members": [label for label, w in zip(labels, weights, strict=True) if w == 0],
             "comparison": {"ensemble": both(ensemble), "mean": both(mean),
                            "best_member": {"label": labels[0], "weight": weights[0], **both(best)}},
-            "correlation": [[1.0 if i == j else correlation for j in labels] for i in labels]}
+            "correlation": [[1.0 if i == j else correlation for j in labels] for i in labels], "fit": fit or {}}
 
 
 def build_run(recipe, alice, val_loss, **report):
@@ -170,8 +170,8 @@ def test_champion_challenger_moves_the_alias_only_when_better(acme, alice, two_s
     assert worse.status == Status.COMPLETED and worse.registered.version == 2 and not worse.promoted
     assert worse.comparison["verdict"] == "kept the champion"
     assert worse.comparison["champion"] == {"version": 1, "val": 0.20}
-    assert worse.comparison["rule"] == ("moves `production` only when validation loss is lower than the current "
-                                        "version's (0.2)")
+    assert worse.comparison["rule"] == ("moves production only when validation loss is lower than the current "
+                                        "version's (0.2); a stacked ensemble counts its cross-validated loss")
     assert worse.comparison["changes"] == {"added": [], "removed": [], "previous_run": 1}
     assert ModelAlias.objects.get(name="production").version.version == 1
 
@@ -179,6 +179,13 @@ def test_champion_challenger_moves_the_alias_only_when_better(acme, alice, two_s
     assert better.promoted and better.comparison["verdict"] == "promoted"
     assert better.comparison["champion"] == {"version": 1, "val": 0.20}
     assert ModelAlias.objects.get(name="production").version.version == 3
+
+    # A stacked champion is judged by its cross-validated loss, not its in-sample refit's 0.01.
+    stacked = build_run(recipe, alice, 0.01, weights=[0.6, 0.4], fit={"val_loss_in_sample": True, "cv_loss": 0.14})
+    assert stacked.promoted and stacked.comparison["challenger_val"] == 0.14
+    fair = build_run(recipe, alice, 0.12, weights=[0.6, 0.4])
+    assert fair.promoted and fair.comparison["champion"] == {"version": 4, "val": 0.14}
+    assert ModelAlias.objects.get(name="production").version.version == 5
 
 
 def test_a_run_whose_weights_sit_on_one_member_reports_the_collapse(acme, alice, two_studies):
@@ -324,6 +331,8 @@ def test_the_collapse_rule_on_constructed_reports():
     capped, why = collapse({"weights": [1.0, 0.0, 0.0], "members": labels, "correlation": correlation,
                             "correlation_cap": 0.9, "dropped_reasons": {"b v1": "too alike to a v1 (r=1.00)"}})
     assert capped and "the recipe's correlation cap (0.9) left only a v1" in why
+    weaker, why = collapse({"weights": [1.0, 0.0], "members": labels[:2], "correlation": [[1.0, 0.8], [0.8, 1.0]]})
+    assert weaker and why.startswith("the other members are weaker than a v1") and "too alike" not in why
 
 
 def test_a_cancelled_retrain_fails_the_run(acme, alice, two_studies):

@@ -185,7 +185,7 @@ def test_runs_show_members_comparison_changes_and_the_collapse_warning(alice_cli
                                                               "strength": 0.1, "folds": 5, "cv_loss": 0.21}})
     RecipeRun.objects.create(recipe=recipe, number=4, trigger="manual", status="completed", ensemble=stacked)
     page = page_text(alice_client.get(reverse("recipe_detail", args=[recipe.id])))
-    assert "This ensemble equals its best member: its members are too alike (top 3 of one search)" in page
+    assert "This ensemble equals its best member, so it adds nothing: weight 1 on dense trial 1" in page
     assert "added trial:3" in page and "removed trial:2" in page and "First run." in page
     assert "dense trial 1" in page and "loss 0.3300" in page and "study dense search completed" in page
     assert "no members" in page
