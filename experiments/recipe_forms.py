@@ -143,12 +143,16 @@ class RecipeForm(forms.Form):
         dataset, studies = data.get("dataset"), list(data.get("source_studies") or [])
         if dataset is None or self.errors.get("source_studies") or self.errors.get("source_tag"):
             return data
-        self._check_sources(dataset, studies, data.get("source_tag") or "")
+        self._check_sources(dataset, studies, data.get("source_tag") or "",
+                            waits=data.get("trigger") in (EnsembleRecipe.Trigger.STUDY_COMPLETED,
+                                                          EnsembleRecipe.Trigger.NEW_CANDIDATE))
         if not self.errors and data.get("correlation_cap") is not None:
             self._check_cap(self.rule(), data["correlation_cap"])
         return data
 
-    def _check_sources(self, dataset: Dataset, studies: list[Study], tag: str) -> None:
+    def _check_sources(self, dataset: Dataset, studies: list[Study], tag: str, *, waits: bool) -> None:
+        """`waits`: a recipe run by study events may name a tag no study carries yet (the studies
+        tagged later are its sources); one run on demand would have nothing to run."""
         if not studies and not tag:
             self.add_error("source_studies", "Give the recipe's sources: one or more studies of the dataset, or a "
                                              "tag (every study of the dataset carrying it).")
@@ -164,9 +168,10 @@ class RecipeForm(forms.Form):
             self.add_error("source_studies", f"Study {stray[0].name!r} is of dataset {stray[0].dataset.name!r}, not "
                                              f"the recipe's {dataset.name!r}.")
             return
-        if tag and not recipe_sources(Rule(team=self.team, dataset_id=dataset.id, source_tag=tag)):
+        if tag and not waits and not recipe_sources(Rule(team=self.team, dataset_id=dataset.id, source_tag=tag)):
             self.add_error("source_tag", f"No study of {dataset.name} carries the tag {tag!r}: tag studies on their "
-                                         "pages, or pick studies.")
+                                         "pages, pick studies, or let the recipe wait for tagged studies (trigger "
+                                         "on a source study completing).")
 
     def _check_cap(self, rule: Rule, cap: float) -> None:
         """Refuse a cap that leaves fewer than two of today's picks, when their predictions are known."""

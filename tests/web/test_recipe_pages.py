@@ -92,6 +92,13 @@ def test_each_bad_recipe_is_refused_with_its_message_and_nothing_saved(
     assert EnsembleRecipe.objects.count() == before
 
 
+def test_a_recipe_run_by_study_events_may_wait_for_a_tag_no_study_carries_yet(alice_client, acme_dataset):
+    response = _new(alice_client, recipe_data(acme_dataset, source_studies=[], source_tag="later",
+                                              trigger="study_completed"))
+    assert response.status_code == 302
+    assert EnsembleRecipe.objects.get().source_tag == "later"
+
+
 def test_tag_sources_pick_every_tagged_study_of_the_dataset(alice_client, acme_dataset, dense, tiny):
     alice_client.post(reverse("study_tags", args=[dense.id]), {"tags": "Ensemble, wide"})
     dense.refresh_from_db()
