@@ -61,7 +61,10 @@ class Embedded:
             return db.execute(sql, args).fetchall()
 
     def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
+        # As Ctrl-C in make run's terminal: SIGINT to the whole group. (SIGTERM to the group also
+        # reaches Celery's pool children directly; the pool starts a replacement child during the
+        # warm shutdown and the worker then hangs until killed: 60 s per test.)
+        os.killpg(self.process.pid, signal.SIGINT)
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
