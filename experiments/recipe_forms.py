@@ -5,13 +5,14 @@ import io
 
 import numpy as np
 from django import forms
+from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
 from experiments.ensembling.diversity import correlation_pick
 from experiments.models import Dataset, EnsembleRecipe, Study
 from experiments.selectors.recipes import Rule, recipe_candidates, recipe_sources
 from experiments.services.prediction_cache import cached_predictions_read
-from experiments.tuning.bounds import no_control_characters, whole_number_field
+from experiments.tuning.bounds import no_control_characters, parse_id, whole_number_field
 
 MAX_NAME = 80
 MAX_ALIAS = 40
@@ -51,6 +52,28 @@ def _choices(enum) -> list[tuple[str, str]]:
     return [(value, label) for value, label in enum.choices]
 
 
+class _TeamChoice(forms.ModelChoiceField):
+    """An id screened by parse_id before the lookup: SQLite cannot bind a 20-digit number (an
+    OverflowError, a 500 in make run), so an id out of range is "not found" like any other."""
+
+    def to_python(self, value):
+        if value not in self.empty_values and parse_id(value) is None:
+            raise ValidationError(self.error_messages["invalid_choice"], code="invalid_choice",
+                                  params={"value": value})
+        return super().to_python(value)
+
+
+class _TeamChoices(forms.ModelMultipleChoiceField):
+    """The same screening for a list of ids."""
+
+    def _check_values(self, value):
+        for pk in value:
+            if parse_id(pk) is None:
+                raise ValidationError(self.error_messages["invalid_pk_value"], code="invalid_pk_value",
+                                      params={"pk": pk})
+        return super()._check_values(value)
+
+
 class RecipeForm(forms.Form):
     """Create or edit a recipe (pages: /recipes/new/, /recipes/<id>/edit/; API: POST, PUT, PATCH)."""
 
@@ -58,10 +81,10 @@ class RecipeForm(forms.Form):
                            help_text="Lower-case letters, digits, '-' and '_'; unique in the team.")
     description = forms.CharField(required=False, max_length=2000, validators=[no_control_characters],
                                   widget=forms.Textarea(attrs={"rows": 2}))
-    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(), error_messages={
+    dataset = _TeamChoice(queryset=Dataset.objects.none(), error_messages={
         "required": "Pick the dataset whose studies the recipe draws from.",
         "invalid_choice": "That dataset was not found in this team."})
-    source_studies = forms.ModelMultipleChoiceField(
+    source_studies = _TeamChoices(
         label="Studies", queryset=Study.objects.none(), required=False,
         help_text="Source studies of the dataset (and/or a tag below).",
         error_messages={"invalid_choice": "Study %(value)s was not found in this team.",

@@ -71,6 +71,8 @@ def test_create_read_change_clone_and_delete(alice_api, acme_dataset, dense, tin
     ("alias alone", "alias", "An alias needs Register as"),
     ("unknown field", "colour", "Unknown field."),
     ("list as name", "name", "Must be text, not a list."),
+    ("huge study id", "source_studies", "Study 100000000000000000000 was not found in this team."),
+    ("huge dataset id", "dataset", "That dataset was not found in this team."),
 ])
 def test_each_bad_recipe_is_refused_with_the_pages_message(alice_api, acme, alice, globex, charlie, acme_dataset,
                                                           dense, tiny, case, field, message):
@@ -88,7 +90,12 @@ def test_each_bad_recipe_is_refused_with_the_pages_message(alice_api, acme, alic
         "alias alone": {"alias": "production"},
         "unknown field": {"colour": "red"},
         "list as name": {"name": ["a"]},
+        # Beyond any id (SQLite cannot even bind it: it was a 500 in make run).
+        "huge study id": {"source_studies": [10**20]},
+        "huge dataset id": {},
     }[case])
+    if case == "huge dataset id":
+        data["dataset"] = 10**20
     response = alice_api.post("/api/v1/recipes/", data, format="json")
     assert response.status_code == 400
     assert response.json()["field"] == field and message in response.json()["errors"][field][0], response.json()
