@@ -153,21 +153,15 @@ class _Report(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class _StopOnNaN(keras.callbacks.TerminateOnNaN):
-    """Keras's NaN stop, run in Keras's callback thread. A batch-end hook not marked async-safe
-    makes Keras fetch every step's loss on the training loop's thread: a device sync per step
-    that cost a JAX trial on an H200 a quarter of its speed (benchmarks/results/gpu-nvidia-h200.json).
-    Off the loop, the stop comes a step or two later; the epoch's NaN check still fails the trial."""
-
-    async_safe = True
-
-
 class _TimeLimit(keras.callbacks.Callback):
     """Stops training after the batch during which the time limit passed (an epoch may be
-    long; a check per batch costs a clock read). Async-safe like _StopOnNaN: it reads a clock,
-    not the logs."""
+    long; a check per batch costs a clock read).
 
-    async_safe = True
+    Neither this nor TerminateOnNaN is marked async-safe, though their batch hooks make Keras
+    fetch every step's loss on the training loop's thread (a JAX trial on an H200 ran at 0.76 of
+    a plain fit, benchmarks/results/gpu-nvidia-h200-before-async-callbacks.json): marked so, a
+    stop set from Keras's callback thread under JAX raced the end of fit ("Array has been
+    deleted"). Checking both at epoch ends instead is the fix still to make."""
 
     def __init__(self, limit_seconds: float | None):
         super().__init__()
@@ -294,7 +288,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
         report = _Report(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
         keep_best = _KeepBest(spec.objective, spec.direction, spec.patience)
-        callbacks = [report, _StopOnNaN(), keep_best, time_limit]
+        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, warm_start)
             _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
@@ -343,7 +337,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
     validation = run.validation(data.x_val, data.y_val)
     log = _Report(report)
     time_limit = _TimeLimit(time_limit_seconds)
-    callbacks = [log, _StopOnNaN(),
+    callbacks = [log, keras.callbacks.TerminateOnNaN(),
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
     with run.scope():
         model = run.build(build)
@@ -371,7 +365,7 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     time_limit = _TimeLimit(time_limit_seconds)
     with run.scope():
         model = run.build(build)
-        _fit(fit, model, **train, epochs=epochs, callbacks=[log, _StopOnNaN(), time_limit],
+        _fit(fit, model, **train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
              verbose=0)
     time_limit.check()
     if log.cancelled:
