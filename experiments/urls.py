@@ -90,6 +90,7 @@ urlpatterns = [
     path("recipes/<int:recipe_id>/clone/", recipes.recipe_clone_view, name="recipe_clone"),
     path("recipes/<int:recipe_id>/preview/", recipes.recipe_preview_saved, name="recipe_preview_saved"),
     path("recipes/<int:recipe_id>/run/", recipes.recipe_run_view, name="recipe_run"),
+    path("recipes/<int:recipe_id>/take-over/", recipes.recipe_take_over_view, name="recipe_take_over"),
     path("recipes/<int:recipe_id>/delete/", recipes.recipe_delete_view, name="recipe_delete"),
     path("studies/<int:study_id>/tags/", studies.study_tags_view, name="study_tags"),
     # Serving from the registry: the team's TF Serving folder and its exports.

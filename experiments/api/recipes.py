@@ -1,6 +1,6 @@
-"""Ensemble recipes: list, create, read, change (PUT, PATCH), delete, clone, preview who would be
-picked today, and the runs (list, run now). Validated by the pages' forms
-(experiments/recipe_forms.py), with the same messages."""
+"""Ensemble recipes: list, create, read, change (PUT, PATCH), delete, clone, take over (owners),
+preview who would be picked today, and the runs (list, run now: 409 while one is waiting or
+building). Validated by the pages' forms (experiments/recipe_forms.py), with the same messages."""
 
 from django.http import Http404
 from django.urls import reverse
@@ -8,14 +8,23 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
+from experiments.api.auth import OwnerOnly
 from experiments.api.bodies import body_object, strict, validated
 from experiments.api.errors import ERRORS, Conflict
 from experiments.api.responses import absolute
 from experiments.models import EnsembleRecipe, RecipeRun, Study
 from experiments.recipe_forms import RecipeCloneForm, RecipeForm, recipe_initial
-from experiments.selectors.recipe_lists import recipe_runs, team_recipe, team_recipes
+from experiments.selectors.recipe_lists import recipe_runs, recipe_triggers_stopped, team_recipe, team_recipes
 from experiments.selectors.recipes import Rule
-from experiments.services.recipes import recipe_clone, recipe_create, recipe_delete, recipe_run_now, recipe_update
+from experiments.services.recipe_runs import RecipeRunBusy
+from experiments.services.recipes import (
+    recipe_clone,
+    recipe_create,
+    recipe_delete,
+    recipe_run_now,
+    recipe_take_over,
+    recipe_update,
+)
 from experiments.views.recipes import preview_context
 
 
@@ -30,19 +39,30 @@ class RecipeSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     source_studies = serializers.SerializerMethodField(help_text="The source studies' ids.")
     last_run_status = serializers.SerializerMethodField()
+    acts_for = serializers.CharField(
+        source="acts_for.get_username", allow_null=True, default=None, read_only=True,
+        help_text="The member the recipe's triggered runs act for (its creator until an owner takes it over); "
+                  "null when that account was deleted.")
+    triggers_stopped = serializers.SerializerMethodField(
+        help_text='Why the trigger starts no run now (that member left or was demoted), or "".')
+    last_skipped = serializers.CharField(read_only=True, help_text='The last trigger that started nothing because '
+                                                                   'of that, and why; "" since a run started.')
 
     class Meta:
         model = EnsembleRecipe
         fields = ["id", "url", "name", "description", "dataset", "source_studies", "source_tag", "metric",
                   "direction", "top_k", "per_group_max", "group_by", "include_pruned", "correlation_cap",
                   "members_as", "method", "greedy_rounds", "trigger", "register_as", "alias", "created", "updated",
-                  "last_run_status"]
+                  "last_run_status", "acts_for", "triggers_stopped", "last_skipped", "last_skipped_at"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:recipe-detail", kwargs={"recipe_id": obj.id}))
 
     def get_source_studies(self, obj) -> list[int]:
         return sorted(study.id for study in obj.source_studies.all())
+
+    def get_triggers_stopped(self, obj) -> str:
+        return recipe_triggers_stopped(recipe=obj)
 
     def get_last_run_status(self, obj) -> str | None:
         if hasattr(obj, "last_run_status"):
@@ -201,6 +221,22 @@ class RecipeClone(generics.GenericAPIView):
         return _recipe_body(request, copy, status=status.HTTP_201_CREATED)
 
 
+class TakeOverPermission(OwnerOnly):
+    message = "Only the team's owners can take a recipe over."
+
+
+class RecipeTakeOver(generics.GenericAPIView):
+    serializer_class = RecipeSerializer
+    permission_classes = [TakeOverPermission]
+
+    @extend_schema(request=None, responses={200: RecipeSerializer, **ERRORS})
+    def post(self, request, recipe_id: int):
+        """Owners: the recipe's triggered runs act for you from now on (they start again when the member
+        they acted for has left the team or been demoted)."""
+        recipe = get_recipe(request, recipe_id)
+        return _recipe_body(request, recipe_take_over(recipe=recipe, user=request.user))
+
+
 class RecipePreview(generics.GenericAPIView):
     serializer_class = PreviewSerializer
 
@@ -223,16 +259,19 @@ class RecipeRuns(generics.GenericAPIView):
 
     @extend_schema(request=RunInput, responses={201: RunSerializer, 409: ERRORS[400], **ERRORS})
     def post(self, request, recipe_id: int):
-        """Run now: start a run of the recipe with today's candidates."""
+        """Run now: start a run of the recipe with today's candidates, acting for you. 409 while a run of
+        the recipe is waiting or building (nothing is started). A run whose ensemble the registry already
+        holds completes at once, building and registering nothing (its comparison's verdict says so)."""
         recipe = get_recipe(request, recipe_id)
         data = body_object(request)
         strict(RunInput, data)
         reason = data.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise serializers.ValidationError({"reason": ["Must be text."]})
-        run = recipe_run_now(recipe=recipe, user=request.user,
-                             reason=(reason or "").strip()[:500] or f"Run now by {request.user.username} (API)")
-        if run is None:
-            raise Conflict("A run of this recipe with the same candidates is already under way.")
+        try:
+            run = recipe_run_now(recipe=recipe, user=request.user,
+                                 reason=(reason or "").strip()[:500] or f"Run now by {request.user.username} (API)")
+        except RecipeRunBusy as exc:
+            raise Conflict(str(exc)) from None
         run.changes = {}
         return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED)

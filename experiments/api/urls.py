@@ -62,6 +62,7 @@ urlpatterns = [
     path("recipes/", recipes.RecipeList.as_view(), name="recipe-list"),
     path("recipes/<int:recipe_id>/", recipes.RecipeDetail.as_view(), name="recipe-detail"),
     path("recipes/<int:recipe_id>/clone/", recipes.RecipeClone.as_view(), name="recipe-clone"),
+    path("recipes/<int:recipe_id>/take-over/", recipes.RecipeTakeOver.as_view(), name="recipe-take-over"),
     path("recipes/<int:recipe_id>/preview/", recipes.RecipePreview.as_view(), name="recipe-preview"),
     path("recipes/<int:recipe_id>/runs/", recipes.RecipeRuns.as_view(), name="recipe-runs"),
     # Serving from the registry: request an export of the team's registry, read the last one.

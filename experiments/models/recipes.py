@@ -60,6 +60,14 @@ class EnsembleRecipe(models.Model):
     register_as = models.SlugField(max_length=80, blank=True)
     alias = models.SlugField(max_length=40, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    # The member its triggered runs act for (their retrains, ensembles and registry changes are
+    # theirs): its creator, until an owner takes it over. Only while they are an owner or editor
+    # of the team do triggers start runs; `last_skipped*` is the last trigger that started nothing
+    # because they were not (services/recipe_triggers.py).
+    acts_for = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    last_skipped = models.TextField(blank=True)
+    last_skipped_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
     updated = models.DateTimeField(default=timezone.now)
 
@@ -99,6 +107,8 @@ class RecipeRun(models.Model):
     registered = models.ForeignKey(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     promoted = models.BooleanField(default=False)
     error = models.TextField(blank=True)
+    # The member the run acts for: whoever clicked Run now, or the recipe's acts_for when a trigger
+    # started it. Its build and registry changes are theirs, and happen only while they may act.
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(default=timezone.now)
     finished = models.DateTimeField(null=True, blank=True)

@@ -1,21 +1,37 @@
 """Ensemble recipes as the pages and the API list them: the team's recipes with their last run,
-one recipe, and its runs with their ensembles' members (weights) and what changed between runs."""
+one recipe (and whether its triggers are stopped), and its runs with their ensembles' members
+(weights) and what changed between runs."""
 
 from django.db.models import OuterRef, Subquery
 
 from experiments.models import EnsembleMember, EnsembleRecipe, RecipeRun, Team
 from experiments.presentation import figures
+from experiments.selectors.teams import editor_problem
+
+ACTS_ONLY = "A recipe's runs act only for a current owner or editor of its team."
 
 
 def team_recipes(*, team: Team) -> list[EnsembleRecipe]:
     last = RecipeRun.objects.filter(recipe=OuterRef("pk")).order_by("-number")
-    return list(EnsembleRecipe.objects.filter(team=team).select_related("dataset").annotate(
+    return list(EnsembleRecipe.objects.filter(team=team).select_related("dataset", "acts_for").annotate(
         last_run_status=Subquery(last.values("status")[:1]), last_run_number=Subquery(last.values("number")[:1]),
     ).order_by("name"))
 
 
 def team_recipe(*, team: Team, recipe_id: int) -> EnsembleRecipe | None:
-    return EnsembleRecipe.objects.filter(team=team, pk=recipe_id).select_related("dataset").first()
+    return EnsembleRecipe.objects.filter(team=team, pk=recipe_id).select_related("dataset", "acts_for").first()
+
+
+def recipe_triggers_stopped(*, recipe: EnsembleRecipe) -> str:
+    """Why the recipe's trigger starts no run now, in words; "" when it does (or it has none: Run
+    now acts for whoever clicks it)."""
+    if recipe.trigger == EnsembleRecipe.Trigger.MANUAL:
+        return ""
+    problem = editor_problem(user=recipe.acts_for, team_id=recipe.team_id)
+    if not problem:
+        return ""
+    return (f"Triggered runs are stopped: {problem}. {ACTS_ONLY} An owner can take the recipe over; its runs then "
+            "act for them.")
 
 
 def recipe_runs(*, recipe: EnsembleRecipe) -> list[RecipeRun]:

@@ -53,6 +53,21 @@ def user_membership(*, user, team_id: int) -> Membership | None:
     return Membership.objects.filter(user=user, team_id=team_id).first()
 
 
+def editor_problem(*, user, team_id: int) -> str:
+    """Why `user` may not change the team's models now, in words ("bob is no longer a member of
+    Acme"), or "" when they are one of its owners or editors: what anything acting for a person
+    outside a request (a recipe's runs) checks before it acts."""
+    if user is None:
+        return "the account it acted for was deleted"
+    membership = Membership.objects.filter(user=user, team_id=team_id).select_related("team").first()
+    if membership is None:
+        team = Team.objects.filter(pk=team_id).values_list("name", flat=True).first()
+        return f"{user.get_username()} is no longer a member of {team}"
+    if not membership.can_edit:
+        return f"{user.get_username()} is a {membership.role} of {membership.team.name} now"
+    return ""
+
+
 def team_membership(*, team: Team, membership_id: int) -> Membership | None:
     return Membership.objects.select_related("user", "team").filter(pk=membership_id, team=team).first()
 

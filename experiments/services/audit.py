@@ -49,6 +49,7 @@ VERB_LABELS = {
     "registry.alias_remove": "Alias removed", "registry.rollback": "Alias move rolled back",
     "recipe.create": "Ensemble recipe made", "recipe.update": "Ensemble recipe changed",
     "recipe.clone": "Ensemble recipe cloned", "recipe.delete": "Ensemble recipe deleted",
+    "recipe.take_over": "Ensemble recipe taken over",
 }
 
 
@@ -107,12 +108,15 @@ def audit_acting_request(request) -> Iterator[None]:
         _request.reset(token)
 
 
-def audit_record(*, verb: str, obj, team_id: int, changes: dict | None = None) -> AuditEvent:
+def audit_record(*, verb: str, obj, team_id: int, changes: dict | None = None, actor=None) -> AuditEvent:
     """Record an action that is not a save of a registered model (a cancel, a download). Call it
-    inside the transaction of the change it records."""
+    inside the transaction of the change it records. `actor` is who it was done for: given, it is
+    the row's actor even outside any request (a recipe's run finishing in a worker); else the
+    request's user is."""
     action = AuditEvent.Action.ACCESS if verb.endswith(".download") else AuditEvent.Action.UPDATE
+    who = {"actor": actor, "actor_email": actor.email or None} if getattr(actor, "is_authenticated", False) else {}
     return AuditEvent.objects.log_create(obj, force_log=True, action=action, changes=changes or {}, verb=verb,
-                                         team_id=team_id)
+                                         team_id=team_id, **who)
 
 
 def audit_purge(*, now=None) -> int:

@@ -1,15 +1,29 @@
 """How a recipe run ends: its ensemble's figures beside the best member and the mean, whether it
 collapsed to one member (and why), what changed since the recipe's last completed run, and the
 champion/challenger step — register the ensemble, and move the alias only when it beats the
-alias's current version on validation loss (the figure the ensemble's weights were chosen by)."""
+alias's current version on validation loss (the figure the ensemble's weights were chosen by).
+Registry changes are made for the member the run acts for, audited with the recipe and run, and
+only while that member is an owner or editor of the team; an ensemble the registry already holds
+(registered_twin) is not registered again."""
 
 import logging
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
-from experiments.models import ModelAlias, RecipeRun, RegisteredModel, TrainedModel
+from experiments.models import (
+    EnsembleMember,
+    EnsembleRecipe,
+    ModelAlias,
+    ModelVersion,
+    RecipeRun,
+    RegisteredModel,
+    TrainedModel,
+)
 from experiments.presentation import figures
+from experiments.selectors.recipe_lists import ACTS_ONLY
+from experiments.selectors.teams import editor_problem
 from experiments.services.registry import RegistryError, registry_alias_set, registry_register
 from experiments.states import ModelStatus
 
@@ -88,6 +102,74 @@ def _changes(run: RecipeRun) -> dict:
             "previous_run": previous.number}
 
 
+@dataclass(frozen=True)
+class Twin:
+    """A version of the recipe's registered model whose ensemble is the one a run would build."""
+
+    version: ModelVersion
+    role: str  # "the champion" (the alias's version), "the last version", or ""
+
+    @property
+    def verdict(self) -> str:
+        role = f" ({self.role})" if self.role else ""
+        return f"same members, method and inputs as v{self.version.version}{role}: nothing registered"
+
+
+def _member_keys(ensemble_ids: list[int]) -> dict[int, list[str]]:
+    keys: dict[int, list[str]] = {}
+    for row in EnsembleMember.objects.filter(ensemble_id__in=ensemble_ids).values("ensemble_id", "model_id",
+                                                                                   "trial_id"):
+        key = f"model:{row['model_id']}" if row["model_id"] else f"trial:{row['trial_id']}"
+        keys.setdefault(row["ensemble_id"], []).append(key)
+    return keys
+
+
+def registered_twin(*, recipe: EnsembleRecipe, members: list[str]) -> Twin | None:
+    """The version of the recipe's registered model that already is the ensemble of `members` (run
+    member keys) the recipe would build: the same member models and trial checkpoints (as a set:
+    the fit does not depend on their order), the same method with the same options (greedy rounds,
+    correlation cap, seed), on the same dataset. Its figures would be the same, so registering it
+    again only adds a version that serves what one already does. The alias's version is looked
+    at first, then the newest; None when there is none (or nothing is registered)."""
+    if not recipe.register_as or not members or any(not key.startswith(("model:", "trial:")) for key in members):
+        return None
+    registered = RegisteredModel.objects.filter(team_id=recipe.team_id, name=recipe.register_as).first()
+    if registered is None:
+        return None
+    greedy = recipe.method == TrainedModel.Method.GREEDY
+    versions = list(registered.versions.filter(
+        trained_model__kind=TrainedModel.Kind.ENSEMBLE, trained_model__dataset_id=recipe.dataset_id,
+        trained_model__method=recipe.method, trained_model__seed=0,  # ensemble_create's, as _build calls it
+        **({"trained_model__greedy_rounds": recipe.greedy_rounds or 50} if greedy else {}),
+    ).select_related("trained_model").order_by("-version"))
+    if not versions:
+        return None
+    champion = (ModelAlias.objects.filter(registered_model=registered, name=recipe.alias)
+                .values_list("version_id", flat=True).first() if recipe.alias else None)
+    newest = registered.versions.order_by("-version").values_list("id", flat=True).first()
+    keys = _member_keys([v.trained_model_id for v in versions])
+    wanted = sorted(members)
+    for version in sorted(versions, key=lambda v: v.id != champion):
+        model = version.trained_model
+        if (model.report or {}).get("correlation_cap") != recipe.correlation_cap:
+            continue
+        if sorted(keys.get(model.id, [])) == wanted:
+            role = ("the champion" if version.id == champion else
+                    "the last version" if version.id == newest else "")
+            return Twin(version=version, role=role)
+    return None
+
+
+def recipe_run_unchanged(*, run: RecipeRun, twin: Twin) -> None:
+    """A run whose ensemble the registry already holds ends at once: nothing built or registered,
+    and the run says which version it equals (the caller holds the run's lock, or made it)."""
+    run.status, run.finished = RecipeRun.Status.COMPLETED, timezone.now()
+    run.comparison = {"metric": METRIC, "unchanged": {"version": twin.version.version,
+                                                      "model": twin.version.trained_model_id},
+                      "champion": None, "rule": "", "verdict": twin.verdict, "changes": _changes(run)}
+    run.save(update_fields=["status", "comparison", "finished"])
+
+
 def selection_loss(model: TrainedModel) -> float | None:
     """The validation loss champion/challenger compares. A stacked ensemble's validation figure
     is its meta-learner's in-sample refit on those very rows, which flatters it (and would make a
@@ -104,11 +186,24 @@ def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) 
     comparison.update({"champion": None, "challenger_val": challenger, "rule": "", "verdict": "not registered"})
     if not recipe.register_as:
         return
-    user = recipe.created_by
+    # The member the run acts for makes the registry changes (and is their audit rows' actor);
+    # one who has left or been demoted since the run started makes none.
+    user = run.created_by
+    problem = editor_problem(user=user, team_id=recipe.team_id)
+    if problem:
+        comparison["verdict"] = f"not registered: {problem}. {ACTS_ONLY}"
+        return
+    # Another run may have registered these very members while this one built.
+    twin = registered_twin(recipe=recipe, members=run.members)
+    if twin is not None:
+        comparison.update({"verdict": twin.verdict, "unchanged": {"version": twin.version.version,
+                                                                  "model": twin.version.trained_model_id}})
+        return
+    via = {"recipe": recipe.name, "run": run.number}
     try:
         with transaction.atomic():
             version = registry_register(team=recipe.team, model=model, name=recipe.register_as, user=user,
-                                        description=f"Recipe {recipe.name}, run {run.number}")
+                                        description=f"Recipe {recipe.name}, run {run.number}", via=via)
     except RegistryError as exc:
         comparison.update({"verdict": "not registered", "registry_error": str(exc)})
         return
@@ -136,7 +231,8 @@ def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) 
     if better:
         try:
             with transaction.atomic():
-                registry_alias_set(registered=registered, alias=recipe.alias, version=version.version, user=user)
+                registry_alias_set(registered=registered, alias=recipe.alias, version=version.version, user=user,
+                                   via=via)
         except RegistryError as exc:
             better, verdict = False, f"not promoted: {exc}"
     run.promoted = better

@@ -5,7 +5,13 @@ ensemble does (services/recipe_outcomes.py: comparison, champion/challenger).
 
 Every step holds the recipe row (starts) or the run row (moves) lock, so a duplicate event, two
 retrains finishing at once, or two processes delivering the same study completion move a run
-once. A `trigger_key` makes a start idempotent (constraint recipe_run_trigger_once)."""
+once. A `trigger_key` makes a start idempotent (constraint recipe_run_trigger_once), and Run now
+is refused while a run of the recipe is waiting or building (two clicks, one run).
+
+A run acts for one member (RecipeRun.created_by: who clicked Run now, or the recipe's acts_for),
+and only while they are an owner or editor of the team: it neither starts, builds nor registers
+for anyone else. A run whose ensemble would be one the registry already holds (same members,
+method and inputs) builds nothing (recipe_outcomes.registered_twin)."""
 
 import logging
 
@@ -16,9 +22,16 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import EnsembleRecipe, RecipeRun, TrainedModel, Trial
+from experiments.selectors.recipe_lists import ACTS_ONLY
 from experiments.selectors.recipes import Candidate, Rule, candidates_fingerprint, recipe_candidates
+from experiments.selectors.teams import editor_problem
 from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
-from experiments.services.recipe_outcomes import candidate_label, recipe_run_finish
+from experiments.services.recipe_outcomes import (
+    candidate_label,
+    recipe_run_finish,
+    recipe_run_unchanged,
+    registered_twin,
+)
 from experiments.services.trained_models import MAX_MODEL_NAME, ModelRequestError, trained_models_request
 from experiments.states import ModelStatus
 
@@ -29,6 +42,14 @@ UNFINISHED = (ModelStatus.QUEUED, ModelStatus.RUNNING)
 
 class RecipeRunError(TuneboardError):
     """Why a recipe cannot run now; str(exc) is shown to the user (pages, API, CLI alike)."""
+
+
+class RecipeRunBusy(RecipeRunError):
+    """Run now while a run of the recipe is still waiting or building (the API's 409)."""
+
+
+class RecipeRunStopped(RecipeRunError):
+    """The member the run would act for may not change the team's models (left, or demoted)."""
 
 
 def recipe_ensemble_name(recipe: EnsembleRecipe) -> str:
@@ -79,7 +100,18 @@ def _fail(run: RecipeRun, error: str) -> None:
 
 def _build(run: RecipeRun, recipe: EnsembleRecipe) -> None:
     """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker; the recipe's
-    correlation cap travels in its report (workers/ensembling.py drops members too alike)."""
+    correlation cap travels in its report (workers/ensembling.py drops members too alike). Not
+    for a member who has left or been demoted since the run started (FAILED), nor when the
+    registry already holds this very ensemble (COMPLETED at once, nothing built: it would only
+    be registered again)."""
+    problem = editor_problem(user=run.created_by, team_id=recipe.team_id)
+    if problem:
+        _fail(run, f"The run stopped before building its ensemble: {problem}. {ACTS_ONLY}")
+        return
+    twin = registered_twin(recipe=recipe, members=run.members)
+    if twin is not None:
+        recipe_run_unchanged(run=run, twin=twin)
+        return
     try:
         with transaction.atomic():
             members = ensemble_members_resolve(team=recipe.team, keys=run.members)
@@ -95,18 +127,36 @@ def _build(run: RecipeRun, recipe: EnsembleRecipe) -> None:
     run.save(update_fields=["status", "ensemble"])
 
 
+def _busy(recipe: EnsembleRecipe) -> str:
+    run = recipe.runs.filter(status__in=(Status.WAITING, Status.BUILDING)).order_by("-number").first()
+    if run is None:
+        return ""
+    doing = "is waiting for its retrains" if run.status == Status.WAITING else "is building its ensemble"
+    return (f"Run {run.number} of {recipe.name} {doing}: nothing was started. Run the recipe again once it has "
+            "ended.")
+
+
 def recipe_run_start(*, recipe: EnsembleRecipe, user, trigger: str = EnsembleRecipe.Trigger.MANUAL,
                      trigger_key: str = "", reason: str = "") -> RecipeRun | None:
-    """Apply the recipe now. Returns the run (WAITING for retrains, BUILDING, or FAILED when its
-    ensemble could not be created), or None when `trigger_key` already started a run of this
-    recipe (a duplicate delivery: nothing is created). Fewer than two picks: RecipeRunError,
-    nothing saved."""
+    """Apply the recipe now, acting for `user`. Returns the run (WAITING for retrains, BUILDING,
+    COMPLETED when the registry already holds its ensemble, or FAILED when its ensemble could not
+    be created), or None when `trigger_key` already started a run of this recipe (a duplicate
+    delivery: nothing is created). Refused with nothing saved: fewer than two picks
+    (RecipeRunError), `user` no owner or editor of the team (RecipeRunStopped), and on demand a
+    run of the recipe still waiting or building (RecipeRunBusy)."""
     with transaction.atomic():
-        # The recipe row's lock serialises starts: numbers count up without clashes, and a
-        # trigger key is checked and taken by one start at a time.
+        # The recipe row's lock serialises starts: numbers count up without clashes, a trigger
+        # key is checked and taken by one start at a time, and of two Run now clicks the second
+        # finds the first's run (committed before the lock was released).
         recipe = EnsembleRecipe.objects.select_for_update().select_related("team").get(pk=recipe.pk)
         if trigger_key and recipe.runs.filter(trigger_key=trigger_key).exists():
             return None
+        problem = editor_problem(user=user, team_id=recipe.team_id)
+        if problem:
+            raise RecipeRunStopped(f"No run was started: {problem}. {ACTS_ONLY}")
+        busy = _busy(recipe) if trigger == EnsembleRecipe.Trigger.MANUAL else ""
+        if busy:
+            raise RecipeRunBusy(busy)
         candidates = recipe_candidates(Rule.of(recipe))
         picked = [c for c in candidates if c.picked]
         if len(picked) < 2:

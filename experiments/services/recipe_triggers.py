@@ -5,15 +5,25 @@ run of new_candidate recipes whose picked set changed (key "candidates:<fingerpr
 or ensemble finishing moves the runs waiting on or building it.
 
 A recipe's trouble never breaks the event: starts run after the event's commit, each recipe in
-its own transaction, errors logged; the run moves happen in a savepoint of the model's finish."""
+its own transaction, errors logged; the run moves happen in a savepoint of the model's finish.
+
+Triggered runs act for the recipe's acts_for member. While that member is no owner or editor of
+the team (left, removed, demoted) a trigger starts nothing, and the recipe keeps why and when
+(last_skipped, last_skipped_at: shown on its page and in the API) until a run starts again."""
 
 import logging
 
 from django.db import transaction
+from django.utils import timezone
 
 from experiments.models import EnsembleRecipe, Study, TrainedModel
 from experiments.selectors.recipes import Rule, candidates_fingerprint, recipe_candidates, recipe_sources
-from experiments.services.recipe_runs import RecipeRunError, recipe_run_start, recipe_runs_on_model_finished
+from experiments.services.recipe_runs import (
+    RecipeRunError,
+    RecipeRunStopped,
+    recipe_run_start,
+    recipe_runs_on_model_finished,
+)
 from experiments.signals import model_finished, study_completed, trial_finished
 
 log = logging.getLogger(__name__)
@@ -24,7 +34,8 @@ def _recipes(study: Study, trigger: str) -> list[EnsembleRecipe]:
     """The team's recipes of the study's dataset with `trigger` that have the study as a source
     (cheap first: one indexed query; sources only for those few)."""
     found = []
-    for recipe in EnsembleRecipe.objects.filter(team_id=study.team_id, dataset_id=study.dataset_id, trigger=trigger):
+    for recipe in (EnsembleRecipe.objects.filter(team_id=study.team_id, dataset_id=study.dataset_id, trigger=trigger)
+                   .select_related("acts_for")):
         if any(source.id == study.id for source in recipe_sources(Rule.of(recipe))):
             found.append(recipe)
     return found
@@ -32,11 +43,18 @@ def _recipes(study: Study, trigger: str) -> list[EnsembleRecipe]:
 
 def _start(recipe: EnsembleRecipe, **options) -> None:
     try:
-        recipe_run_start(recipe=recipe, user=recipe.created_by, **options)
+        run = recipe_run_start(recipe=recipe, user=recipe.acts_for, **options)
+    except RecipeRunStopped as exc:
+        log.info("recipe %s (%s) stopped: %s", recipe.pk, options.get("trigger_key"), exc)
+        EnsembleRecipe.objects.filter(pk=recipe.pk).update(
+            last_skipped=f"{options.get('reason') or 'A trigger fired.'} {exc}", last_skipped_at=timezone.now())
     except RecipeRunError as exc:
         log.info("recipe %s (%s) did not start: %s", recipe.pk, options.get("trigger_key"), exc)
     except Exception:
         log.exception("recipe %s (%s) could not start", recipe.pk, options.get("trigger_key"))
+    else:
+        if run is not None and recipe.last_skipped:
+            EnsembleRecipe.objects.filter(pk=recipe.pk).update(last_skipped="", last_skipped_at=None)
 
 
 def recipes_on_study_completed(*, study_id: int) -> None:

@@ -1,5 +1,5 @@
-"""Ensemble recipes' writes: create, update, clone and delete a recipe, and a study's tags (a
-recipe may draw from every study of a dataset with a tag). The data comes validated by
+"""Ensemble recipes' writes: create, update, clone, take over and delete a recipe, and a study's
+tags (a recipe may draw from every study of a dataset with a tag). The data comes validated by
 experiments/recipe_forms.py (pages and API alike); each change is audited. Runs are
 experiments/services/recipe_runs.py's."""
 
@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from experiments.errors import TuneboardError
-from experiments.models import EnsembleRecipe, Study
+from experiments.models import EnsembleRecipe, Membership, Study
 from experiments.services.audit import audit_record
 from experiments.services.recipe_runs import recipe_run_start
 
@@ -45,7 +45,7 @@ def recipe_create(*, team, user, data: dict) -> EnsembleRecipe:
     """A recipe from a valid RecipeForm's cleaned data."""
     try:
         with transaction.atomic():
-            recipe = EnsembleRecipe.objects.create(team=team, created_by=user,
+            recipe = EnsembleRecipe.objects.create(team=team, created_by=user, acts_for=user,
                                                    **{name: data[name] for name in _FIELDS if name in data})
     except IntegrityError:
         raise _taken(data["name"]) from None  # a concurrent create of the same name
@@ -86,6 +86,25 @@ def recipe_clone(*, recipe: EnsembleRecipe, user, name: str) -> EnsembleRecipe:
 
 
 @transaction.atomic
+def recipe_take_over(*, recipe: EnsembleRecipe, user) -> EnsembleRecipe:
+    """An owner makes the recipe act for them: its triggered runs start again (when its member has
+    left or been demoted, they had stopped) and their builds and registry changes are theirs.
+    Runs already started keep acting for whom they started for."""
+    recipe = EnsembleRecipe.objects.select_for_update(of=("self",)).select_related("acts_for").get(pk=recipe.pk)
+    if not Membership.objects.filter(team_id=recipe.team_id, user=user, role=Membership.Role.OWNER).exists():
+        raise RecipeError("Only the team's owners can take a recipe over.")
+    if recipe.acts_for_id == user.pk:
+        raise RecipeError(f"{recipe.name} already acts for you.")
+    before = recipe.acts_for.get_username() if recipe.acts_for else None
+    recipe.acts_for, recipe.last_skipped, recipe.last_skipped_at = user, "", None
+    recipe.updated = timezone.now()
+    recipe.save(update_fields=["acts_for", "last_skipped", "last_skipped_at", "updated"])
+    audit_record(verb="recipe.take_over", obj=recipe, team_id=recipe.team_id,
+                 changes={"acts_for": [before, user.get_username()]}, actor=user)
+    return recipe
+
+
+@transaction.atomic
 def recipe_delete(*, recipe: EnsembleRecipe, user) -> None:
     """The recipe and its runs' records; the ensembles its runs built stay (ordinary models)."""
     _audit("recipe.delete", recipe, {"name": recipe.name})
@@ -111,7 +130,8 @@ def study_tags_set(*, study: Study, tags: str | list[str]) -> Study:
 
 
 def recipe_run_now(*, recipe: EnsembleRecipe, user, reason: str = ""):
-    """Start a run of the recipe on demand (the page's "Run now" and the API's POST .../runs/);
-    None when a run of the same candidates is already under way. Refusals (fewer than two
-    candidates, ...) raise recipe_runs.RecipeRunError with the message to show."""
+    """Start a run of the recipe on demand (the page's "Run now" and the API's POST .../runs/),
+    acting for `user`. Refusals raise recipe_runs.RecipeRunError with the message to show:
+    RecipeRunBusy while a run of the recipe is waiting or building (the API's 409), else fewer
+    than two candidates, ..."""
     return recipe_run_start(recipe=recipe, user=user, trigger=EnsembleRecipe.Trigger.MANUAL, reason=reason)

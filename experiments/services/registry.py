@@ -54,12 +54,16 @@ def _check_registrable(model: TrainedModel, team: Team) -> list[dict]:
     return signature
 
 
-def _audit(verb: str, registered: RegisteredModel, changes: dict) -> None:
-    audit_record(verb=verb, obj=registered, team_id=registered.team_id, changes=changes)
+def _audit(verb: str, registered: RegisteredModel, changes: dict, user, via: dict | None) -> None:
+    """`user` is the row's actor wherever the change is made (a recipe's run registers in a worker,
+    outside any request); `via` names what made it for them ({"recipe": ..., "run": ...})."""
+    audit_record(verb=verb, obj=registered, team_id=registered.team_id, changes={**changes, **(via or {})},
+                 actor=user)
 
 
 @transaction.atomic
-def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "") -> ModelVersion:
+def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "",
+                      via: dict | None = None) -> ModelVersion:
     """`model` as the next version of the team's registered model `name` (made by this first
     registration, with the model's task, input signature and dataset kind). A model whose task or
     input differs from the registered model's, or that is already one of its versions, is refused."""
@@ -87,7 +91,7 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
     last = registered.versions.aggregate(v=Max("version"))["v"] or 0
     version = ModelVersion.objects.create(registered_model=registered, version=last + 1, trained_model=model,
                                           description=description, created_by=user)
-    _audit("registry.register", registered, {"version": version.version, "model": model.id})
+    _audit("registry.register", registered, {"version": version.version, "model": model.id}, user, via)
     # A new version is served too (by number, /versions/N, before any alias points at it).
     serving_export_request(team=team, reason=f"version:{name}/{version.version}", user=user)
     return version
@@ -103,7 +107,7 @@ def _locked(registered: RegisteredModel) -> RegisteredModel:
 
 
 def _move(*, registered: RegisteredModel, alias: str, to: ModelVersion | None, user,
-          rollback_of: AliasMove | None = None) -> AliasMove:
+          rollback_of: AliasMove | None = None, via: dict | None = None) -> AliasMove:
     current = ModelAlias.objects.filter(registered_model=registered, name=alias).select_related("version").first()
     if to is None:
         current.delete()
@@ -116,13 +120,14 @@ def _move(*, registered: RegisteredModel, alias: str, to: ModelVersion | None, u
                                     rollback_of=rollback_of, user=user)
     verb = "registry.rollback" if rollback_of else ("registry.alias_remove" if to is None else "registry.alias_set")
     _audit(verb, registered, {"alias": alias, "from": move.from_version.version if move.from_version else None,
-                              "to": to.version if to else None})
+                              "to": to.version if to else None}, user, via)
     serving_export_request(team=registered.team, reason=f"alias:{registered.name}@{alias}", user=user)
     return move
 
 
 @transaction.atomic
-def registry_alias_set(*, registered: RegisteredModel, alias: str, version: int, user) -> AliasMove:
+def registry_alias_set(*, registered: RegisteredModel, alias: str, version: int, user,
+                       via: dict | None = None) -> AliasMove:
     """Point `alias` (made if new) at version `version`; the move is kept."""
     registered = _locked(registered)
     target = registered.versions.filter(version=version).first()
@@ -131,7 +136,7 @@ def registry_alias_set(*, registered: RegisteredModel, alias: str, version: int,
     current = ModelAlias.objects.filter(registered_model=registered, name=alias).first()
     if current is not None and current.version_id == target.id:
         raise RegistryError(f"{registered.name}@{alias} already points at version {version}.")
-    return _move(registered=registered, alias=alias, to=target, user=user)
+    return _move(registered=registered, alias=alias, to=target, user=user, via=via)
 
 
 @transaction.atomic

@@ -1,18 +1,26 @@
 """Ensemble recipes' pages: the team's recipes, the form (new, edit, clone) with a live preview of
-who would be picked today, and one recipe's page (its rule in words, the preview, Run now, and its
-runs over time). Checks are experiments/recipe_forms.py's, shared with the API."""
+who would be picked today, and one recipe's page (its rule in words, the preview, Run now, who its
+triggered runs act for and an owner's Take over, and its runs over time). Checks are
+experiments/recipe_forms.py's, shared with the API."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.errors import TuneboardError
-from experiments.models import EnsembleRecipe
+from experiments.models import EnsembleRecipe, RecipeRun
 from experiments.recipe_forms import RecipeCloneForm, RecipeForm, recipe_initial, rule_in_words
-from experiments.selectors.recipe_lists import recipe_runs, team_recipe, team_recipes
+from experiments.selectors.recipe_lists import recipe_runs, recipe_triggers_stopped, team_recipe, team_recipes
 from experiments.selectors.recipes import Rule, recipe_candidates
-from experiments.services.recipes import recipe_clone, recipe_create, recipe_delete, recipe_run_now, recipe_update
-from experiments.views.access import editor_required, found_or_404, team_required
+from experiments.services.recipes import (
+    recipe_clone,
+    recipe_create,
+    recipe_delete,
+    recipe_run_now,
+    recipe_take_over,
+    recipe_update,
+)
+from experiments.views.access import editor_required, forbidden, found_or_404, team_required
 
 COLLAPSED_WARNING = "This ensemble equals its best member, so it adds nothing:"
 
@@ -106,7 +114,7 @@ def recipe_detail(request, recipe_id: int):
     return render(request, "recipes/detail.html", {
         "recipe": recipe, "rule_words": rule_in_words(recipe), "runs": recipe_runs(recipe=recipe),
         "studies": list(recipe.source_studies.order_by("name")), "collapsed_warning": COLLAPSED_WARNING,
-        **preview_context(Rule.of(recipe))})
+        "triggers_stopped": recipe_triggers_stopped(recipe=recipe), **preview_context(Rule.of(recipe))})
 
 
 @team_required
@@ -138,13 +146,30 @@ def recipe_run_view(request, recipe_id: int):
     recipe = get_recipe_for_user(request, recipe_id)
     try:
         run = recipe_run_now(recipe=recipe, user=request.user, reason=f"Run now by {request.user.username}")
+    except TuneboardError as exc:  # a run still waiting or building among them: nothing started
+        messages.error(request, str(exc))
+    else:
+        if run.status == RecipeRun.Status.COMPLETED:  # the registry already holds its ensemble
+            verdict = run.comparison["verdict"]
+            messages.info(request, f"Run {run.number} of {recipe.name} built nothing. "
+                                   f"{verdict[:1].upper()}{verdict[1:]}.")
+        else:
+            messages.success(request, f"Started run {run.number} of {recipe.name}.")
+    return redirect("recipe_detail", recipe_id=recipe.id)
+
+
+@require_POST
+@team_required
+def recipe_take_over_view(request, recipe_id: int):
+    recipe = get_recipe_for_user(request, recipe_id)
+    if not request.membership.is_owner:
+        return forbidden(request, "Only the team's owners can take a recipe over; ask an owner.")
+    try:
+        recipe_take_over(recipe=recipe, user=request.user)
     except TuneboardError as exc:
         messages.error(request, str(exc))
     else:
-        if run is None:
-            messages.info(request, "A run of this recipe with the same candidates is already under way.")
-        else:
-            messages.success(request, f"Started run {run.number} of {recipe.name}.")
+        messages.success(request, f"{recipe.name} now acts for you: its triggered runs start again, as yours.")
     return redirect("recipe_detail", recipe_id=recipe.id)
 
 

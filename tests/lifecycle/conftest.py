@@ -4,10 +4,11 @@ queued on commit, which a test's transaction never reaches)."""
 
 import pytest
 
-from experiments.models import Trial
+from experiments.models import Study, Trial
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.trained_models import trained_models_request
 from tests.integration.helpers import saved_study
+from tests.lifecycle.recipe_rows import trial
 
 
 @pytest.fixture
@@ -31,3 +32,15 @@ def model(make_study, alice):
                                  hyperparameters={"units": 8, "learning_rate": 0.01}, score=0.9, best_epoch=2)
     (model,) = trained_models_request(study=study, user=alice, trials=[trial], method="retrain")
     return model
+
+
+@pytest.fixture
+def two_studies(make_study):
+    """Two studies of one dataset with different hypermodels, two finished trials each (the
+    recipes' candidates)."""
+    dense = make_study(name="dense-search")
+    other = make_study(name="other-search")
+    Study.objects.filter(pk=other.pk).update(hypermodel="other")
+    other.refresh_from_db()
+    trials = [trial(dense, 1, 0.30), trial(dense, 2, 0.20), trial(other, 1, 0.25), trial(other, 2, 0.40)]
+    return dense, other, trials

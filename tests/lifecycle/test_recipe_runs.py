@@ -8,35 +8,19 @@ import threading
 import pytest
 from django.db import connection
 
-from experiments.models import EnsembleRecipe, ModelAlias, RecipeRun, Study, TrainedModel, Trial
+from experiments.models import EnsembleRecipe, ModelAlias, RecipeRun, Study, TrainedModel
 from experiments.services import model_runs
 from experiments.services.recipe_runs import RecipeRunError, recipe_run_start
+from tests.lifecycle.recipe_rows import trial
 
 pytestmark = pytest.mark.django_db
 Status = RecipeRun.Status
 SIGNATURE = {"keras": {"inputs": [{"shape": [None, 4], "dtype": "float32"}]}}
 
 
-def trial(study, number, loss, **fields):
-    return Trial.objects.create(study=study, trial_id=str(number - 1), number=number, status=Trial.Status.COMPLETED,
-                                hyperparameters={"units": 8}, score=0.9, best_epoch=2,
-                                metrics={"val_loss": loss, "val_accuracy": 0.9}, **fields)
-
-
-@pytest.fixture
-def two_studies(make_study):
-    """Two studies of one dataset with different hypermodels, two trials each."""
-    dense = make_study(name="dense-search")
-    other = make_study(name="other-search")
-    Study.objects.filter(pk=other.pk).update(hypermodel="other")
-    other.refresh_from_db()
-    trials = [trial(dense, 1, 0.30), trial(dense, 2, 0.20), trial(other, 1, 0.25), trial(other, 2, 0.40)]
-    return dense, other, trials
-
-
 def recipe_of(acme, alice, studies, **options):
     recipe = EnsembleRecipe.objects.create(team=acme, name=options.pop("name", "blend"), dataset=studies[0].dataset,
-                                           created_by=alice, **options)
+                                           created_by=alice, acts_for=alice, **options)
     recipe.source_studies.set(studies)
     return recipe
 
@@ -66,8 +50,9 @@ def test_a_run_picks_one_per_hypermodel_and_waits_for_the_retrains(acme, alice, 
     assert all(m.method == TrainedModel.Method.RETRAIN for m in retrains)
     assert run.members == [f"model:{m.pk}" for m in sorted(retrains, key=lambda m: m.trial_id != trials[1].id)]
     assert run.rule["top_k"] == 3 and run.rule["fingerprint"]
-    # A second run reuses the retrains still queued instead of training the same trials again.
-    again = recipe_run_start(recipe=recipe, user=alice)
+    # A second run (a trigger's: Run now waits for the first to end) reuses the retrains still
+    # queued instead of training the same trials again.
+    again = recipe_run_start(recipe=recipe, user=alice, trigger="study_completed", trigger_key="study:0")
     assert again.number == 2 and set(again.waiting_on.all()) == set(retrains)
 
 
@@ -143,7 +128,9 @@ def ensemble_report(labels, weights, correlation=0.5, val=(0.10, 0.20, 0.15), fi
             "correlation": [[1.0 if i == j else correlation for j in labels] for i in labels], "fit": fit or {}}
 
 
-def build_run(recipe, alice, val_loss, **report):
+def build_run(recipe, alice, val_loss, method=None, **report):
+    if method is not None:  # the same members by another method: another ensemble, not the champion again
+        EnsembleRecipe.objects.filter(pk=recipe.pk).update(method=method)
     run = recipe_run_start(recipe=recipe, user=alice)
     assert run.status == Status.BUILDING
     labels = [str(m.model) for m in run.ensemble.members.order_by("position")]
@@ -166,7 +153,7 @@ def test_champion_challenger_moves_the_alias_only_when_better(acme, alice, two_s
     alias = ModelAlias.objects.get(name="production")
     assert alias.version.version == 1
 
-    worse = build_run(recipe, alice, 0.25, weights=[0.6, 0.4])
+    worse = build_run(recipe, alice, 0.25, method="greedy", weights=[0.6, 0.4])
     assert worse.status == Status.COMPLETED and worse.registered.version == 2 and not worse.promoted
     assert worse.comparison["verdict"] == "kept the champion"
     assert worse.comparison["champion"] == {"version": 1, "val": 0.20}
@@ -175,15 +162,17 @@ def test_champion_challenger_moves_the_alias_only_when_better(acme, alice, two_s
     assert worse.comparison["changes"] == {"added": [], "removed": [], "previous_run": 1}
     assert ModelAlias.objects.get(name="production").version.version == 1
 
-    better = build_run(recipe, alice, 0.15, weights=[0.6, 0.4])
+    better = build_run(recipe, alice, 0.15, method="mean", weights=[0.6, 0.4])
     assert better.promoted and better.comparison["verdict"] == "promoted"
     assert better.comparison["champion"] == {"version": 1, "val": 0.20}
     assert ModelAlias.objects.get(name="production").version.version == 3
 
     # A stacked champion is judged by its cross-validated loss, not its in-sample refit's 0.01.
-    stacked = build_run(recipe, alice, 0.01, weights=[0.6, 0.4], fit={"val_loss_in_sample": True, "cv_loss": 0.14})
+    stacked = build_run(recipe, alice, 0.01, method="stacking", weights=[0.6, 0.4],
+                        fit={"val_loss_in_sample": True, "cv_loss": 0.14})
     assert stacked.promoted and stacked.comparison["challenger_val"] == 0.14
-    fair = build_run(recipe, alice, 0.12, weights=[0.6, 0.4])
+    EnsembleRecipe.objects.filter(pk=recipe.pk).update(greedy_rounds=20)  # greedy again, with other options
+    fair = build_run(recipe, alice, 0.12, method="greedy", weights=[0.6, 0.4])
     assert fair.promoted and fair.comparison["champion"] == {"version": 4, "val": 0.14}
     assert ModelAlias.objects.get(name="production").version.version == 5
 
