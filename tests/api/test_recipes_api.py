@@ -3,7 +3,7 @@ same refusals with the pages' messages, nothing saved; other teams get 404 on ev
 
 import pytest
 
-from experiments.models import EnsembleRecipe, RecipeRun
+from experiments.models import EnsembleRecipe, RecipeRun, TrainedModel
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.recipes import recipe_create
 from tests.integration.helpers import saved_study
@@ -127,6 +127,7 @@ def test_runs_are_listed_newest_first(alice_api, recipe):
 @pytest.mark.parametrize("method, suffix, body", [
     ("get", "", None), ("patch", "", {"top_k": 5}), ("put", "", {"name": "x", "dataset": 1}), ("delete", "", None),
     ("post", "clone/", {"name": "stolen"}), ("get", "preview/", None), ("get", "runs/", None), ("post", "runs/", {}),
+    ("post", "take-over/", None),
 ])
 def test_another_team_gets_404_on_every_recipe_route(charlie_api, recipe, method, suffix, body):
     response = getattr(charlie_api, method)(f"/api/v1/recipes/{recipe.id}/{suffix}", body, format="json")
@@ -157,6 +158,17 @@ def test_run_now_through_the_api(alice_api, recipe, acme, alice, acme_dataset, d
                                                         "source_studies": [dense]})
     refused = alice_api.post(f"/api/v1/recipes/{lonely.id}/runs/", {}, format="json")
     assert refused.status_code == 400 and refused.json()["detail"] and not lonely.runs.exists()
+
+
+def test_run_now_while_a_run_waits_is_a_409_that_starts_nothing(alice_api, recipe):
+    url = f"/api/v1/recipes/{recipe.id}/runs/"
+    assert alice_api.post(url, {}, format="json").status_code == 201
+    models = TrainedModel.objects.count()
+    again = alice_api.post(url, {"reason": "again"}, format="json")
+    assert again.status_code == 409, again.json()
+    assert again.json() == {"detail": "Run 1 of diverse is waiting for its retrains: nothing was started. Run the "
+                                      "recipe again once it has ended.", "field": None, "errors": {}}
+    assert RecipeRun.objects.count() == 1 and TrainedModel.objects.count() == models
 
 
 def test_study_tags_are_set_through_the_api(alice_api, charlie_api, dense):

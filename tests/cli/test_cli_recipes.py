@@ -63,8 +63,13 @@ def test_recipes_from_the_command_line(acme, alice, live_server, tmp_path, monke
 
     run = tuneboard("recipe", "run", "mix")
     assert run.startswith("Run 1: waiting")  # members as retrained: the run waits for its retrains
+    busy = tuneboard("recipe", "run", "mix", code=1)  # a second click while it waits: the API's 409
+    assert busy.strip() == ("Error: Run 1 of mix is waiting for its retrains: nothing was started. Run the recipe "
+                            "again once it has ended.")
+    assert RecipeRun.objects.count() == 1
     shown = tuneboard("recipe", "show", "mix")
     assert "top_k" in shown and "waiting" in shown and RecipeRun.objects.count() == 1
+    assert "acts_for" in shown and "alice" in shown
     assert "No recipe named 'nope'" in tuneboard("recipe", "show", "nope", code=1)
 
     def run_fails(seconds):  # the poll's pause: the run's retrains fail meanwhile

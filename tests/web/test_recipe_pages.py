@@ -202,13 +202,14 @@ def test_runs_show_members_comparison_changes_and_the_collapse_warning(alice_cli
 @pytest.mark.parametrize("name, method, data", [
     ("recipe_detail", "get", None), ("recipe_edit", "get", None), ("recipe_edit", "post", {"name": "stolen"}),
     ("recipe_clone", "get", None), ("recipe_clone", "post", {"name": "stolen"}),
-    ("recipe_preview_saved", "get", None), ("recipe_run", "post", {}), ("recipe_delete", "post", {}),
+    ("recipe_preview_saved", "get", None), ("recipe_run", "post", {}), ("recipe_take_over", "post", {}),
+    ("recipe_delete", "post", {}),
 ])
 def test_another_team_gets_404_on_every_recipe_route(client, charlie, recipe, name, method, data):
     client.force_login(charlie)
     response = getattr(client, method)(reverse(name, args=[recipe.id]), data or {})
     assert response.status_code == 404
-    assert list(EnsembleRecipe.objects.values_list("name", flat=True)) == ["diverse"]
+    assert list(EnsembleRecipe.objects.values_list("name", "acts_for__username")) == [("diverse", "alice")]
     assert not RecipeRun.objects.exists()
 
 

@@ -28,7 +28,8 @@ app.add_typer(recipe_app, name="recipe")
 RUN_ACTIVE = ("waiting", "building")
 RECIPE_KEYS = ["id", "name", "dataset", "source_studies", "source_tag", "metric", "direction", "top_k",
                "per_group_max", "group_by", "include_pruned", "correlation_cap", "members_as", "method",
-               "greedy_rounds", "trigger", "register_as", "alias", "last_run_status"]
+               "greedy_rounds", "trigger", "register_as", "alias", "last_run_status", "acts_for", "triggers_stopped",
+               "last_skipped"]
 
 
 def _named(client: Client, path: str, ref: str, what: str, hint: str) -> int:
@@ -78,6 +79,12 @@ def _side(comparison: dict, who: str, split: str) -> str:
     return _metrics(value) if isinstance(value, dict) else ("—" if value is None else str(value))
 
 
+def _note(comparison: dict) -> str:
+    if comparison.get("unchanged"):  # built nothing: the registry already holds its ensemble
+        return comparison.get("verdict") or ""
+    return "collapsed to its best member" if comparison.get("collapsed") else ""
+
+
 def _runs(runs: list[dict]) -> None:
     _table(runs, [
         ("RUN", lambda r: r.get("number")), ("STATUS", lambda r: r.get("status")),
@@ -86,8 +93,7 @@ def _runs(runs: list[dict]) -> None:
         ("ENSEMBLE VAL", lambda r: _side(r.get("comparison") or {}, "ensemble", "val")),
         ("BEST MEMBER VAL", lambda r: _side(r.get("comparison") or {}, "best_member", "val")),
         ("PROMOTED", lambda r: "yes" if r.get("promoted") else "no"),
-        ("NOTE", lambda r: r.get("error") or ("collapsed to its best member"
-                                              if (r.get("comparison") or {}).get("collapsed") else "")),
+        ("NOTE", lambda r: r.get("error") or _note(r.get("comparison") or {})),
     ])
 
 
