@@ -3,11 +3,13 @@ hypermodels picks at most one per hypermodel, starts by itself when its last sou
 completes (once, however often the completion is heard), and its ensemble is no worse than its
 best member on validation; the same kind of recipe over the top 3 of one search, with a
 correlation cap, collapses to one member and says why; members as retrained wait for their
-retrains, then register and promote. About a minute on two CPU cores."""
+retrains, then register and promote (audited in the worker with the member the run acts for and
+the recipe), and running it again with the same members builds and registers nothing. About a
+minute on two CPU cores."""
 
 import pytest
 
-from experiments.models import EnsembleMember, EnsembleRecipe, ModelAlias, RecipeRun, Study
+from experiments.models import AuditEvent, EnsembleMember, EnsembleRecipe, ModelAlias, ModelVersion, RecipeRun, Study
 from experiments.services.recipe_runs import recipe_run_start
 from experiments.services.recipe_triggers import recipes_on_study_completed
 from experiments.services.studies import study_start
@@ -33,7 +35,7 @@ TINY_SPACE = [_fixed("units", 8),
 def _recipe(acme, alice, name, sources, **options):
     options = {"members_as": "checkpoint", "method": "nelder_mead", **options}
     recipe = EnsembleRecipe.objects.create(team=acme, name=name, dataset=sources[0].dataset, created_by=alice,
-                                           **options)
+                                           acts_for=alice, **options)
     recipe.source_studies.set(sources)
     return recipe
 
@@ -107,3 +109,13 @@ def test_recipes_on_a_real_worker(acme, alice, start_worker):
     assert waiting.promoted and waiting.registered.version == 1
     assert waiting.comparison["verdict"] == "first version"
     assert ModelAlias.objects.get(name="production").version == waiting.registered
+    # Registered and promoted in the worker, outside any request: audited as alice's, by the recipe.
+    rows = AuditEvent.objects.filter(verb__startswith="registry.").order_by("id")
+    assert [(r.verb, r.actor_id, r.changes["recipe"]) for r in rows] == [
+        ("registry.register", alice.id, "retrained"), ("registry.alias_set", alice.id, "retrained")]
+    # Again with the same members (the retrains now finished): nothing built, nothing registered.
+    again = recipe_run_start(recipe=promoted, user=alice)
+    assert again.status == RecipeRun.Status.COMPLETED and again.ensemble is None
+    assert again.comparison["verdict"] == ("same members, method and inputs as v1 (the champion): nothing "
+                                           "registered")
+    assert ModelVersion.objects.count() == 1
