@@ -84,6 +84,14 @@ def bob(acme, django_user_model):
 
 
 @pytest.fixture
+def dave(acme, django_user_model):
+    """On alice's team as an editor (who makes things, then leaves or is demoted)."""
+    user = _user(django_user_model, "dave")
+    membership_add(team=acme, user=user, role=Membership.Role.EDITOR)
+    return user
+
+
+@pytest.fixture
 def charlie(globex, django_user_model):
     user = _user(django_user_model, "charlie")
     membership_add(team=globex, user=user, role=Membership.Role.OWNER)

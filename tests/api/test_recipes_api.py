@@ -1,11 +1,16 @@
 """Ensemble recipes through the API: create, read, PATCH, PUT, clone, preview, runs, delete; the
-same refusals with the pages' messages, nothing saved; other teams get 404 on every route."""
+same refusals with the pages' messages, nothing saved; other teams get 404 on every route. Run now
+while a run waits is a 409; the detail names who triggered runs act for and why the trigger is
+stopped; owners take a recipe over (audited), editors and viewers get 403."""
 
 import pytest
 
-from experiments.models import EnsembleRecipe, RecipeRun, TrainedModel
+from experiments.models import AuditEvent, EnsembleRecipe, Membership, RecipeRun, TrainedModel
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.recipe_triggers import recipes_on_study_completed
 from experiments.services.recipes import recipe_create
+from experiments.services.teams import membership_add, membership_set_role
+from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
 from tests.web.recipe_rows import recipe_data, study_with_trials
 
@@ -180,3 +185,48 @@ def test_study_tags_are_set_through_the_api(alice_api, charlie_api, dense):
     assert charlie_api.patch(f"/api/v1/studies/{dense.id}/", {"tags": []}, format="json").status_code == 404
     dense.refresh_from_db()
     assert dense.tags == ["ensemble", "wide"]
+
+
+@pytest.fixture
+def daves_recipe(acme, dave, acme_dataset, dense, tiny):
+    return recipe_create(team=acme, user=dave, data={"name": "diverse", "dataset": acme_dataset,
+                                                     "source_studies": [dense, tiny], "trigger": "study_completed"})
+
+
+def test_the_detail_says_who_the_recipe_acts_for_and_why_its_trigger_stopped(alice_api, acme, dave, dense,
+                                                                              daves_recipe):
+    recipe = daves_recipe
+    url = f"/api/v1/recipes/{recipe.id}/"
+    body = alice_api.get(url).json()
+    assert (body["acts_for"], body["triggers_stopped"], body["last_skipped"], body["last_skipped_at"]) == (
+        "dave", "", "", None)
+    membership_set_role(membership=Membership.objects.get(team=acme, user=dave), role=Membership.Role.VIEWER)
+    dense.status = "completed"
+    dense.save(update_fields=["status"])
+    recipes_on_study_completed(study_id=dense.id)
+    body = alice_api.get(url).json()
+    assert body["triggers_stopped"].startswith("Triggered runs are stopped: dave is a viewer of Acme now.")
+    assert body["last_skipped"] == ("Study dense search completed. No run was started: dave is a viewer of Acme now. "
+                                    "A recipe's runs act only for a current owner or editor of its team.")
+    assert body["last_skipped_at"] and not recipe.runs.exists()
+    assert alice_api.get("/api/v1/recipes/").json()["results"][0]["triggers_stopped"] == body["triggers_stopped"]
+
+    taken = alice_api.post(f"{url}take-over/")
+    assert taken.status_code == 200, taken.json()
+    assert (taken.json()["acts_for"], taken.json()["triggers_stopped"], taken.json()["last_skipped"]) == (
+        "alice", "", "")
+    assert AuditEvent.objects.get(verb="recipe.take_over").actor.username == "alice"
+    again = alice_api.post(f"{url}take-over/")
+    assert again.status_code == 400 and again.json()["detail"] == "diverse already acts for you."
+
+
+def test_editors_and_viewers_cannot_take_a_recipe_over(acme, bob, dave, daves_recipe, django_user_model):
+    recipe = daves_recipe
+    erin = django_user_model.objects.create_user(username="erin", password="x" * 12)
+    membership_add(team=acme, user=erin, role=Membership.Role.EDITOR)
+    for person in (erin, bob):
+        response = token_client(person).post(f"/api/v1/recipes/{recipe.id}/take-over/")
+        assert response.status_code == 403
+        assert response.json()["detail"] == "Only the team's owners can take a recipe over."
+    recipe.refresh_from_db()
+    assert recipe.acts_for == dave and not AuditEvent.objects.filter(verb="recipe.take_over").exists()

@@ -11,7 +11,7 @@ from experiments.selectors.recipe_lists import recipe_triggers_stopped
 from experiments.services.recipe_runs import RecipeRunStopped, recipe_run_start
 from experiments.services.recipe_triggers import recipes_on_new_candidate, recipes_on_study_completed
 from experiments.services.recipes import RecipeError, recipe_create, recipe_take_over
-from experiments.services.teams import membership_add, membership_remove, membership_set_role
+from experiments.services.teams import membership_remove, membership_set_role
 from tests.lifecycle.test_recipe_runs import (
     _existing_models,
     completed,
@@ -21,14 +21,6 @@ from tests.lifecycle.test_recipe_runs import (
 
 pytestmark = pytest.mark.django_db
 Status = RecipeRun.Status
-
-
-@pytest.fixture
-def dave(acme, django_user_model):
-    """An editor of acme, who makes recipes and later leaves."""
-    user = django_user_model.objects.create_user(username="dave", password="x", email="dave@example.com")
-    membership_add(team=acme, user=user, role=Membership.Role.EDITOR)
-    return user
 
 
 def daves_recipe(acme, dave, studies, **options) -> EnsembleRecipe:
