@@ -3,8 +3,10 @@
 the ORM: a model and a folder in, files and the model's signature out.
 
 Models take raw input (uint8 pixels, UTF-8 strings, float features): preprocessing is part
-of them. A format that cannot hold a model gets no file, only a reason in
-`Exported.unavailable`; TFLite, for one, has no kernels for TextVectorization's string ops.
+of them. The SavedModel (and the TFLite files made from it) serve their inputs as `input_0`, ...
+and their outputs as `output_0`, ..., whatever the model's layers are called. A format that
+cannot hold a model gets no file, only a reason in `Exported.unavailable`; TFLite, for one, has
+no kernels for TextVectorization's string ops.
 
 Only `.keras` is written without TensorFlow: on a worker that lacks it (a JAX worker), the other
 formats are `Exported.pending`, made later from the `.keras` file by a conversion job on a
@@ -19,6 +21,8 @@ from pathlib import Path
 
 import keras
 import numpy as np
+
+from experiments.serving.contract import input_key, output_key
 
 FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
 TENSORFLOW_FORMATS = FORMATS[1:]
@@ -78,13 +82,19 @@ def describe_input(model) -> str:
     return "; ".join(parts)
 
 
+def _by_position(items) -> list:
+    # input_2 before input_10: the keys are `<kind>_<position>`, so shorter is earlier.
+    return sorted(items, key=lambda item: (len(item[0]), item[0]))
+
+
 def _serving_signature(saved_model_dir: Path) -> dict:
     serving = _tf().saved_model.load(str(saved_model_dir)).signatures["serving_default"]
     _, inputs = serving.structured_input_signature
     return {
         "name": "serving_default",
-        "inputs": [_tensor_spec(spec) | {"name": key} for key, spec in sorted(inputs.items())],
-        "outputs": [_tensor_spec(spec) | {"name": key} for key, spec in sorted(serving.structured_outputs.items())],
+        "inputs": [_tensor_spec(spec) | {"name": key} for key, spec in _by_position(inputs.items())],
+        "outputs": [_tensor_spec(spec) | {"name": key}
+                    for key, spec in _by_position(serving.structured_outputs.items())],
     }
 
 
@@ -167,12 +177,22 @@ def _float32_twin(model):
 def _export_saved_model(model, target: Path, *, batch_size: int | None = None) -> Path:
     """The model's inference pass as a SavedModel ("serving_default"). Not model.export():
     Keras 3.15 exports `model.__call__` without training=False, and the Random* augmentation
-    layers, whose call defaults to training=True, then flip and rotate every served image."""
-    specs = [_tf().TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=t.name.split(":")[0]) for t in model.inputs]
+    layers, whose call defaults to training=True, then flip and rotate every served image.
+
+    Inputs are named by position (`input_0`, ...) and outputs too (`output_0`, ...), not after
+    the Keras layers (`images`, `features`, ...): every model taking the same input then serves
+    under one signature, so the versions of a registered model are interchangeable for a client
+    that names its inputs (experiments/serving/contract.py)."""
+    specs = [_tf().TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=input_key(position))
+             for position, t in enumerate(model.inputs)]
+
+    def serve(inputs):
+        outputs = keras.tree.flatten(model(inputs, training=False))
+        return {output_key(position): tensor for position, tensor in enumerate(outputs)}
+
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint("serve", lambda inputs: model(inputs, training=False),
-                         input_signature=[specs[0] if len(specs) == 1 else specs])
+    archive.add_endpoint("serve", serve, input_signature=[specs[0] if len(specs) == 1 else specs])
     archive.write_out(str(target), verbose=False)
     return target
 

@@ -13,9 +13,8 @@ from experiments.api.responses import absolute
 from experiments.registry_forms import AliasForm, AliasRemoveForm, RegistryCreateForm, VersionForm
 from experiments.selectors.registry import (
     registered_model_aliases,
+    registered_model_detail,
     registered_model_move,
-    registered_model_moves,
-    registered_model_versions,
     team_registered_models,
 )
 from experiments.services.registry import (
@@ -81,8 +80,12 @@ class RegisteredModelSerializer(serializers.Serializer):
     description = serializers.CharField()
     task = serializers.CharField()
     dataset_kind = serializers.CharField()
-    input_signature = serializers.ListField(child=serializers.DictField(),
-                                            help_text='[{"shape": [null, 4], "dtype": "float32"}]')
+    input_signature = serializers.ListField(
+        child=serializers.DictField(), source="contract.inputs",
+        help_text='The inputs every version serves, by position, with the key TF Serving takes each under: '
+                  '[{"name": "input_0", "shape": [null, 4], "dtype": "float32"}]')
+    output_keys = serializers.ListField(child=serializers.CharField(), source="contract.outputs",
+                                        help_text='The keys every version answers under: ["output_0"]')
     created = serializers.DateTimeField()
     version_count = serializers.IntegerField()
     latest_version = serializers.IntegerField(allow_null=True)
@@ -93,17 +96,28 @@ class RegisteredModelSerializer(serializers.Serializer):
         return absolute(self.context, reverse("api:registry-detail", kwargs={"registered_model_id": obj.id}))
 
 
+class ServingRequestSerializer(serializers.Serializer):
+    method = serializers.CharField()
+    path = serializers.CharField(help_text="TF Serving's REST path (port 8501), by the production alias when set.")
+    body = serializers.CharField(help_text='JSON naming each input, one example: {"inputs": {"input_0": [...]}}.')
+    shortened = serializers.BooleanField(help_text='Whether the body\'s "… N in all" stand for the rest of lists.')
+
+
 class RegisteredModelDetailSerializer(RegisteredModelSerializer):
     versions = VersionSerializer(many=True, source="versions_list", help_text="Newest first.")
     moves = MoveSerializer(many=True, source="moves_list", help_text="Every alias move, newest first.")
+    serving_request = ServingRequestSerializer(source="serving",
+                                               help_text="The TF Serving REST request that works for every version.")
 
 
 def _detail(registered, request) -> dict:
-    versions = registered_model_versions(registered=registered)
+    detail = registered_model_detail(registered=registered)
+    versions = detail["versions"]
     registered.versions_list, registered.version_count = versions, len(versions)
     registered.latest_version = versions[0].version if versions else None
-    registered.alias_map = {a.name: a.version.version for a in registered_model_aliases(registered=registered)}
-    registered.moves_list = registered_model_moves(registered=registered)
+    registered.alias_map = {a.name: a.version.version for a in detail["aliases"]}
+    registered.moves_list = detail["moves"]
+    registered.contract, registered.serving = detail["contract"], detail["serving"]
     return RegisteredModelDetailSerializer(registered, context={"request": request}).data
 
 

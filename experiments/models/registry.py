@@ -14,16 +14,21 @@ from experiments.models.trained_models import TrainedModel
 
 
 class RegisteredModel(models.Model):
-    """A name a team serves under (TF Serving's model name). Its task, input signature and
-    dataset kind are fixed by its first version; a later version must take the same input."""
+    """A name a team serves under (TF Serving's model name). Its task, serving contract (input
+    keys, shapes and dtypes; output keys) and dataset kind are fixed by its first version; a later
+    version must serve under the same contract."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="registered_models")
     name = models.SlugField(max_length=80)
     description = models.TextField(blank=True)
     task = models.CharField(max_length=20, choices=Dataset.Task.choices)
     dataset_kind = models.CharField(max_length=10, choices=Dataset.Kind.choices)
-    # [{"shape": [null, 8, 8, 1], "dtype": "uint8"}, ...]: the Keras inputs every version takes.
+    # Its serving contract (experiments/serving/contract.py), what every version serves under:
+    # [{"name": "input_0", "shape": [null, 8, 8, 1], "dtype": "uint8"}, ...], the inputs by position
+    # with the key TF Serving takes each under (rows made before keys were kept have no "name"),
     input_signature = models.JSONField(default=list)
+    # and the output keys, ["output_0"] (empty on those older rows: they adopt their first version's).
+    output_keys = models.JSONField(default=list)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(default=timezone.now)
 

@@ -9,6 +9,8 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
+from experiments.presentation.serving_requests import serving_request
+from experiments.serving.contract import contract_differences, model_contract, registered_contract
 
 # "<registered model>@<alias>" or "<registered model>/<version>"
 REFERENCE = re.compile(r"^(?P<name>[-a-zA-Z0-9_]+)(?:@(?P<alias>[-a-zA-Z0-9_]+)|/(?P<version>\d+))$")
@@ -50,18 +52,42 @@ def team_registered_models(*, team: Team) -> list[RegisteredModel]:
                 .values("registered_model_id", "name", "version__version")):
         aliases.setdefault(row["registered_model_id"], []).append({"name": row["name"],
                                                                    "version": row["version__version"]})
+    contracts = registered_model_contracts(registered=registered)
     for item in registered:
         item.alias_rows = aliases.get(item.id, [])
+        item.contract = contracts[item.id]
     return registered
+
+
+def _recorded(registered: RegisteredModel) -> bool:
+    return bool(registered.output_keys) and all(spec.get("name") for spec in registered.input_signature or [])
+
+
+def registered_model_contracts(*, registered: list[RegisteredModel]) -> dict[int, dict]:
+    """Each registered model's serving contract ({"inputs": [{name, shape, dtype}], "outputs":
+    [key]}, experiments/serving/contract.py), by id. Rows made before keys were recorded adopt
+    those of their first version, read for all of them in one query."""
+    older = [r.id for r in registered if not _recorded(r)]
+    firsts = dict(ModelVersion.objects.filter(registered_model_id__in=older, version=1)
+                  .values_list("registered_model_id", "trained_model__signature")) if older else {}
+    return {r.id: registered_contract(r.input_signature, r.output_keys,
+                                      model_contract(firsts[r.id]) if r.id in firsts else None)
+            for r in registered}
+
+
+def registered_model_contract(*, registered: RegisteredModel) -> dict:
+    """The contract every version of `registered` serves under (and a new one must)."""
+    return registered_model_contracts(registered=[registered])[registered.id]
 
 
 def team_registered_model(*, team: Team, registered_model_id: int) -> RegisteredModel | None:
     return RegisteredModel.objects.filter(team=team, pk=registered_model_id).select_related("created_by").first()
 
 
-def registered_model_versions(*, registered: RegisteredModel) -> list[ModelVersion]:
-    """Its versions, newest first, with their trained model (test metrics, status) and
-    `alias_names`."""
+def registered_model_versions(*, registered: RegisteredModel, contract: dict | None = None) -> list[ModelVersion]:
+    """Its versions, newest first, with their trained model (test metrics, status), `alias_names`
+    and, given the registered model's `contract`, `contract_differences`: how a version serves
+    otherwise ([] for all but versions registered before the keys were compared)."""
     versions = list(registered.versions.select_related("trained_model", "trained_model__dataset", "created_by")
                     .order_by("-version"))
     names: dict[int, list[str]] = {}
@@ -69,6 +95,8 @@ def registered_model_versions(*, registered: RegisteredModel) -> list[ModelVersi
         names.setdefault(version_id, []).append(name)
     for version in versions:
         version.alias_names = sorted(names.get(version.id, []))
+        version.contract_differences = [] if contract is None else contract_differences(
+            contract, model_contract(version.trained_model.signature))
     return versions
 
 
@@ -86,6 +114,17 @@ def registered_model_moves(*, registered: RegisteredModel, limit: int = 200) -> 
         move.can_roll_back = move.alias not in seen
         seen.add(move.alias)
     return moves
+
+
+def registered_model_detail(*, registered: RegisteredModel) -> dict:
+    """What the registered model's page and the API's detail show: `versions` (each with
+    `contract_differences`), `aliases`, `moves`, its `contract` and `serving`, the TF Serving REST
+    request that works for every version (experiments/presentation/serving_requests.py)."""
+    contract = registered_model_contract(registered=registered)
+    aliases = registered_model_aliases(registered=registered)
+    return {"versions": registered_model_versions(registered=registered, contract=contract), "aliases": aliases,
+            "moves": registered_model_moves(registered=registered), "contract": contract,
+            "serving": serving_request(name=registered.name, contract=contract, aliases=[a.name for a in aliases])}
 
 
 def models_registry_entries(*, model_ids: list[int]) -> dict[int, list[dict]]:
@@ -110,14 +149,15 @@ def model_registry_entries(*, model: TrainedModel) -> list[dict]:
     return models_registry_entries(model_ids=[model.id]).get(model.id, [])
 
 
-def register_suggestion(*, team: Team, model: TrainedModel, signature: list[dict]) -> dict:
-    """What the Register form proposes for `model`: the team's registered model that takes its
-    input (one holding a model of the same dataset first), else a new name after its dataset;
-    and every name of the team to choose from."""
+def register_suggestion(*, team: Team, model: TrainedModel) -> dict:
+    """What the Register form proposes for `model`: the team's registered model whose serving
+    contract it keeps (one holding a model of the same dataset first), else a new name after its
+    dataset; and every name of the team to choose from."""
     registered = list(RegisteredModel.objects.filter(team=team).order_by("name"))
     taken = {v.registered_model_id for v in model.registry_versions.all()}
+    contracts, own = registered_model_contracts(registered=registered), model_contract(model.signature)
     fitting = [r for r in registered if r.id not in taken and r.task == model.dataset.task
-               and r.input_signature == signature]
+               and own["inputs"] and not contract_differences(contracts[r.id], own)]
     same_data = set(ModelVersion.objects.filter(registered_model__in=fitting, trained_model__dataset=model.dataset_id)
                     .values_list("registered_model_id", flat=True))
     fitting.sort(key=lambda r: r.id not in same_data)

@@ -9,49 +9,37 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
+from experiments.selectors.registry import registered_model_contract
 from experiments.services.audit import audit_record
 from experiments.services.serving_exports import serving_export_request
+from experiments.serving.contract import contract_differences, model_contract, older_names
 
 
 class RegistryError(TuneboardError):
     """Why a registry change is refused; str(exc) is shown to the user (pages and API alike)."""
 
 
-def input_signature(model: TrainedModel) -> list[dict]:
-    """The Keras inputs a model takes, as [{shape, dtype}] (names differ between builds of the
-    same input, so they are not part of it)."""
-    inputs = (model.signature or {}).get("keras", {}).get("inputs") or []
-    return [{"shape": list(spec.get("shape") or []), "dtype": spec.get("dtype", "")} for spec in inputs]
-
-
-def _describe(spec: dict) -> str:
-    shape = ", ".join("None" if d is None else str(d) for d in spec["shape"])
-    return f"{spec['dtype']} ({shape})"
-
-
-def signature_differences(expected: list[dict], given: list[dict]) -> list[str]:
-    """What differs between two input signatures, in words; [] when they match."""
-    if len(expected) != len(given):
-        return [f"it takes {len(given)} input{'s' if len(given) != 1 else ''}, not {len(expected)}"]
-    differences = []
-    for index, (want, got) in enumerate(zip(expected, given, strict=True), start=1):
-        if want != got:
-            where = f"input {index}" if len(expected) > 1 else "its input"
-            differences.append(f"{where} is {_describe(got)}, not {_describe(want)}")
-    return differences
-
-
-def _check_registrable(model: TrainedModel, team: Team) -> list[dict]:
+def _check_registrable(model: TrainedModel, team: Team) -> dict:
+    """The model's serving contract, or why it cannot be registered."""
     if model.team_id != team.id:
         raise RegistryError("The model belongs to another team.")
     if model.status != TrainedModel.Status.COMPLETED:
         raise RegistryError(f"{model} has not completed ({model.get_status_display().lower()}); only a finished "
                             "model can be registered.")
-    signature = input_signature(model)
-    if not signature:
+    contract = model_contract(model.signature)
+    if not contract["inputs"]:
         raise RegistryError(f"{model} has no recorded input signature (it was made before signatures were kept); "
                             "retrain or promote it again to register it.")
-    return signature
+    return contract
+
+
+def _refusal(model: TrainedModel, name: str, differences: list[str], older: bool) -> str:
+    why = (" (A SavedModel exported before Tuneboard named its inputs input_0, input_1, ... and its outputs "
+           "output_0, ... serves under its Keras layers' names.)" if older else "")
+    return (f"{model} cannot be a version of {name}: " + "; ".join(differences)
+            + f". Every version of {name} must serve under the signature of its first (TF Serving serves them under "
+              f"one name, and a client that names the inputs calls every version alike).{why} Register it under "
+              "another name.")
 
 
 def _audit(verb: str, registered: RegisteredModel, changes: dict, user, via: dict | None) -> None:
@@ -65,9 +53,10 @@ def _audit(verb: str, registered: RegisteredModel, changes: dict, user, via: dic
 def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "",
                       via: dict | None = None) -> ModelVersion:
     """`model` as the next version of the team's registered model `name` (made by this first
-    registration, with the model's task, input signature and dataset kind). A model whose task or
-    input differs from the registered model's, or that is already one of its versions, is refused."""
-    signature = _check_registrable(model, team)
+    registration, with the model's task, serving contract and dataset kind). A model whose task or
+    contract (input keys, shapes, dtypes; output keys) differs from the registered model's, or that
+    is already one of its versions, is refused."""
+    contract = _check_registrable(model, team)
     # The team row's lock serialises registrations in the team: two first registrations of one
     # name cannot both create it, and version numbers count up without gaps or clashes.
     Team.objects.select_for_update().get(pk=team.id)
@@ -75,19 +64,22 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
     registered = RegisteredModel.objects.filter(team=team, name=name).first()
     if registered is None:
         registered = RegisteredModel.objects.create(team=team, name=name, task=dataset.task,
-                                                    dataset_kind=dataset.kind, input_signature=signature,
-                                                    created_by=user)
+                                                    dataset_kind=dataset.kind, input_signature=contract["inputs"],
+                                                    output_keys=contract["outputs"], created_by=user)
     else:
         existing = registered.versions.filter(trained_model=model).first()
         if existing is not None:
             raise RegistryError(f"{model} is already version {existing.version} of {name}.")
-        differences = signature_differences(registered.input_signature, signature)
+        expected = registered_model_contract(registered=registered)
+        differences = contract_differences(expected, contract)
         if dataset.task != registered.task:
             differences.insert(0, f"it does {dataset.task}, not {registered.task}")
         if differences:
-            raise RegistryError(f"{model} cannot be a version of {name}: " + "; ".join(differences)
-                                + f". Every version of {name} must take the same input as its first "
-                                  "(TF Serving serves them under one signature); register it under another name.")
+            raise RegistryError(_refusal(model, name, differences, older_names(expected, contract)))
+        if (registered.input_signature, registered.output_keys) != (expected["inputs"], expected["outputs"]):
+            # A row from before keys were recorded keeps the ones it adopted from its first version.
+            registered.input_signature, registered.output_keys = expected["inputs"], expected["outputs"]
+            registered.save(update_fields=["input_signature", "output_keys"])
     last = registered.versions.aggregate(v=Max("version"))["v"] or 0
     version = ModelVersion.objects.create(registered_model=registered, version=last + 1, trained_model=model,
                                           description=description, created_by=user)

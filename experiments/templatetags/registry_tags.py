@@ -4,12 +4,11 @@ what its Register form proposes, read here so the page's view stays the models' 
 from django import template
 
 from experiments.selectors.registry import model_registry_entries, register_suggestion
-from experiments.services.registry import input_signature
 
 register = template.Library()
 
 
 @register.simple_tag
 def model_registry(model) -> dict:
-    suggestion = register_suggestion(team=model.team, model=model, signature=input_signature(model))
+    suggestion = register_suggestion(team=model.team, model=model)
     return {"entries": model_registry_entries(model=model), **suggestion}

@@ -7,13 +7,7 @@ from django.views.decorators.http import require_POST
 
 from experiments.models import RegisteredModel
 from experiments.registry_forms import AliasForm, AliasRemoveForm, RegisterForm, RollbackForm
-from experiments.selectors.registry import (
-    registered_model_aliases,
-    registered_model_moves,
-    registered_model_versions,
-    team_registered_model,
-    team_registered_models,
-)
+from experiments.selectors.registry import registered_model_detail, team_registered_model, team_registered_models
 from experiments.services.registry import (
     RegistryError,
     registry_alias_remove,
@@ -42,13 +36,12 @@ def registry_list(request):
 @team_required
 def registry_detail(request, registered_model_id: int):
     registered = get_registered_model_for_user(request, registered_model_id)
-    versions = registered_model_versions(registered=registered)
-    aliases = registered_model_aliases(registered=registered)
-    initial = {"alias": "production" if not aliases else "staging",
+    detail = registered_model_detail(registered=registered)
+    versions = detail["versions"]
+    initial = {"alias": "production" if not detail["aliases"] else "staging",
                "version": versions[0].version if versions else ""}
     return render(request, "registry/detail.html", {
-        "registered": registered, "versions": versions, "aliases": aliases,
-        "moves": registered_model_moves(registered=registered), "alias_form": AliasForm(initial=initial),
+        "registered": registered, **detail, "alias_form": AliasForm(initial=initial),
         "metric_names": sorted({name for v in versions for name in v.trained_model.test_metrics}),
     })
 

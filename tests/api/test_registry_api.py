@@ -56,7 +56,10 @@ def test_register_alias_and_roll_back_through_the_api(alice_api, two_models, acm
     assert detail["versions"][1]["aliases"] == ["production"] and detail["versions"][0]["test_metrics"][
         "accuracy"] == 0.95
     assert [(m["from_version"], m["to_version"]) for m in detail["moves"]] == [(2, 1), (1, 2), (None, 1)]
-    assert detail["input_signature"] == [{"shape": [None, 4], "dtype": "float32"}]
+    assert detail["input_signature"] == [{"name": "input_0", "shape": [None, 4], "dtype": "float32"}]
+    assert detail["output_keys"] == ["output_0"]
+    assert detail["serving_request"] == {"method": "POST", "path": "/v1/models/iris/labels/production:predict",
+                                         "body": '{"inputs": {"input_0": [[0.0, 0.0, 0.0, 0.0]]}}', "shortened": False}
 
     removed = alice_api.delete(alias_url)
     assert removed.status_code == 200 and removed.json()["to_version"] is None

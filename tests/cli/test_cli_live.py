@@ -95,7 +95,9 @@ def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_w
     assert as_json("register", model["id"], "--as", "iris")["version"] == 1
     assert as_json("register", ensemble["id"], "--as", "iris")["version"] == 2
     tuneboard("alias", "set", "iris", "production", 2)
-    assert as_json("registry", "show", "iris")["input_signature"] == [{"shape": [None, 4], "dtype": "float32"}]
+    shown = as_json("registry", "show", "iris")
+    assert shown["input_signature"] == [{"name": "input_0", "shape": [None, 4], "dtype": "float32"}]
+    assert shown["output_keys"] == ["output_0"]
 
     out = tmp_path / "serving"
     tuneboard("models", "download", model["id"], "--format", "savedmodel", "-o", out)

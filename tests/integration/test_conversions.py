@@ -110,7 +110,7 @@ def test_a_tensorflow_worker_makes_the_savedmodel_and_tflite_files_from_the_kera
     assert sorted(model.files.values_list("format", flat=True)) == ["keras", "savedmodel", "tflite", "tflite_int8"]
     assert model.files.get(format="savedmodel").artifact.filename == "tiny-v1-savedmodel.zip"
     assert model.signature["unavailable"] == {}
-    assert model.signature["serving"]["inputs"] == [{"name": "features", "shape": [None, 4], "dtype": "float32"}]
+    assert model.signature["serving"]["inputs"] == [{"name": "input_0", "shape": [None, 4], "dtype": "float32"}]
     assert set(model.signature["input_description"]) == {"keras", *TF_FORMATS}
     # The SavedModel in TF Serving's layout serves what the Keras model predicts.
     with zipfile.ZipFile(stored(model, "savedmodel", tmp_path)) as archive:

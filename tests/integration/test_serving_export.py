@@ -56,7 +56,7 @@ def test_each_exported_version_loads_and_reproduces_its_models_test_metric(acme,
     assert parsed_config(folder) == {"flags": (str(folder / "flags"), [1, 2], {"production": 2, "staging": 1})}
     for version, model, (_, _, predictions) in zip((1, 2), models, made, strict=True):
         serving = tf.saved_model.load(str(folder / "flags" / str(version))).signatures["serving_default"]
-        (served,) = serving(features=tf.constant(X_TEST)).values()
+        (served,) = serving(input_0=tf.constant(X_TEST)).values()
         np.testing.assert_allclose(served.numpy(), predictions, atol=1e-5)
         assert float(np.mean(served.numpy().argmax(axis=1) == Y_TEST)) == model.test_metrics["accuracy"]
 

@@ -61,7 +61,8 @@ def test_registering_two_models_makes_versions_1_and_2_of_one_registered_model(a
     registered = RegisteredModel.objects.get()
     assert (v1.version, v2.version, v2.description) == (1, 2, "wider")
     assert (registered.task, registered.dataset_kind) == ("classification", "tabular")
-    assert registered.input_signature == [{"shape": [None, 4], "dtype": "float32"}]
+    assert registered.input_signature == [{"name": "input_0", "shape": [None, 4], "dtype": "float32"}]
+    assert registered.output_keys == ["output_0"]
     assert AuditEvent.objects.filter(verb="registry.register").count() == 2
     (listed,) = team_registered_models(team=acme)
     assert (listed.version_count, listed.latest_version) == (2, 2)

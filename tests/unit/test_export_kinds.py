@@ -72,11 +72,15 @@ def augmented_cnn():
 def test_a_cnn_with_augmentation_serves_raw_uint8_images_without_augmenting_them(augmented_cnn, tmp_path):
     exported = export_model(augmented_cnn, workdir=tmp_path, name="m", version=1)
     expected = augmented_cnn.predict(IMAGES[:8], verbose=0)
-    assert exported.signature["serving"]["inputs"] == [{"name": "images", "shape": [None, 8, 8, 1], "dtype": "uint8"}]
+    # Served under its position, not its Keras input's name ("images"): see experiments/serving/contract.py.
+    assert exported.signature["serving"]["inputs"] == [{"name": "input_0", "shape": [None, 8, 8, 1], "dtype": "uint8"}]
+    assert [spec["name"] for spec in exported.signature["serving"]["outputs"]] == ["output_0"]
     np.testing.assert_allclose(serve(exported, tmp_path, IMAGES[:8]), expected, atol=1e-6)
     assert set(exported.files) == {"keras", "savedmodel", "tflite", "tflite_int8"} and exported.unavailable == {}
     np.testing.assert_allclose(tflite_predict(exported.files["tflite"], IMAGES[:8]), expected, atol=1e-5)
     np.testing.assert_allclose(tflite_predict(exported.files["tflite_int8"], IMAGES[:8]), expected, atol=0.05)
+    signatures = tf.lite.Interpreter(model_path=str(exported.files["tflite"])).get_signature_list()
+    assert signatures == {"serving_default": {"inputs": ["input_0"], "outputs": ["output_0"]}}
     reloaded = keras.models.load_model(exported.files["keras"])
     np.testing.assert_allclose(reloaded.predict(IMAGES[:8], verbose=0), expected, atol=1e-6)
     assert exported.signature["input_description"]["savedmodel"].startswith("raw uint8 images of shape (8, 8, 1)")

@@ -7,11 +7,13 @@ from experiments.models import TrainedModel, Trial
 from tests.web.figures_rows import finished_model
 
 
-def signature(shape=(None, 4), dtype="float32", classes=3) -> dict:
-    inputs = [{"name": "features", "shape": list(shape), "dtype": dtype}]
+def signature(shape=(None, 4), dtype="float32", classes=3, *, keras_name="features", served_as="input_0") -> dict:
+    """`served_as`: the SavedModel's input key: `input_0` as exports name it, or the Keras input's
+    name (`features`, `images`) as SavedModels exported before did."""
+    inputs = [{"name": keras_name, "shape": list(shape), "dtype": dtype}]
     outputs = [{"name": "output_0", "shape": [None, classes], "dtype": "float32"}]
     return {"keras": {"inputs": inputs, "outputs": outputs},
-            "serving": {"name": "serving_default", "inputs": inputs, "outputs": outputs},
+            "serving": {"name": "serving_default", "inputs": [inputs[0] | {"name": served_as}], "outputs": outputs},
             "input_description": {"keras": f"{shape[1]} numbers per row"}, "unavailable": {}}
 
 

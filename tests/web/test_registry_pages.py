@@ -6,6 +6,7 @@ and changes nothing; viewers see and cannot write; other teams get 404 and nothi
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel
 from experiments.services.registry import registry_alias_set, registry_register
@@ -98,6 +99,28 @@ def test_a_model_taking_another_input_is_refused_on_the_page(alice_client, acme,
     response = alice_client.post(reverse("model_register", args=[images.id]), {"name": "iris"}, follow=True)
     assert shows(response, "its input is uint8 (None, 8, 8, 1), not float32 (None, 4)")
     assert ModelVersion.objects.count() == 1
+
+
+def test_the_registered_models_page_shows_its_signature_and_the_rest_body_every_version_takes(
+        alice_client, acme, alice, acme_study, models):
+    registered = registry_register(team=acme, model=models[0], name="iris", user=alice).registered_model
+    registry_register(team=acme, model=models[1], name="iris", user=alice)
+    registry_alias_set(registered=registered, alias="production", version=2, user=alice)
+    page = page_text(alice_client.get(reverse("registry_detail", args=[registered.id])))
+    signature_card = page.split('id="registry-signature"')[1].split("</section>")[0]
+    assert ('<tr data-input="input_0"><td><code>input_0</code></td><td><code>float32 (None, 4)</code></td>'
+            "<td>a list of 4 float32 values</td></tr>") in signature_card
+    assert "Output: <code>output_0</code>" in signature_card
+    assert escape('POST /v1/models/iris/labels/production:predict\n{"inputs": {"input_0": [[0.0, 0.0, 0.0, 0.0]]}}'
+                  ) in signature_card
+    assert "data-contract-differs" not in page
+
+    # A version registered before serving keys were compared (an older export's Keras name) is flagged.
+    old = registrable(acme, alice, acme_study, 3, signature=signature(served_as="features"))
+    ModelVersion.objects.create(registered_model=registered, version=3, trained_model=old)
+    versions = page_text(alice_client.get(reverse("registry_detail", args=[registered.id]))).split(
+        'id="versions-table"')[1]
+    assert "serves otherwise: its input is served as &#x27;features&#x27;, not &#x27;input_0&#x27;" in versions
 
 
 def test_viewers_see_the_registry_but_cannot_write(client, bob, acme, alice, models):

@@ -60,7 +60,7 @@ def registry_show(ctx: typer.Context, ref: Annotated[str, typer.Argument(metavar
     registered = _client(ctx).get_registered_model(ref)
 
     def show():
-        _details(registered, ["id", "name", "task", "dataset_kind", "input_signature", "aliases"])
+        _details(registered, ["id", "name", "task", "dataset_kind", "input_signature", "output_keys", "aliases"])
         _table(registered.get("versions") or [], [
             ("VERSION", lambda v: v.get("version")), ("MODEL", lambda v: f"{v.get('model_name')} ({v.get('model')})"),
             ("TEST", lambda v: _metrics(v.get("test_metrics"))),
