@@ -39,6 +39,7 @@ from experiments.tuning.pruning_options import LIMITS as PRUNING_LIMITS
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
 from experiments.tuning.pruning_options import model_field as pruning_field
+from experiments.tuning.reproducibility import fresh_seed
 from experiments.tuning.search_space import SearchSpaceError, validate_search_space
 from experiments.tuning.space_values import default_initial_random_trials, fixed_type_errors
 from experiments.tuning.stopping_rules import HELP_TEXTS as STOPPING_HELP
@@ -199,6 +200,13 @@ class StudyForm(forms.ModelForm):
             # Absent: the default (TensorFlow, float32, auto, 1, 1; no pruning, no stopping rule).
             self.fields[name].required = False
         self.fields["stop_patience"].validators = []  # the service's range and words (1 to max trials)
+        # Each new study its own seed (a clone's comes in `initial`): two studies of the same settings
+        # then search differently. Callable, so every new form draws one, and the API, which fills
+        # in only plain initial values, leaves it out and gets one from clean_seed.
+        self.fields["seed"].initial = fresh_seed
+        self.fields["seed"].required = False
+        self.fields["seed"].help_text = ("Drawn at random for each new study; the same seed with the same settings "
+                                         "runs the same search again. Left empty: a fresh one.")
         for name, message in NOT_A_NUMBER.items():
             self.fields[name].error_messages["invalid"] = message
         self.pruners_explained = PRUNERS_EXPLAINED
@@ -250,6 +258,10 @@ class StudyForm(forms.ModelForm):
             raise forms.ValidationError("Give the study a name.")
         no_control_characters(name)
         return name
+
+    def clean_seed(self):
+        seed = self.cleaned_data.get("seed")
+        return fresh_seed() if seed is None else seed
 
     def clean_search_space(self):
         try:

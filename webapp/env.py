@@ -7,6 +7,7 @@ typo in a deployment fails at start-up with a sentence instead of deep inside a 
 import ipaddress
 import os
 import re
+import secrets
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -87,10 +88,14 @@ SECRET_KEY_HELP = (
 )
 
 
-def env_secret_key(name: str, *, debug: bool) -> str:
+def env_secret_key(name: str, *, debug: bool, key_file: Path | None = None) -> str:
     """The signing key. Required unless debugging: a default key would be public, and anyone
-    holding it can forge sessions and password-reset links."""
+    holding it can forge sessions and password-reset links. `key_file`: where the embedded mode
+    keeps the key it made for this installation (only given when the embedded defaults apply),
+    so every process of `make run`'s checkout, `manage.py` commands included, signs alike."""
     value = os.environ.get(name, "").strip()
+    if not value and not debug and key_file is not None:
+        value = embedded_secret_key(key_file)
     help_text = SECRET_KEY_HELP.format(name=name)
     if value.startswith("CHANGE-ME"):
         raise ImproperlyConfigured(f"{name} is still the placeholder of the example. {help_text}")
@@ -105,6 +110,36 @@ def env_secret_key(name: str, *, debug: bool) -> str:
     if debug:
         return DEBUG_SECRET_KEY
     raise ImproperlyConfigured(f"{name} is not set and DEBUG is off. {help_text}")
+
+
+def embedded_secret_key(path: Path) -> str:
+    """The key in `path`, made once at random (readable by its owner only) when missing or empty.
+    Made beside and linked into place, so two processes starting at once end up with one key."""
+    key = _read_key(path)
+    if key:
+        return key
+    private_dir(path.parent, tighten=False)
+    made = path.with_name(f"{path.name}.{os.getpid()}.new")
+    fd = os.open(made, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(50) + "\n")
+    try:
+        if path.exists():  # there but empty: nothing to keep
+            os.replace(made, path)
+        else:
+            os.link(made, path)  # never over a key another process has just made
+    except FileExistsError:
+        pass
+    finally:
+        made.unlink(missing_ok=True)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return ""
 
 
 _META_HEADER = re.compile(r"HTTP_[A-Z0-9_]+")

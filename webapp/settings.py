@@ -6,6 +6,7 @@ CELERY_BROKER_URL (Redis); artifacts then live in PostgreSQL too.
 """
 
 import importlib.util
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +33,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = private_dir(Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var"))), tighten=False)
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG)
+# The embedded defaults (no DATABASE_URL, no CELERY_BROKER_URL: `make run`'s checkout) sign with
+# the key made once in VAR_DIR/secret_key, so `manage.py` commands there need no SECRET_KEY; a
+# deployment names its database and broker and must set a key of its own.
+EMBEDDED = not os.environ.get("DATABASE_URL") and not os.environ.get("CELERY_BROKER_URL")
+SECRET_KEY = env_secret_key("SECRET_KEY", debug=DEBUG, key_file=VAR_DIR / "secret_key" if EMBEDDED else None)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

@@ -130,7 +130,9 @@ class StudyInput(StrictSerializer):
     epochs = serializers.IntegerField()
     batch_size = serializers.IntegerField()
     patience = serializers.IntegerField()
-    seed = serializers.IntegerField()
+    seed = serializers.IntegerField(required=False, help_text="Default: a fresh random seed, shown in the answer "
+                                                             "and kept on the study; the same seed with the same "
+                                                             "settings runs the same search again.")
     queue = serializers.ChoiceField(choices=Study.Queue.choices)
     backend = serializers.ChoiceField(choices=list(BACKEND_NAMES.items()), required=False,
                                       help_text="The Keras backend: tensorflow (default) or jax; a JAX study runs on "

@@ -6,7 +6,7 @@ class Migration(migrations.Migration):
     every version keeps. Rows made before start empty and adopt their first version's."""
 
     dependencies = [
-        ('experiments', '0020_ensemble_recipes'),
+        ('experiments', '0021_recipe_acts_for'),
     ]
 
     operations = [

@@ -4,6 +4,8 @@ a log axis, and short labels (0.001, 1e-4, 250). Pure functions, no database."""
 
 import math
 
+from experiments.presentation import short_names
+
 TARGET_TICKS = 5
 SMALL = 1e-3  # below this (and from LARGE up) a label is written as a power: 1e-4, 2e5
 LARGE = 1e4
@@ -11,8 +13,9 @@ LABEL_CHARS = 14  # an axis title or category longer than this is cut, its full 
 
 
 def short(text: str, limit: int = LABEL_CHARS) -> str:
-    """`text` cut to `limit` characters with an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """`text` cut to `limit` characters in the middle, so names that differ at their end
+    (units_layer_1, units_layer_2) stay apart."""
+    return short_names.shorten(text, limit)
 
 
 def number_label(value: float, step: float | None = None) -> str:

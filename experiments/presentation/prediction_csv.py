@@ -59,6 +59,32 @@ def prediction_preview(outputs: np.ndarray, *, task: str, classes: list[str], na
     return [dict(zip(header, row, strict=True)) for row in rows]
 
 
+def preview_columns(row: dict, *, task: str, classes: list[str]) -> list[tuple[str, bool]]:
+    """A stored preview row's columns in the CSV's order, each with whether it holds a number (a
+    probability or a predicted value). The order is rebuilt, not read from the row: PostgreSQL
+    keeps a JSON object's keys sorted by length (the digits' classes "0".."9" came before "row")."""
+    keys = set(row)
+    if task == "classification":
+        texts = ["row", *(["file"] if "file" not in classes else []), "label"]
+        numbers = [name for name in classes if name in keys]
+    else:
+        texts = ["row", "file"]
+        numbers = sorted((k for k in keys if k.startswith("prediction")), key=lambda k: (len(k), k))
+    columns = [(name, False) for name in texts if name in keys] + [(name, True) for name in numbers]
+    known = {name for name, _ in columns}
+    return columns + [(name, False) for name in row if name not in known]  # never expected: shown as text
+
+
+def probability_text(value: float) -> str:
+    """A probability as pages show it: 4 decimals, and never a rounded 0 or 1 that is not one
+    ("<0.0001", ">0.9999"); the CSV keeps every digit."""
+    if 0 < value < 0.00005:
+        return "<0.0001"
+    if 0.99995 <= value < 1:
+        return ">0.9999"
+    return f"{value:.4f}"
+
+
 def write_prediction_csv(file: TextIO, outputs: np.ndarray, *, task: str, classes: list[str],
                          names: list[str]) -> None:
     """The table as CSV a spreadsheet opens safely: the cells users wrote (class names in the

@@ -6,7 +6,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
 from experiments.models import ModelFile
-from experiments.presentation import figures
+from experiments.presentation import figures, prediction_csv, short_names
 
 register = template.Library()
 
@@ -17,6 +17,13 @@ def get_item(mapping, key):
     if not isinstance(mapping, dict):
         return None
     return mapping.get(key)
+
+
+@register.filter
+def short_name(value, limit=short_names.NAME_CHARS) -> str:
+    """A long name cut in the middle, so the end that tells it from its neighbours stays
+    ("dense-iris-re…-name-trial-10"); the template puts the full name in a title."""
+    return short_names.shorten(value, int(limit))
 
 
 @register.filter
@@ -134,3 +141,26 @@ def any_figures(value) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return figure(value)
     return "—"
+
+
+@register.filter
+def preview_table(job) -> dict:
+    """A prediction's first rows as pages show them, in the CSV's column order: probabilities as
+    fixed decimals (prediction_csv.probability_text), regression values as figures, each number's
+    full text, as the CSV has it, kept for its tooltip. {"header": [...], "rows": [[(shown, full)]]}."""
+    preview = job.preview or []
+    if not preview:
+        return {"header": [], "rows": []}
+    dataset = job.model.dataset
+    columns = prediction_csv.preview_columns(preview[0], task=dataset.task, classes=dataset.classes)
+    show = prediction_csv.probability_text if dataset.task == "classification" else figure
+    rows = [[(_shown(row.get(name, ""), show), row.get(name)) if number else (row.get(name, ""), None)
+             for name, number in columns] for row in preview]
+    return {"header": [name for name, _ in columns], "rows": rows}
+
+
+def _shown(text: str, show) -> str:
+    try:
+        return show(float(text))
+    except (TypeError, ValueError):  # never expected: the worker writes numbers there
+        return text

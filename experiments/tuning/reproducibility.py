@@ -16,6 +16,7 @@ The web reads these records; nothing here imports TensorFlow.
 """
 
 import math
+import secrets
 
 # Keys whose difference means the re-run did not see the same inputs, not just another machine.
 INPUT_KEYS = {
@@ -39,6 +40,17 @@ def dataset_identity(dataset) -> dict:
         "split": {"seed": dataset.split_seed, "val_fraction": dataset.val_fraction,
                   "test_fraction": dataset.test_fraction, "sizes": dict(dataset.split_sizes)},
     }
+
+
+# New studies draw their seed below this: short enough to read and type again, and the trial
+# numbers added to it stay far below NumPy's limit (bounds.MAX_SEED).
+FRESH_SEEDS = 1_000_000
+
+
+def fresh_seed() -> int:
+    """A new study's seed when none is given: random, so two studies of the same settings do
+    not repeat each other; kept on the study (and in each trial's environment) to run again."""
+    return secrets.randbelow(FRESH_SEEDS)
 
 
 def trial_seed(trial) -> int:

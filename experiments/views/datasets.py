@@ -74,7 +74,7 @@ def dataset_detail(request, dataset_id: int):
         "dataset": dataset, "balance": balance, "preview_columns": columns,
         "preview_rows": [[row.get(c) for c in columns] for row in dataset.preview],
         "examples": examples, "examples_per_class": dataset_examples.EXAMPLES_PER_CLASS,
-        "example_height": dataset_examples.THUMBNAIL_SIDE,
+        "example_height": dataset_examples.THUMBNAIL_SIDE, "example_width": dataset_examples.strip_width(),
     })
 
 

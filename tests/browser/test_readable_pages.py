@@ -1,8 +1,9 @@
 """Pages readable at size, in a real Chromium (rows made through the ORM, no worker): parallel
 coordinates of a dozen hyperparameters show the most important ones with rounded ticks and
 let the user add others; a "…started." notice leaves the page when the study ends; names,
-dates and trial names stay on one line at 1400 and 1280 px; an image dataset shows its
-example images."""
+dates and trial names stay on one line at 1400 and 1280 px, long names cut in the middle; the
+navigation is one line at 1280 px; an image dataset shows its example images beside their
+captions."""
 
 import math
 import re
@@ -80,8 +81,8 @@ def test_parallel_coordinates_show_the_top_hyperparameters_with_rounded_ticks(li
     assert len(unticked) == 6 and LONG_NAME in unticked
     picker.locator(f"input[value={LONG_NAME}]").check()
     page.wait_for_function("document.getElementById('parallel-chart').data[0].dimensions.length === 8")
-    assert chart_ticks.short(LONG_NAME) == "conv2d_num_fi…" and "conv2d_num_fi…" in _parallel_axes(page)
-    title = page.locator("#parallel-chart .axis-title", has_text="conv2d_num_fi…")
+    assert chart_ticks.short(LONG_NAME) == "conv2d…t_block" and "conv2d…t_block" in _parallel_axes(page)
+    title = page.locator("#parallel-chart .axis-title", has_text="conv2d…t_block")
     assert title.locator("title").text_content() == LONG_NAME  # the full name on hover
     picker.locator("input[value=units]").uncheck()
     page.wait_for_function("document.getElementById('parallel-chart').data[0].dimensions.length === 7")
@@ -125,6 +126,8 @@ def test_names_dates_and_trials_stay_on_one_line(live_server, page, acme, alice,
     Study.objects.filter(pk=study.pk).update(status=Study.Status.COMPLETED)
     trials = [finished_trial(study, n, score=0.8 + n / 100) for n in range(1, 13)]
     model = finished_model(acme, alice, study, trials[0], name="dense-iris-retrained-with-a-long-name")
+    for n in (1, 10):  # names that differ only at their end
+        finished_model(acme, alice, study, trials[n - 1], name=f"dense-iris-retrained-with-a-long-name-trial-{n}")
     finished_ensemble(acme, alice, iris, [model, trials[1]], [0.6, 0.4], name="blend-of-the-two-best-iris-models")
     page.set_viewport_size({"width": width, "height": 900})
     log_in(page, live_server, "alice", PASSWORD)
@@ -133,8 +136,43 @@ def test_names_dates_and_trials_stay_on_one_line(live_server, page, acme, alice,
         wrapped = page.evaluate(ONE_LINE, "td.name, td.nowrap, a.name-link, a.nowrap, time, .badge")
         assert wrapped == [], f"{path} at {width}px wraps {wrapped}"
         assert page.locator("td.name, a.name-link, a.nowrap, time").count() > 0, path
+        # Names are cut in the middle by the page, never at their end by the browser.
+        clipped = page.locator("td.name, a.name-link").evaluate_all(
+            "(all) => all.filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.textContent)")
+        assert clipped == [], f"{path} at {width}px clips {clipped}"
+        if path in ("/models/", "/leaderboard/"):
+            for n in (1, 10):
+                shown = page.locator(f"a[title='dense-iris-retrained-with-a-long-name-trial-{n} v1']").first
+                text = shown.inner_text()
+                assert text.startswith("dense-iris-") and "…" in text and text.endswith(f"-trial-{n} v1"), (path, text)
     long_link = page.locator("a[title='iris measurements from the botany department archive']")
-    assert long_link.evaluate("(a) => a.parentElement.scrollWidth > a.parentElement.clientWidth")  # cut, …
+    assert long_link.inner_text() == "iris measurem…rtment archive"
+
+
+def test_the_navigation_is_one_line_at_1280_px_for_a_member_with_every_section(live_server, page, acme, alice,
+                                                                                screenshot):
+    acme.name = "Demo team"  # make run's team, its picker reads "Demo team (owner)"
+    acme.save()
+    alice.is_staff = True  # the Admin link too, as the demo login has it
+    alice.save()
+    page.set_viewport_size({"width": 1280, "height": 800})
+    log_in(page, live_server, "alice", PASSWORD)
+    links = page.locator(".topbar nav a")
+    assert links.all_inner_texts() == ["Dashboard", "Datasets", "Studies", "Models", "Leaderboard", "Recipes",
+                                       "Registry", "Workers", "Team", "Admin"]
+    tops = page.locator(".topbar nav a, .topbar .brand, #team-select, .account-menu summary").evaluate_all(
+        "(all) => all.map((e) => { const r = e.getBoundingClientRect(); return r.top + r.height / 2; })")
+    assert max(tops) - min(tops) < 4, tops  # every item's middle on one line
+    line = page.locator(".topbar nav a").first.evaluate("(a) => parseFloat(getComputedStyle(a).lineHeight)")
+    bar = page.locator(".topbar").bounding_box()["height"]
+    assert bar < 2 * line + 20, f"the bar is {bar}px high, {line}px a line"
+    screenshot("one-line")
+    # The account's pages are one click away, under the user's name.
+    assert not page.locator(".account-menu a[href='/account/tokens/']").is_visible()
+    page.locator(".account-menu summary").click()
+    for name in ("Change password", "API tokens", "Notifications"):
+        assert page.locator(".account-menu").get_by_role("link", name=name).is_visible()
+    assert page.locator(".account-menu").get_by_role("button", name="Log out").is_visible()
 
 
 def test_an_image_dataset_shows_its_example_images(live_server, page, acme, alice, settings, tmp_path, screenshot):
@@ -148,4 +186,19 @@ def test_an_image_dataset_shows_its_example_images(live_server, page, acme, alic
     widths = images.evaluate_all("(all) => all.map((i) => i.naturalWidth)")
     assert widths == [dataset_examples.strip_width()] * 10
     assert page.locator("#example-grid figcaption").first.inner_text().startswith("0")
-    screenshot("digits")
+    for width in (1400, 1280, 900, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        overlaps = page.evaluate("""() => {
+          const box = (e) => e.getBoundingClientRect();
+          const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1
+                                 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+          const captions = [...document.querySelectorAll('#example-grid figcaption')].map(box);
+          return [...document.querySelectorAll('#example-grid img')].flatMap((img, i) =>
+            captions.map((c, j) => meet(box(img), c) ? `strip ${i} over caption ${j}` : null).filter(Boolean));
+        }""")
+        assert overlaps == [], f"at {width}px: {overlaps}"
+        outside = page.locator("#example-grid figure").evaluate_all(
+            "(all) => all.filter((f) => f.querySelector('img').getBoundingClientRect().right"
+            " > f.getBoundingClientRect().right + 1).length")
+        assert outside == 0, f"at {width}px {outside} strips reach past their figure"
+        screenshot(f"digits-{width}")

@@ -46,3 +46,34 @@ def test_try_it_answers_every_predict_on_one_page_load(live_server, page, acme, 
     assert PredictionJob.objects.count() == 2
     page.wait_for_selector(f"#try-result #prediction-live-{PredictionJob.objects.order_by('-id').first().pk}")
     screenshot("second-try")
+
+
+def test_try_it_results_take_the_boxs_full_width_with_fixed_decimal_probabilities(live_server, page, acme, alice,
+                                                                                  screenshot):
+    study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
+                        name="iris study", hypermodel="dense")
+    model = registrable(acme, alice, study, 1)
+    artifact = artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="m.keras", fileobj=io.BytesIO(b"PK"))
+    ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS, artifact=artifact)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    log_in(page, live_server, "alice", PASSWORD)
+    page.goto(f"{live_server.url}/models/{model.id}/")
+    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    # What a worker leaves (none runs here): the live part's next refresh shows the table.
+    PredictionJob.objects.update(status="completed", rows_done=1, preview=[
+        {"row": "1", "label": "setosa", "setosa": "0.9999854", "versicolor": "1.4580002e-05", "virginica": "3e-09"}])
+    table = page.wait_for_selector("#try-result #prediction-preview")
+    cells = page.locator("#try-result #prediction-preview tbody td").all_inner_texts()
+    assert cells == ["1", "setosa", ">0.9999", "<0.0001", "<0.0001"]
+    card = page.locator("#model-predictions").evaluate(
+        "(c) => { const s = getComputedStyle(c); "
+        "return c.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }")
+    # The result box spans the card (its table fills the live part inside it), not one column.
+    assert page.locator("#try-result").bounding_box()["width"] >= card - 2
+    assert table.bounding_box()["width"] >= 0.95 * card, (table.bounding_box(), card)
+    # The forms stay side by side above it.
+    try_form, batch = (page.locator(s).bounding_box() for s in ("#try-form", "#batch-predict-form"))
+    assert try_form["y"] == batch["y"] and try_form["x"] + try_form["width"] <= batch["x"]
+    screenshot("full-width")

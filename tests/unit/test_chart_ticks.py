@@ -45,10 +45,12 @@ def test_labels_are_short(value, step, label):
     assert chart_ticks.number_label(value, step) == label
 
 
-def test_long_names_are_cut_with_an_ellipsis():
+def test_long_names_are_cut_in_the_middle_with_an_ellipsis():
     assert chart_ticks.short("learning_rate") == "learning_rate"
-    assert chart_ticks.short("conv2d_num_filters_per_block") == "conv2d_num_fi…"
+    assert chart_ticks.short("conv2d_num_filters_per_block") == "conv2d…r_block"
     assert len(chart_ticks.short("conv2d_num_filters_per_block")) == chart_ticks.LABEL_CHARS
+    # Axes of one family differ at their end and stay apart.
+    assert chart_ticks.short("dropout_rate_layer_1") != chart_ticks.short("dropout_rate_layer_2")
 
 
 def test_parallel_coordinates_default_to_the_most_important_hyperparameters():

@@ -7,7 +7,12 @@ import io
 
 import numpy as np
 
-from experiments.presentation.prediction_csv import prediction_preview, write_prediction_csv
+from experiments.presentation.prediction_csv import (
+    prediction_preview,
+    preview_columns,
+    probability_text,
+    write_prediction_csv,
+)
 
 
 def _table(outputs, **kwargs) -> list[list[str]]:
@@ -48,3 +53,26 @@ def test_cells_users_wrote_cannot_start_a_spreadsheet_formula_and_negative_numbe
                     ["2", "b.png", "'@yes", "0.25", "0.75"]]
     assert _table(np.array([-1.5], np.float32), task="regression", classes=[], names=["-a.png"])[1] == [
         "1", "'-a.png", "-1.5"]
+
+
+def test_pages_show_probabilities_as_fixed_decimals_never_a_rounded_0_or_1_that_is_not_one():
+    shown = [probability_text(p) for p in (1.4580002e-05, 0.00005, 0.12345678, 0.99994, 0.9999854, 0.0, 1.0)]
+    assert shown == ["<0.0001", "0.0001", "0.1235", "0.9999", ">0.9999", "0.0000", "1.0000"]
+
+
+def test_the_preview_columns_come_back_in_the_csvs_order_whatever_order_the_row_was_stored_in():
+    digits = [str(d) for d in range(10)]
+    # As PostgreSQL's jsonb hands the row back: keys by length, then bytes.
+    stored = {**{d: "0.1" for d in digits}, "row": "1", "file": "a.png", "label": "3"}
+    assert preview_columns(stored, task="classification", classes=digits) == [
+        ("row", False), ("file", False), ("label", False), *((d, True) for d in digits)]
+    assert preview_columns({"virginica": "0.2", "row": "1", "label": "setosa", "setosa": "0.5", "versicolor": "0.3"},
+                           task="classification", classes=["setosa", "versicolor", "virginica"]) == [
+        ("row", False), ("label", False), ("setosa", True), ("versicolor", True), ("virginica", True)]
+    # A class named "file" is a probability, not the images' file names.
+    assert preview_columns({"row": "1", "label": "file", "file": "0.9", "other": "0.1"}, task="classification",
+                           classes=["file", "other"]) == [("row", False), ("label", False), ("file", True),
+                                                          ("other", True)]
+    wide = {f"prediction_{i}": "1.5" for i in range(12)} | {"row": "1"}
+    assert [name for name, _ in preview_columns(wide, task="regression", classes=[])] == [
+        "row", *(f"prediction_{i}" for i in range(12))]

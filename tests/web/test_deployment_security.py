@@ -110,10 +110,13 @@ def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, variable, valu
     assert result["message"].startswith(f"{variable} {says}"), result["message"]
 
 
-def test_debug_off_without_a_secret_key_refuses_to_load(tmp_path):
-    result = _settings_with(tmp_path, SECRET_KEY=None)
+@pytest.mark.parametrize("deployment", [{"DATABASE_URL": "postgres://tb:pw@db.example.internal/tb"},
+                                        {"CELERY_BROKER_URL": "redis://redis.example.internal:6379/0"}])
+def test_debug_off_without_a_secret_key_refuses_to_load_outside_the_embedded_mode(tmp_path, deployment):
+    result = _settings_with(tmp_path, SECRET_KEY=None, **deployment)
     assert result.get("error") == "ImproperlyConfigured", result
     assert result["message"].startswith("SECRET_KEY is not set and DEBUG is off.")
+    assert not (tmp_path / "var" / "secret_key").exists(), "a deployment never makes a key of its own"
 
 
 def test_debug_on_without_a_secret_key_loads_with_a_key_marked_insecure(tmp_path):

@@ -4,6 +4,7 @@ parsed inputs and queue a job; a registry alias resolves when asked; viewers see
 other teams get 404 on every route."""
 
 import io
+import re
 import zipfile
 
 import numpy as np
@@ -308,3 +309,19 @@ def test_try_it_rows_fit_features_whose_names_need_quoting():
     for typed in ("1.5,2\n3,4", '"width, cm","say ""hi"""\n1.5,2\n3,4'):
         x = parse_csv_inputs(io.BytesIO(_typed_csv(typed, spec)), features=spec.feature_names)
         np.testing.assert_array_equal(x, np.array([[1.5, 2], [3, 4]], np.float32))
+
+
+def test_the_preview_shows_probabilities_as_fixed_decimals_and_the_full_number_on_hover(alice_client, acme_model):
+    job = _job(acme_model, alice_client)
+    preview = [{"row": "1", "label": "setosa", "setosa": "0.9999854", "versicolor": "1.4580002e-05",
+                "virginica": "0.12345678"}]
+    PredictionJob.objects.filter(pk=job.pk).update(status="completed", rows_done=1, preview=preview)
+    page = page_text(alice_client.get(reverse("prediction_detail", args=[job.pk])))
+    table = page.split('id="prediction-preview"', 1)[1].split("</table>", 1)[0]
+    # The CSV's column order, though PostgreSQL hands the stored row back with its keys by length.
+    assert re.findall(r'<th scope="col">([^<]*)</th>', table) == ["row", "label", "setosa", "versicolor", "virginica"]
+    assert "<td>1</td><td>setosa</td>" in table  # the row's number and label as they are
+    assert '<td class="number" title="1.4580002e-05">&lt;0.0001</td>' in table
+    assert '<td class="number" title="0.9999854">&gt;0.9999</td>' in table
+    assert '<td class="number" title="0.12345678">0.1235</td>' in table
+    assert "e-05<" not in table
