@@ -11,30 +11,40 @@ from django.core.files.uploadedfile import UploadedFile
 from experiments.tuning.bounds import control_character_problem, non_ascii_digit
 
 
-def _problem(field: forms.Field, value) -> str | None:
+def _problem(field: forms.Field, value) -> tuple[str, bool] | None:
+    """(message, whether it replaces the field's own errors), or None."""
     if isinstance(value, UploadedFile):
-        return control_character_problem(value.name or "", multiline=False, what="The file name")
+        problem = control_character_problem(value.name or "", multiline=False, what="The file name")
+        return (problem, False) if problem else None
     if not isinstance(value, str) or isinstance(field.widget, forms.PasswordInput):
         return None  # a password is never shown, and may be anything its owner types
     if problem := control_character_problem(value, multiline=isinstance(field.widget, forms.Textarea)):
-        return problem
+        return problem, False
     if not isinstance(field, forms.CharField) and (digit := non_ascii_digit(value)):
-        return f"Write numbers and ids with the digits 0-9, not {digit!r}."
+        # The field read '٣' as 3: whatever it made of that (a lookup of id 3) is not what was sent.
+        return f"Write numbers and ids with the digits 0-9, not {digit!r}.", True
     return None
 
 
 class FormChecks:
     """Mixed into a form class before Django's (class F(FormChecks, forms.Form)). The values are
     checked as they were sent, once the fields have cleaned them and before the form's clean()
-    sees them: a field that already has an error keeps only its own."""
+    sees them. A field that already has an error of its own keeps it, unless it read a number
+    from other digits than 0-9."""
 
     def _clean_fields(self):
         super()._clean_fields()
         for name, field in self.fields.items():
-            if name in self._errors or field.disabled:
+            if field.disabled:
                 continue
             raw = field.widget.value_from_datadict(self.data, self.files, self.add_prefix(name))
-            for value in raw if isinstance(raw, list | tuple) else [raw]:
-                if problem := _problem(field, value):
-                    self.add_error(name, problem)
-                    break
+            found = next(filter(None, (_problem(field, v) for v in (raw if isinstance(raw, list | tuple) else [raw]))),
+                         None)
+            if found is None:
+                continue
+            message, replaces = found
+            if replaces:
+                self._errors.pop(name, None)
+            elif name in self._errors:
+                continue
+            self.add_error(name, message)

@@ -50,11 +50,15 @@ NOT_MULTIPART = ("The request body is not a readable multipart form ({reason}); 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
-def _refuse(request, message: str, status: int):
+def _refuse(request, message: str, status: int, field: str | None = None):
     """The API's JSON error under /api/; on pages, the message where the form's answer goes: a
     fragment for htmx (the "Try it" box swaps it in), else a page of its own."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": message, "field": None, "errors": {}}, status=status)
+        # The shape of experiments/api/errors.py's bodies (not imported from there: DRF loads
+        # experiments.api.auth, which imports this module, while api/errors.py is still loading).
+        detail = f"{field.replace('_', ' ').capitalize()}: {message}" if field else message
+        return JsonResponse({"detail": detail, "field": field, "errors": {field: [message]} if field else {}},
+                            status=status)
     template = "_request_refused.html" if request.headers.get("HX-Request") == "true" else "request_refused.html"
     return HttpResponse(render_to_string(template, {"message": message, "status": status}), status=status)
 
@@ -113,6 +117,6 @@ class RequestChecksMiddleware:
                                     f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1e6:,.1f} MB; send less.", 413)
         except MultiPartParserError as exc:
             return _refuse(request, NOT_MULTIPART.format(reason=str(exc).rstrip(".")), 400)
-        if any("\x00" in key or any("\x00" in value for value in items) for key, items in values):
-            return _refuse(request, NUL_MESSAGE, 400)
+        if nul := next((key for key, items in values if "\x00" in key or any("\x00" in v for v in items)), None):
+            return _refuse(request, NUL_MESSAGE, 400, field=None if "\x00" in nul else nul)
         return self.get_response(request)
