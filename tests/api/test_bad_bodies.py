@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test.client import BOUNDARY, encode_multipart
 from django.urls import reverse
 
 from experiments.api.bodies import NoFields
@@ -47,6 +46,7 @@ from experiments.services.artifacts import artifact_create
 from experiments.services.recipes import recipe_create
 from experiments.services.registry import registry_register
 from experiments.services.studies import study_start
+from tests.fixtures.bad_bodies import BAD_MULTIPART, TEN_MB, bad_multipart
 from tests.integration.helpers import TINY_SPACE
 from tests.web.figures_rows import finished_model, finished_trial
 from tests.web.recipe_rows import recipe_data
@@ -57,7 +57,6 @@ pytestmark = pytest.mark.django_db
 HUGE = 2**70
 SUPERSCRIPT_TWO = "²"
 ARABIC_INDIC_THREE = "\u0663"  # int() reads it as 3
-TEN_MB = 10 * 1024 * 1024
 # Text no field takes: a NUL (PostgreSQL's text cannot hold one), a terminal's colour escape, and
 # the one-byte (C1) form of the same terminal control.
 CONTROL_TEXT = ["a\x00b", "red \x1b[31m", "csi \x9b2J"]
@@ -173,8 +172,7 @@ def _bad_values(name: str, serializer_field, types: bool = True) -> list:
 
 # Bodies refused as a whole (field None), each with a word of its message: (payload, status, word).
 WHOLE_BODIES = [("FORM-10MB", 413, "MB"), ("FORM-MANY", 400, "too many fields"),
-                ("MULTIPART-101-FILES", 400, "too many files"), ("MULTIPART-NO-BOUNDARY", 400, "boundary"),
-                ("MULTIPART-10MB", 413, "MB"), ("MULTIPART-MANY", 400, "too many fields")]
+                *((f"MULTIPART-{kind}", status, word) for kind, status, word in BAD_MULTIPART)]
 
 
 def _cases():
@@ -227,21 +225,6 @@ def _saved_state(study: Study) -> dict:
             "aliases": list(ModelAlias.objects.values_list("name", "version_id"))}
 
 
-def _multipart(payload: str, route: Route, objects) -> tuple[bytes, str]:
-    """(body, content type) of a bad multipart body."""
-    fields = {k: str(v) for k, v in route.body(objects).items() if not isinstance(v, list | dict)}
-    content_type = f"multipart/form-data; boundary={BOUNDARY}"
-    if payload == "MULTIPART-101-FILES":
-        fields.update({f"file{i}": SimpleUploadedFile(f"rows{i}.csv", b"a,b\n1,2\n") for i in range(101)})
-    elif payload == "MULTIPART-NO-BOUNDARY":
-        return encode_multipart(BOUNDARY, fields), "multipart/form-data"
-    elif payload == "MULTIPART-10MB":
-        fields["notes"] = "y" * TEN_MB
-    elif payload == "MULTIPART-MANY":
-        fields.update({f"f{i}": "1" for i in range(2000)})
-    return encode_multipart(BOUNDARY, fields), content_type
-
-
 def _send(client, route: Route, objects, payload):
     url = route.url(objects)
     send = getattr(client, route.method)
@@ -250,7 +233,8 @@ def _send(client, route: Route, objects, payload):
     if payload == "FORM-MANY":
         return send(url, "&".join(f"f{i}=1" for i in range(2000)), content_type="application/x-www-form-urlencoded")
     if isinstance(payload, str) and payload.startswith("MULTIPART-"):
-        body, content_type = _multipart(payload, route, objects)
+        fields = {k: str(v) for k, v in route.body(objects).items() if not isinstance(v, list | dict)}
+        body, content_type = bad_multipart(payload.removeprefix("MULTIPART-"), fields)
         return send(url, body, content_type=content_type)
     if isinstance(payload, bytes):
         return send(url, payload, content_type="application/json")

@@ -10,17 +10,16 @@ import logging
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test.client import BOUNDARY, encode_multipart
 from django.urls import reverse
 
 from experiments.models import Dataset, ModelAlias, PredictionJob, Study, Trial
 from experiments.services.registry import registry_register
+from tests.fixtures.bad_bodies import BAD_MULTIPART, bad_multipart
 from tests.web.pages import page_text, shows
 from tests.web.registry_rows import signature
 
 pytestmark = pytest.mark.django_db
 
-TEN_MB = 10 * 1024 * 1024
 ARABIC_INDIC_THREE = "\u0663"
 IRIS_COLUMNS = "sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)"
 BEYOND_CSV_LIMIT = "1" * 140_000  # the csv module refuses a cell over 131,072 characters
@@ -38,26 +37,6 @@ PAGES = {
     "model-predict": (lambda m: reverse("model_predict", args=[m.id]), {}, "file"),
     "model-try": (lambda m: reverse("model_try", args=[m.id]), {}, "images"),
 }
-# (payload, status, what the message says)
-BODIES = [("101-files", 400, "too many files (at most 100)"), ("no-boundary", 400, "boundary"),
-          ("10mb-fields", 413, "MB"), ("many-fields", 400, "too many fields")]
-
-
-def _body(payload: str, fields: dict, file_field: str) -> tuple[bytes, str]:
-    content_type = f"multipart/form-data; boundary={BOUNDARY}"
-    fields = dict(fields)
-    if payload == "101-files":
-        fields[file_field] = [SimpleUploadedFile(f"{i}.csv", b"a\n1\n") for i in range(101)]
-    elif payload == "no-boundary":
-        fields[file_field] = _iris_csv()
-        return encode_multipart(BOUNDARY, fields), "multipart/form-data"
-    elif payload == "10mb-fields":
-        fields["notes"] = "y" * TEN_MB
-    elif payload == "many-fields":
-        fields.update({f"f{i}": "1" for i in range(2000)})
-    return encode_multipart(BOUNDARY, fields), content_type
-
-
 def _state():
     return Dataset.objects.count(), PredictionJob.objects.count(), Study.objects.count()
 
@@ -68,7 +47,7 @@ def _no_traceback(caplog):
 
 
 CASES = [pytest.param(page, payload, status, words, method, htmx, id=f"{page}-{payload}-{method}{'-htmx' * htmx}")
-         for page in PAGES for payload, status, words in BODIES for method in ("post", "put", "patch")
+         for page in PAGES for payload, status, words in BAD_MULTIPART for method in ("post", "put", "patch")
          for htmx in ((False, True) if page == "model-try" else (False,))
          # A PUT or PATCH body is held in memory: 101 small files fit, 10 MB does not.
          if method == "post" or payload in ("10mb-fields", "101-files")]
@@ -80,7 +59,7 @@ def test_a_body_django_cannot_take_gets_a_page_that_says_why(alice_client, acme_
                                                              page, payload, status, words, method, htmx):
     url, fields, file_field = PAGES[page]
     fields = {k: str(acme_model.id) if v == "MODEL" else v for k, v in fields.items()}
-    body, content_type = _body(payload, fields, file_field)
+    body, content_type = bad_multipart(payload, {**fields, file_field: _iris_csv()}, file_field)
     before = _state()
     caplog.set_level(logging.WARNING)
 
