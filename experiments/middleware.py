@@ -60,7 +60,7 @@ def _refuse(request, message: str, status: int, field: str | None = None):
         return JsonResponse({"detail": detail, "field": field, "errors": {field: [message]} if field else {}},
                             status=status)
     template = "_request_refused.html" if request.headers.get("HX-Request") == "true" else "request_refused.html"
-    return HttpResponse(render_to_string(template, {"message": message, "status": status}), status=status)
+    return HttpResponse(render_to_string(template, {"message": message}), status=status)
 
 
 def body_limit(request) -> int:
@@ -117,6 +117,7 @@ class RequestChecksMiddleware:
                                     f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1e6:,.1f} MB; send less.", 413)
         except MultiPartParserError as exc:
             return _refuse(request, NOT_MULTIPART.format(reason=str(exc).rstrip(".")), 400)
-        if nul := next((key for key, items in values if "\x00" in key or any("\x00" in v for v in items)), None):
-            return _refuse(request, NUL_MESSAGE, 400, field=None if "\x00" in nul else nul)
+        nul = [key for key, items in values if "\x00" in key or any("\x00" in v for v in items)]
+        if nul:
+            return _refuse(request, NUL_MESSAGE, 400, field=nul[0] if nul[0] and "\x00" not in nul[0] else None)
         return self.get_response(request)
