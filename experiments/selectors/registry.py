@@ -9,7 +9,6 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
-from experiments.tuning.bounds import non_ascii_digit
 
 # "<registered model>@<alias>" or "<registered model>/<version>": the version in ASCII digits
 # (\d is any Unicode digit, and int('٣') is 3) and nothing after it ($ allows a trailing newline).
@@ -25,11 +24,10 @@ def registry_reference_resolve(*, team: Team, reference: str) -> ModelVersion:
     """The version `name@alias` or `name/N` points at in the team's registry (the trained model
     is `.trained_model`), or RegistryReferenceError with a message for a person."""
     match = REFERENCE.match((reference or "").strip())
-    if match is None and "/" in (reference or "") and (digit := non_ascii_digit(reference)):
-        raise RegistryReferenceError(f"Write the version in {reference!r} with the digits 0-9, not {digit!r}.")
     if match is None:
         raise RegistryReferenceError(f"{reference!r} is not a registry reference; write <registered model>@<alias> "
-                                     "(e.g. digits@production) or <registered model>/<version> (e.g. digits/3).")
+                                     "(e.g. digits@production) or <registered model>/<version> with the digits 0-9 "
+                                     "(e.g. digits/3).")
     name, alias, version = match["name"], match["alias"], match["version"]
     if alias:
         found = (ModelAlias.objects.select_related("version__trained_model", "version__registered_model")

@@ -27,32 +27,6 @@ def _iris_model(acme, alice):
     return model
 
 
-def test_try_it_answers_every_predict_on_one_page_load(live_server, page, acme, alice, screenshot):
-    model = _iris_model(acme, alice)
-    log_in(page, live_server, "alice", PASSWORD)
-    page.goto(f"{live_server.url}/models/{model.id}/")
-
-    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
-    page.locator("#try-submit").click()
-    page.wait_for_selector("#try-result .prediction-live")
-    page.wait_for_timeout(2600)  # the live part has refreshed itself at least once
-    assert page.locator("#try-result .prediction-live").count() == 1
-    job = PredictionJob.objects.get()
-    assert page.locator(f"#try-result #prediction-live-{job.pk}").count() == 1
-
-    page.locator("#try-rows").fill("1,2")  # refused: the message takes the box's place
-    page.locator("#try-submit").click()
-    page.wait_for_selector("#try-result #try-error")
-    assert "Row 2 has 2 values" in page.locator("#try-result").inner_text()
-
-    page.locator("#try-rows").fill("6.3,2.9,5.6,1.8\n5.0,3.4,1.5,0.2")
-    page.locator("#try-submit").click()
-    page.wait_for_selector("#try-result .prediction-live")
-    assert PredictionJob.objects.count() == 2
-    page.wait_for_selector(f"#try-result #prediction-live-{PredictionJob.objects.order_by('-id').first().pk}")
-    screenshot("second-try")
-
-
 def test_try_it_shows_a_body_refused_before_the_view_inside_the_box(live_server, page, acme, alice, settings,
                                                                     screenshot):
     """htmx swaps only 2xx answers by itself: a 400 or 413 from experiments/middleware.py (a body
@@ -85,3 +59,33 @@ def test_try_it_shows_a_body_refused_before_the_view_inside_the_box(live_server,
     page.locator("#try-submit").click()
     page.wait_for_selector("#try-result .prediction-live")
     assert PredictionJob.objects.count() == 1
+
+
+def test_try_it_answers_every_predict_on_one_page_load(live_server, page, acme, alice, screenshot):
+    study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
+                        name="iris study", hypermodel="dense")
+    model = registrable(acme, alice, study, 1)
+    artifact = artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="m.keras", fileobj=io.BytesIO(b"PK"))
+    ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS, artifact=artifact)
+    log_in(page, live_server, "alice", PASSWORD)
+    page.goto(f"{live_server.url}/models/{model.id}/")
+
+    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    page.wait_for_timeout(2600)  # the live part has refreshed itself at least once
+    assert page.locator("#try-result .prediction-live").count() == 1
+    job = PredictionJob.objects.get()
+    assert page.locator(f"#try-result #prediction-live-{job.pk}").count() == 1
+
+    page.locator("#try-rows").fill("1,2")  # refused: the message takes the box's place
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result #try-error")
+    assert "Row 2 has 2 values" in page.locator("#try-result").inner_text()
+
+    page.locator("#try-rows").fill("6.3,2.9,5.6,1.8\n5.0,3.4,1.5,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    assert PredictionJob.objects.count() == 2
+    page.wait_for_selector(f"#try-result #prediction-live-{PredictionJob.objects.order_by('-id').first().pk}")
+    screenshot("second-try")
