@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 
 from experiments.datasets.bundled import BUNDLED
+from experiments.form_checks import FormChecks
 from experiments.services.datasets import UploadOptions
 from experiments.tuning.bounds import MAX_FILENAME_CHARS, no_control_characters, seed_field
 
@@ -13,7 +14,7 @@ def _fraction_field(initial: float) -> forms.FloatField:
                             help_text="Share of the rows, e.g. 0.15.")
 
 
-class BundledDatasetForm(forms.Form):
+class BundledDatasetForm(FormChecks, forms.Form):
     bundled_name = forms.ChoiceField(label="Bundled dataset", choices=[(k, f"{k} — {v}") for k, v in BUNDLED.items()])
     name = forms.CharField(max_length=100, required=False, help_text="Defaults to the dataset's name.",
                            validators=[no_control_characters])
@@ -22,7 +23,7 @@ class BundledDatasetForm(forms.Form):
     seed = seed_field("Split seed")
 
 
-class DatasetUploadForm(forms.Form):
+class DatasetUploadForm(FormChecks, forms.Form):
     name = forms.CharField(max_length=100, validators=[no_control_characters])
     file = forms.FileField(help_text="CSV with a header row, NPZ with arrays x and y, or a ZIP of images in one "
                            "folder per class.")

@@ -3,6 +3,7 @@ import json
 from django import forms
 from django.core import validators
 
+from experiments.form_checks import FormChecks
 from experiments.models import Dataset, Study, TrainedModel
 from experiments.presentation.ranking_rule import metric_direction
 from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
@@ -24,8 +25,10 @@ from experiments.services.warm_starts import (
 )
 from experiments.tuning.bounds import (
     InputError,
+    control_character_problem,
     load_json,
     no_control_characters,
+    parse_id,
     seed_field,
     whole_number_field,
 )
@@ -89,7 +92,7 @@ class SeedStudiesField(forms.ModelMultipleChoiceField):
         return [by_pk[key] for key in dict.fromkeys(str(v) for v in value or []) if key in by_pk]
 
 
-class StudyForm(forms.ModelForm):
+class StudyForm(FormChecks, forms.ModelForm):
     search_space = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label="Search space (JSON)")
     objective_direction = forms.ChoiceField(
         choices=[("auto", "Infer from the metric")] + list(Study.Direction.choices), initial="auto",
@@ -249,7 +252,7 @@ class StudyForm(forms.ModelForm):
             rows = []
         trials = (self.data.get("max_trials") if self.is_bound
                   else self.initial.get("max_trials", self.fields["max_trials"].initial))
-        trials = int(trials) if str(trials or "").isdigit() else None
+        trials = parse_id(trials)  # ASCII digits only: '²'.isdigit() is True, and int('²') raises
         return default_initial_random_trials(rows if isinstance(rows, list) else [], trials)
 
     def clean_name(self):
@@ -268,6 +271,8 @@ class StudyForm(forms.ModelForm):
             rows = load_json(self.cleaned_data["search_space"], what="The search space")
         except InputError as exc:
             raise forms.ValidationError(str(exc)) from None
+        if problem := control_character_problem(rows, multiline=False):  # "\u001b" in the JSON text
+            raise forms.ValidationError(problem)
         try:
             return validate_search_space(rows)
         except SearchSpaceError as exc:
@@ -345,7 +350,7 @@ class StudyForm(forms.ModelForm):
         self.warm_start_notes += warm.notes
 
 
-class StudyBudgetForm(forms.ModelForm):
+class StudyBudgetForm(FormChecks, forms.ModelForm):
     """What may change while a study runs."""
 
     class Meta:
@@ -361,7 +366,7 @@ class StudyBudgetForm(forms.ModelForm):
             self.fields[name].widget.attrs.update(min=low, max=high)
 
 
-class ModelRequestForm(forms.Form):
+class ModelRequestForm(FormChecks, forms.Form):
     """Retrain (or promote) the top trials of a study, or one trial when `top_n` is hidden."""
 
     top_n = forms.IntegerField(label="How many of the best trials", initial=3, min_value=1, max_value=20)
@@ -396,7 +401,7 @@ class ModelRequestForm(forms.Form):
                 self.fields["name"].widget.attrs["placeholder"] = f"{default_model_name(study)}-trial-<number>"
 
 
-class RankingForm(forms.Form):
+class RankingForm(FormChecks, forms.Form):
     """The team's ranking metric, among the test metrics its models record."""
 
     ranking_metric = forms.ChoiceField(label="Rank by", required=False)
@@ -422,7 +427,7 @@ class MemberKeysField(forms.Field):
         return list(values)
 
 
-class EnsembleForm(forms.Form):
+class EnsembleForm(FormChecks, forms.Form):
     """The ensemble page's fields and POST /api/v1/ensembles/'s: one set of checks and messages."""
 
     members = MemberKeysField(required=False)

@@ -11,7 +11,9 @@ from django import forms
 from django.conf import settings
 
 from experiments.datasets.core import DatasetError, check_upload_size
+from experiments.datasets.csv_table import csv_problem
 from experiments.datasets.inputs import parse_model_inputs
+from experiments.form_checks import FormChecks
 from experiments.selectors.predictions import model_input_spec
 from experiments.selectors.registry import RegistryReferenceError, registry_reference_resolve
 from experiments.selectors.trained_models import team_model
@@ -52,7 +54,11 @@ def _typed_csv(text: str, spec) -> bytes:
     # The header written as CSV (a feature named `a,b` or `say "x"` is quoted), and a typed header
     # line recognised however it was quoted.
     writer.writerow(spec.feature_names)
-    if lines and [cell.strip() for cell in next(csv.reader([lines[0]]))] == spec.feature_names:
+    try:
+        first = [cell.strip() for cell in next(csv.reader([lines[0]]))] if lines else None
+    except csv.Error as exc:  # a value over the csv module's field limit (131,072 characters)
+        raise DatasetError(f"The typed rows could not be read as CSV: {csv_problem(exc)}.") from None
+    if first == spec.feature_names:
         lines = lines[1:]
     return (buffer.getvalue() + "".join(line + "\n" for line in lines)).encode()
 
@@ -65,7 +71,7 @@ def _images_zip(files) -> bytes:
     return buffer.getvalue()
 
 
-class PredictionForm(forms.Form):
+class PredictionForm(FormChecks, forms.Form):
     model = forms.CharField(required=False, max_length=20, label="Model id",
                             help_text="A trained model or ensemble of this team.")
     reference = forms.CharField(required=False, max_length=140, label="Registry reference",

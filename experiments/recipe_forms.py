@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
 from experiments.ensembling.diversity import correlation_pick
+from experiments.form_checks import FormChecks
 from experiments.models import Dataset, EnsembleRecipe, Study
 from experiments.selectors.recipes import Rule, recipe_candidates, recipe_sources
 from experiments.services.prediction_cache import cached_predictions_read
@@ -74,7 +75,7 @@ class _TeamChoices(forms.ModelMultipleChoiceField):
         return super()._check_values(value)
 
 
-class RecipeForm(forms.Form):
+class RecipeForm(FormChecks, forms.Form):
     """Create or edit a recipe (pages: /recipes/new/, /recipes/<id>/edit/; API: POST, PUT, PATCH)."""
 
     name = forms.CharField(max_length=200, validators=[no_control_characters],
@@ -242,7 +243,7 @@ def recipe_initial(recipe: EnsembleRecipe) -> dict:
             "source_studies": list(recipe.source_studies.values_list("id", flat=True))}
 
 
-class RecipeCloneForm(forms.Form):
+class RecipeCloneForm(FormChecks, forms.Form):
     """A recipe's copy under a new name (same rule as a new recipe's name)."""
 
     name = RecipeForm.base_fields["name"]

@@ -4,6 +4,7 @@ these very forms through experiments.api.bodies)."""
 from django import forms
 from django.utils.text import slugify
 
+from experiments.form_checks import FormChecks
 from experiments.models import TrainedModel
 from experiments.tuning.bounds import MAX_ID, no_control_characters
 
@@ -30,7 +31,7 @@ def _number_field(label: str, what: str, **kwargs) -> forms.IntegerField:
         "invalid": message, "min_value": message, "max_value": message})
 
 
-class RegisterForm(forms.Form):
+class RegisterForm(FormChecks, forms.Form):
     """Register a finished model as the next version of a registered model, new or existing."""
 
     name = forms.CharField(label="Registered model", max_length=200, validators=[no_control_characters],
@@ -43,7 +44,7 @@ class RegisterForm(forms.Form):
         return _slug(self.cleaned_data["name"], what="registered model's name", limit=MAX_NAME)
 
 
-class _PicksModel(forms.Form):
+class _PicksModel(FormChecks, forms.Form):
     """A trained model of the team, by id (the API's bodies)."""
 
     model = _number_field("Model", "model's id", help_text="The trained model's (or ensemble's) id.")
@@ -70,7 +71,7 @@ class VersionForm(_PicksModel):
     description = RegisterForm.base_fields["description"]
 
 
-class AliasForm(forms.Form):
+class AliasForm(FormChecks, forms.Form):
     """Point an alias at a version (pages; the API takes the alias from its URL)."""
 
     alias = forms.CharField(label="Alias", max_length=200, validators=[no_control_characters],
@@ -81,13 +82,13 @@ class AliasForm(forms.Form):
         return _slug(self.cleaned_data["alias"], what="alias", limit=MAX_ALIAS)
 
 
-class AliasRemoveForm(forms.Form):
+class AliasRemoveForm(FormChecks, forms.Form):
     alias = AliasForm.base_fields["alias"]
 
     clean_alias = AliasForm.clean_alias
 
 
-class RollbackForm(forms.Form):
+class RollbackForm(FormChecks, forms.Form):
     """The page's one-click rollback: the move to undo."""
 
     move = _number_field("Move", "move")

@@ -9,6 +9,9 @@ from experiments.views.scaling import scaling_view
 from experiments.views.teams import invitation_accept_view
 from experiments.views.tokens import api_tokens
 
+# A path no route matches answers JSON under /api/, the page elsewhere.
+handler404 = "experiments.api.errors.not_found"
+
 # Account pages work without a team; an invitation link works without an account (the
 # token is the credential), so it lives here and not among the team pages.
 urlpatterns = [

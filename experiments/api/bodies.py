@@ -13,6 +13,7 @@ from django.http import QueryDict
 from rest_framework import exceptions, serializers
 
 from experiments.api.errors import NON_FIELD
+from experiments.tuning.bounds import control_character_problem
 
 _NUMBER_FIELDS = (forms.IntegerField, forms.FloatField, forms.DecimalField, forms.ModelChoiceField)
 _MULTIPLE_FIELDS = (forms.MultipleChoiceField, forms.ModelMultipleChoiceField)
@@ -97,12 +98,19 @@ def with_initial(form_fields: dict, data: QueryDict) -> QueryDict:
 
 def body_object(request) -> dict:
     """The request body as a plain dict (a JSON object; a form or multipart body with repeated
-    fields as lists)."""
+    fields as lists). Every API write reads its body here, so this is where a control character
+    in any of its text is refused, naming the field (fields the forms bind are checked again
+    there, one-line fields for line breaks too; fields no form binds, such as a run's reason or
+    a study's tags, and text nested in JSON rely on this)."""
     data = request.data
     if isinstance(data, QueryDict):
-        return {k: (v if len(v := data.getlist(k)) > 1 else v[0]) for k in data}
+        data = {k: (v if len(v := data.getlist(k)) > 1 else v[0]) for k in data}
     if not isinstance(data, dict):
         raise exceptions.ValidationError({NON_FIELD: [f"Send a JSON object, not {_what(data)}."]})
+    errors = {str(name): [problem] for name, value in data.items()
+              if (problem := control_character_problem(name) or control_character_problem(value))}
+    if errors:
+        raise exceptions.ValidationError(errors)
     return dict(data)
 
 

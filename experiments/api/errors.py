@@ -2,13 +2,15 @@
 is about (or null), and every field's messages."""
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views.defaults import page_not_found
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from experiments.errors import TuneboardError
+from experiments.tuning.bounds import non_ascii_digit
 
 NON_FIELD = "non_field_errors"
 
@@ -40,6 +42,17 @@ def validation_body(errors: dict) -> dict:
     if field == NON_FIELD:
         return error_body(first, None, errors)
     return error_body(f"{field.replace('_', ' ').capitalize()}: {first}", field, errors)
+
+
+def not_found(request, exception=None):
+    """Django's 404 for a path no route matches (webapp.urls.handler404): JSON under /api/, where
+    an id in other digits than 0-9 ('/api/v1/studies/٣/') matches no route; the page elsewhere."""
+    if not request.path.startswith("/api/"):
+        return page_not_found(request, exception)
+    detail = f"No API route matches {request.path}."
+    if digit := non_ascii_digit(request.path):
+        detail += f" Write ids with the digits 0-9, not {digit!r}."
+    return JsonResponse(error_body(detail), status=404)
 
 
 def exception_handler(exc, context):

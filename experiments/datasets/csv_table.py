@@ -82,7 +82,7 @@ class CsvTable:
                             yield cells, reader.line_num
                 except csv.Error as exc:
                     raise DatasetError(
-                        f"The file could not be read as CSV near row {reader.line_num}: {exc}."
+                        f"The file could not be read as CSV near row {reader.line_num}: {csv_problem(exc)}."
                     ) from None
 
             yield rows()
@@ -148,6 +148,13 @@ def _check_text(file: BinaryIO) -> None:
             f"The file is not UTF-8 text (unreadable byte at position {bad_at}). "
             "Save the CSV with UTF-8 encoding and upload it again."
         )
+
+
+def csv_problem(exc: csv.Error) -> str:
+    """csv's error in a person's words (its field limit is the one a typed value meets)."""
+    if "field larger than field limit" in str(exc):
+        return f"a value is longer than {csv.field_size_limit():,} characters, more than any cell takes"
+    return str(exc)
 
 
 def _sniff_delimiter(sample: str) -> str:

@@ -12,8 +12,10 @@ from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredMo
 from experiments.presentation.serving_requests import serving_request
 from experiments.serving.contract import contract_differences, model_contract, registered_contract
 
-# "<registered model>@<alias>" or "<registered model>/<version>"
-REFERENCE = re.compile(r"^(?P<name>[-a-zA-Z0-9_]+)(?:@(?P<alias>[-a-zA-Z0-9_]+)|/(?P<version>\d+))$")
+# "<registered model>@<alias>" or "<registered model>/<version>": the version in ASCII digits
+# (\d is any Unicode digit, and int('٣') is 3) and nothing after it ($ allows a trailing newline).
+REFERENCE = re.compile(r"(?P<name>[-a-zA-Z0-9_]+)(?:@(?P<alias>[-a-zA-Z0-9_]+)|/(?P<version>[0-9]+))\Z")
+MAX_VERSION = 2**31 - 1  # the column's bound: a longer number names no version (not a database error)
 
 
 class RegistryReferenceError(TuneboardError):
@@ -26,7 +28,8 @@ def registry_reference_resolve(*, team: Team, reference: str) -> ModelVersion:
     match = REFERENCE.match((reference or "").strip())
     if match is None:
         raise RegistryReferenceError(f"{reference!r} is not a registry reference; write <registered model>@<alias> "
-                                     "(e.g. digits@production) or <registered model>/<version> (e.g. digits/3).")
+                                     "(e.g. digits@production) or <registered model>/<version> with the digits 0-9 "
+                                     "(e.g. digits/3).")
     name, alias, version = match["name"], match["alias"], match["version"]
     if alias:
         found = (ModelAlias.objects.select_related("version__trained_model", "version__registered_model")
@@ -35,7 +38,8 @@ def registry_reference_resolve(*, team: Team, reference: str) -> ModelVersion:
             raise RegistryReferenceError(f"The registered model {name!r} has no alias {alias!r} in this team.")
         return found.version
     found = (ModelVersion.objects.select_related("trained_model", "registered_model")
-             .filter(registered_model__team=team, registered_model__name=name, version=int(version)).first())
+             .filter(registered_model__team=team, registered_model__name=name, version=int(version)).first()
+             if len(version) <= len(str(MAX_VERSION)) and int(version) <= MAX_VERSION else None)
     if found is None:
         raise RegistryReferenceError(f"The registered model {name!r} has no version {version} in this team.")
     return found

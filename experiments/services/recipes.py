@@ -10,6 +10,7 @@ from experiments.errors import TuneboardError
 from experiments.models import EnsembleRecipe, Membership, Study
 from experiments.services.audit import audit_record
 from experiments.services.recipe_runs import recipe_run_start
+from experiments.tuning.bounds import control_character_problem
 
 MAX_STUDY_TAGS = 10
 MAX_STUDY_TAG_LENGTH = 40
@@ -113,6 +114,8 @@ def recipe_delete(*, recipe: EnsembleRecipe, user) -> None:
 
 def study_tags_set(*, study: Study, tags: str | list[str]) -> Study:
     """A study's tags, comma-separated (or a list), lower-cased, without repeats."""
+    if problem := control_character_problem(tags, multiline=False):  # no form binds the tags
+        raise RecipeError(f"Tags: {problem}")
     given = tags.split(",") if isinstance(tags, str) else tags
     cleaned: list[str] = []
     for tag in (str(t).strip().lower() for t in given):

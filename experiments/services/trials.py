@@ -2,6 +2,7 @@
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial
+from experiments.tuning.bounds import control_character_problem
 
 
 class TrialNotesError(TuneboardError, ValueError):
@@ -14,6 +15,10 @@ MAX_TAG_LENGTH = 30
 
 def trial_annotate(*, trial: Trial, notes: str, tags: str) -> Trial:
     """Notes and comma-separated tags on a trial; results are untouched."""
+    # No form binds these two, so their control characters are refused here (notes may have lines).
+    for label, text, multiline in (("Notes", notes, True), ("Tags", tags, False)):
+        if problem := control_character_problem(text, multiline=multiline):
+            raise TrialNotesError(f"{label}: {problem}")
     cleaned = []
     for tag in (t.strip().lower() for t in tags.split(",")):
         if not tag or tag in cleaned:

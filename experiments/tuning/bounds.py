@@ -20,7 +20,14 @@ MAX_JSON_CHARS = 200_000
 MAX_JSON_NUMBER_DIGITS = 100  # longer numbers are refused by the fields, which name themselves
 MAX_NOTES_CHARS = 20_000
 MAX_FILENAME_CHARS = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What no text a person types holds: C0 controls (but tab, line feed and carriage return, which
+# multi-line text has), DEL and C1 (U+0080-U+009F, where a terminal's CSI U+009B lives). A NUL is
+# more than PostgreSQL's text columns take; an escape byte rewrites the terminal of whoever
+# prints a log line or a CSV export holding it.
+_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_NAMES = {0x00: "a NUL character", 0x09: "a tab", 0x0A: "a line break", 0x0D: "a carriage return",
+                  0x1B: "an escape character", 0x7F: "a delete character"}
 
 
 class InputError(ValueError):
@@ -62,6 +69,39 @@ def no_control_characters(value: str) -> None:
     """For names: a line break in a name breaks CSV file names in headers and table rows."""
     if isinstance(value, str) and _CONTROL.search(value):
         raise ValidationError("A name cannot contain control characters (line breaks, tabs).")
+
+
+def control_character_problem(value, *, multiline: bool = True, what: str = "This text") -> str | None:
+    """What is wrong with text holding a control character (None: nothing), for the field that
+    holds it. `value` may be JSON (lists and objects, keys included), whose place is named;
+    `multiline` lets tabs and line breaks through (a text area's text, not a one-line field's)."""
+    for place, text in _strings(value, ""):
+        found = (_CONTROL if not multiline else _CONTROL_IN_TEXT).search(text)
+        if found:
+            code = ord(found.group())
+            name = _CONTROL_NAMES.get(code, "a control character")
+            where = f" in {place}" if place else ""
+            return (f"{what} holds {name} (U+{code:04X}) at character {found.start() + 1:,}{where}; remove it "
+                    "(text here takes no control characters).")
+    return None
+
+
+def _strings(value, place: str):
+    if isinstance(value, str):
+        yield place, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, place)
+            yield from _strings(item, f"{place}.{key}" if place else str(key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{place}[{i}]")
+
+
+def non_ascii_digit(text: str) -> str | None:
+    """The first digit of `text` that is not 0-9 ('٣' or '²', which str.isdigit() and, for the
+    first, int() take), or None."""
+    return next((c for c in text if c.isdigit() and not c.isascii()), None)
 
 
 def header_filename(name: str, suffix: str) -> str:

@@ -33,8 +33,8 @@ ROW_KEYS = {
 # The same patterns live in static/js/search_space_editor.js so that text typed in the
 # browser and text parsed here get the same types. Python's float() alone would also take
 # "1_000", "inf" and "nan", which JavaScript's Number() does not.
-_INT_TEXT = re.compile(r"[+-]?\d+\Z")
-_FLOAT_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
+_INT_TEXT = re.compile(r"[+-]?[0-9]+\Z")  # [0-9], as JavaScript's \d: Python's \d takes any Unicode digit
+_FLOAT_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 _BOOL_TEXT = {"true": True, "false": False}
 
 

@@ -4,13 +4,14 @@ from django import forms
 from django.conf import settings
 from django.core.paginator import Paginator
 
+from experiments.form_checks import FormChecks
 from experiments.selectors.audit import team_audit_actors, team_audit_events
 from experiments.services.audit import VERB_LABELS
 
 AUDIT_PAGE_SIZE = 50
 
 
-class AuditFilterForm(forms.Form):
+class AuditFilterForm(FormChecks, forms.Form):
     """The filters of the page and of GET /api/v1/audit/ (one validation, one set of messages)."""
 
     actor = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Person")

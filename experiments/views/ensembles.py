@@ -6,6 +6,7 @@ from experiments.selectors.ensembles import ensemble_candidates
 from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import ModelRequestError
 from experiments.views.access import editor_required
+from experiments.views.predictions import form_message
 
 
 @editor_required
@@ -31,8 +32,9 @@ def ensemble_new(request):
             for candidate in group[f"{kind}s"]:
                 candidate.pick_value = f"{kind}:{candidate.id}"
                 candidate.picked = candidate.pick_value in picked
-    # The fields show their own errors; the members (checkboxes) and the whole form's go on top.
-    error = " ".join([*form.non_field_errors(), *form.errors.get("members", [])]) if form.is_bound else None
+    # The fields the page renders with _field.html show their own errors; every other one (the
+    # members' checkboxes, the method's radios, the whole form's) goes on top.
+    error = form_message(form, shown_by_fields=("greedy_rounds", "seed", "name")) if form.is_bound else None
     return render(request, "ensembles/new.html", {
         "groups": groups, "form": form, "error": error, "include_pruned": include_pruned,
     })

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments.form_checks import FormChecks
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
 from experiments.security.webhook_signing import MIN_SECRET_LENGTH
 from experiments.selectors.notifications import team_deliveries
@@ -35,7 +36,7 @@ from experiments.views.access import editor_required
 NEW_SECRET_KEY = "new_webhook_secret"
 
 
-class WebhookForm(forms.Form):
+class WebhookForm(FormChecks, forms.Form):
     name = forms.CharField(max_length=100, help_text="Where it posts, e.g. “#ml-alerts on Slack”.")
     url = forms.CharField(label="URL", max_length=500,
                           help_text="http:// or https://: a Slack or Mattermost incoming webhook, or your own.")

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from experiments.form_checks import FormChecks
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
 from experiments.selectors.studies import team_recent_studies
@@ -50,20 +51,20 @@ NEW_LINK_KEY = "new_invitation_link"
 ROLE_HELP = "Owners manage members; editors create and run; viewers only look."
 
 
-class AddMemberForm(forms.Form):
+class AddMemberForm(FormChecks, forms.Form):
     identifier = forms.CharField(label="E-mail address or username", max_length=254)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR, help_text=ROLE_HELP)
 
 
-class RoleForm(forms.Form):
+class RoleForm(FormChecks, forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
 
 
-class TeamForm(forms.Form):
+class TeamForm(FormChecks, forms.Form):
     name = forms.CharField(label="Team name", max_length=100, validators=[no_control_characters])
 
 
-class InvitationSignUpForm(UserCreationForm):
+class InvitationSignUpForm(FormChecks, UserCreationForm):
     """Username and password (checked by the configured password validators); the e-mail
     address is the invited one."""
 

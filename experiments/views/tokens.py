@@ -3,11 +3,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
+from experiments.form_checks import FormChecks
 from experiments.models import ApiToken, Membership
 from experiments.services.api_tokens import MAX_DAYS, ApiTokenError, api_token_create, api_token_revoke
 
 
-class ApiTokenForm(forms.Form):
+class ApiTokenForm(FormChecks, forms.Form):
     name = forms.CharField(max_length=100, strip=True, error_messages={
         "required": "Give the token a name, e.g. the machine or script that will use it."})
     team = forms.TypedChoiceField(coerce=int, label="Team", help_text="The one team this token acts in.")

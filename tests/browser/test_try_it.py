@@ -18,6 +18,49 @@ from tests.web.registry_rows import registrable
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
+def _iris_model(acme, alice):
+    study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
+                        name="iris study", hypermodel="dense")
+    model = registrable(acme, alice, study, 1)
+    artifact = artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="m.keras", fileobj=io.BytesIO(b"PK"))
+    ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS, artifact=artifact)
+    return model
+
+
+def test_try_it_shows_a_body_refused_before_the_view_inside_the_box(live_server, page, acme, alice, settings,
+                                                                    screenshot):
+    """htmx swaps only 2xx answers by itself: a 400 or 413 from experiments/middleware.py (a body
+    too large, too many fields) left the box blank. Its message now takes the box's place, and
+    the box still answers the next Predict."""
+    model = _iris_model(acme, alice)
+    log_in(page, live_server, "alice", PASSWORD)
+    page.goto(f"{live_server.url}/models/{model.id}/")
+
+    page.locator("#try-rows").fill("5.1," * 800_000 + "0.2")  # 3.2 MB pasted: over the 2.5 MB of fields
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result #request-refused")
+    assert "larger than 2.6 MB" in page.locator("#try-result").inner_text()
+
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 1  # the box sends two: its CSRF token and the rows
+    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_function("document.querySelector('#try-result').innerText.includes('too many fields')")
+    assert "The request has too many fields (at most 1); send fewer." in page.locator("#try-result").inner_text()
+    screenshot("refused-400")
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+
+    page.locator("#try-rows").fill("1" * 140_000 + ",3.5,1.4,0.2")  # over the csv module's field limit
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result #try-error")
+    assert "longer than 131,072 characters" in page.locator("#try-result").inner_text()
+    assert not PredictionJob.objects.exists()
+
+    page.locator("#try-rows").fill("5.1,3.5,1.4,0.2")
+    page.locator("#try-submit").click()
+    page.wait_for_selector("#try-result .prediction-live")
+    assert PredictionJob.objects.count() == 1
+
+
 def test_try_it_answers_every_predict_on_one_page_load(live_server, page, acme, alice, screenshot):
     study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
                         name="iris study", hypermodel="dense")

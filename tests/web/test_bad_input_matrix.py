@@ -108,7 +108,9 @@ CASES = [
     Case("study-devices-huge", "post", lambda f: reverse("study_new"),
          lambda f: study_form(f, devices_per_trial=HUGE), "whole number from 1 to"),
     Case("study-dataset-superscript", "post", lambda f: reverse("study_new"),
-         lambda f: study_form(f, dataset=SUPERSCRIPT_TWO), "Select a valid choice."),
+         lambda f: study_form(f, dataset=SUPERSCRIPT_TWO), "Write numbers and ids with the digits 0-9"),
+    Case("study-dataset-arabic-indic", "post", lambda f: reverse("study_new"),
+         lambda f: study_form(f, dataset=f"{f.dataset.id}\u0663"), "with the digits 0-9"),  # int() reads it
     Case("study-dataset-huge", "post", lambda f: reverse("study_new"), lambda f: study_form(f, dataset=HUGE),
          "Select a valid choice."),
     Case("space-5000-digit-int", "post", lambda f: reverse("study_new"),
@@ -198,7 +200,8 @@ CASES = [
     Case("ensemble-member-huge", "post", lambda f: reverse("ensemble_new"),
          lambda f: {"members": [f"model:{HUGE}", f"trial:{f.trial.id}"], "method": "mean"}, None),
     Case("ensemble-method-bogus", "post", lambda f: reverse("ensemble_new"),
-         lambda f: {"members": [f"model:{f.model.id}", f"trial:{f.trial.id}"], "method": "bogus"}, None),
+         lambda f: {"members": [f"model:{f.model.id}", f"trial:{f.trial.id}"], "method": "bogus"},
+         "Select a valid choice. bogus is not one of the available choices."),
     # --- model requests, budget, notes ----------------------------------------------------------
     Case("models-top-n-huge", "post", lambda f: reverse("study_models_request", args=[f.study.id]),
          lambda f: {"top_n": HUGE, "method": "retrain", "epoch_source": "detect", "epoch_cap": 10},
