@@ -91,11 +91,13 @@ urlpatterns = [
     path("recipes/<int:recipe_id>/preview/", recipes.recipe_preview_saved, name="recipe_preview_saved"),
     path("recipes/<int:recipe_id>/run/", recipes.recipe_run_view, name="recipe_run"),
     path("recipes/<int:recipe_id>/take-over/", recipes.recipe_take_over_view, name="recipe_take_over"),
+    path("recipes/<int:recipe_id>/runs/live/", recipes.recipe_runs_live, name="recipe_runs_live"),
     path("recipes/<int:recipe_id>/delete/", recipes.recipe_delete_view, name="recipe_delete"),
     path("studies/<int:study_id>/tags/", studies.study_tags_view, name="study_tags"),
     # Serving from the registry: the team's TF Serving folder and its exports.
     path("registry/serving/", serving_exports.serving_view, name="registry_serving"),
     path("registry/serving/export/", serving_exports.serving_export_view, name="registry_serving_export"),
+    path("registry/serving/live/", serving_exports.serving_live, name="registry_serving_live"),
     # Batch predictions (the model page's upload and "Try it", a job's page, downloads).
     path("predictions/new/", predictions.prediction_new, name="prediction_new"),
     path("models/<int:model_id>/predict/", predictions.model_predict, name="model_predict"),

@@ -28,6 +28,7 @@ from experiments.services.trained_models import (
     model_file_download,
     trained_models_request,
 )
+from experiments.states import MODEL_ACTIVE
 from experiments.views.access import (
     editor_required,
     get_model_for_user,
@@ -102,7 +103,10 @@ def model_detail(request, model_id: int):
 @team_required
 def model_live(request, model_id: int):
     """The part of the model page that htmx refreshes while the model trains."""
-    return render(request, "models/_live.html", _detail_context(get_model_for_user(request, model_id)))
+    context = _detail_context(get_model_for_user(request, model_id))
+    # The page last saw the job in progress: swap in what its end makes possible (Register, Predict).
+    context["just_ended"] = not context["model"].is_active and request.GET.get("seen") in MODEL_ACTIVE
+    return render(request, "models/_live.html", context)
 
 
 def _download_error(request, model: TrainedModel, message: str, status: int):

@@ -23,6 +23,7 @@ from experiments.services.recipes import (
 from experiments.views.access import editor_required, forbidden, found_or_404, team_required
 
 COLLAPSED_WARNING = "This ensemble equals its best member, so it adds nothing:"
+RUNS_IN_PROGRESS = (RecipeRun.Status.WAITING, RecipeRun.Status.BUILDING)
 
 
 # The fields the save checks that the preview reads (the sources' errors are shown apart, first).
@@ -108,13 +109,26 @@ def recipe_clone_view(request, recipe_id: int):
     return render(request, "recipes/clone.html", {"recipe": recipe, "form": form})
 
 
+def _runs_context(recipe: EnsembleRecipe) -> dict:
+    runs = recipe_runs(recipe=recipe)
+    # Polled while a run waits or builds; the response after the last one ends carries no trigger.
+    return {"recipe": recipe, "runs": runs, "collapsed_warning": COLLAPSED_WARNING,
+            "polling": any(run.status in RUNS_IN_PROGRESS for run in runs)}
+
+
 @team_required
 def recipe_detail(request, recipe_id: int):
     recipe = get_recipe_for_user(request, recipe_id)
     return render(request, "recipes/detail.html", {
-        "recipe": recipe, "rule_words": rule_in_words(recipe), "runs": recipe_runs(recipe=recipe),
-        "studies": list(recipe.source_studies.order_by("name")), "collapsed_warning": COLLAPSED_WARNING,
+        **_runs_context(recipe), "rule_words": rule_in_words(recipe),
+        "studies": list(recipe.source_studies.order_by("name")),
         "triggers_stopped": recipe_triggers_stopped(recipe=recipe), **preview_context(Rule.of(recipe))})
+
+
+@team_required
+def recipe_runs_live(request, recipe_id: int):
+    """The recipe page's runs, which htmx refreshes while one waits or builds."""
+    return render(request, "recipes/_runs.html", _runs_context(get_recipe_for_user(request, recipe_id)))
 
 
 @team_required

@@ -1,5 +1,6 @@
-"""The serving panel of the registry: the team's TF Serving folder, its last export, and the
-"Export now" button (the same export every alias move queues)."""
+"""The serving panel of the registry: the team's TF Serving folder, its last export (followed
+live while it waits or runs), and the "Export now" button (the same export every alias move
+queues)."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
@@ -7,12 +8,24 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from experiments.services.serving_exports import serving_export_request
+from experiments.tuning.bounds import parse_id
 from experiments.views.access import editor_required, team_required
+from experiments.views.registry import get_registered_model_for_user
 
 
 @team_required
 def serving_view(request):
     return render(request, "registry/serving.html")
+
+
+@team_required
+def serving_live(request):
+    """The serving panel, which htmx refreshes while an export waits or runs; `?registered=<id>`:
+    the panel of that registered model's page (its REST line names the model)."""
+    registered = None
+    if "registered" in request.GET:  # a malformed id is as unknown as another team's
+        registered = get_registered_model_for_user(request, parse_id(request.GET["registered"]) or 0)
+    return render(request, "registry/_serving.html", {"registered": registered})
 
 
 @editor_required  # first: an anonymous visitor is sent to log in, whatever the method

@@ -70,13 +70,15 @@
   }
 
   // Parallel coordinates: the most important hyperparameters by default (the server picks
-  // them), the user adds or removes others with the checkboxes below the chart. The choice
-  // survives the live redraws; a hyperparameter that starts to vary later joins unticked.
-  let chosen = null;
+  // them anew with every update: none before two finished trials differ, and the ranking moves
+  // as trials finish), the user adds or removes others with the checkboxes below the chart.
+  // Once the user has ticked or unticked one, that choice survives the live redraws, and a
+  // hyperparameter that starts to vary later joins unticked.
+  let userChoice = null;
   let lastData = null;
   const picker = document.getElementById("parallel-axes");
 
-  function axisPicker(p) {
+  function axisPicker(p, chosen) {
     const importance = Object.fromEntries(lastData.importance.map((r) => [r.name, r.importance]));
     const boxes = p.order.map((name) => {
       const label = document.createElement("label");
@@ -86,7 +88,8 @@
       box.value = name;
       box.checked = chosen.has(name);
       box.addEventListener("change", () => {
-        if (box.checked) chosen.add(name); else chosen.delete(name);
+        if (userChoice === null) userChoice = new Set(chosen);
+        if (box.checked) userChoice.add(name); else userChoice.delete(name);
         drawParallel(lastData);
       });
       const share = name in importance ? ` (${Math.round(100 * importance[name])}%)` : "";
@@ -102,11 +105,11 @@
   function drawParallel(data) {
     lastData = data;
     const p = data.parallel;
-    if (chosen === null) chosen = new Set(p.default);
+    const chosen = userChoice || new Set(p.default);
     const axes = p.order.filter((name) => chosen.has(name))
       .map((name) => p.dimensions.find((d) => d.name === name));
     picker.hidden = p.dimensions.length < 2;
-    if (!picker.hidden) axisPicker(p);
+    if (!picker.hidden) axisPicker(p, chosen);
     show("parallel", p.dimensions.length > 0 && axes.length > 0);
     if (!axes.length) return;
     Plotly.react("parallel-chart", [{ type: "parcoords", dimensions: [...axes, p.score], labelangle: 0,

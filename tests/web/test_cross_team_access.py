@@ -66,7 +66,7 @@ PREDICTION_ROUTES = {"model_predict", "model_try", "prediction_detail", "predict
                      "prediction_download"}
 # Ensemble recipes: cross-team (every route), viewer and bad-input checks in tests/web/test_recipe_pages.py.
 RECIPE_ROUTES = {"recipe_detail", "recipe_edit", "recipe_clone", "recipe_preview_saved", "recipe_run",
-                 "recipe_take_over", "recipe_delete"}
+                 "recipe_take_over", "recipe_delete", "recipe_runs_live"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
              *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel",
              "recipe_run", "recipe_take_over", "recipe_delete"}

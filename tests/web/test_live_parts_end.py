@@ -1,13 +1,14 @@
-"""The live parts of the study and model pages poll while something is in progress and render
-once more when it ends: the fragment of a finished job has no polling attribute and none of
-the in-progress pieces (cancel buttons, progress text, the budget form of a completed study),
-so nothing stale stays on the page without a reload."""
+"""The live parts of the study, model and recipe pages and the serving panel poll while something
+is in progress and render once more when it ends: the fragment of a finished job has no polling
+attribute and none of the in-progress pieces (cancel buttons, progress text, the budget form of a
+completed study), and brings what the end makes possible (a model's Register form and Predict
+box), so nothing stale stays on the page without a reload. Another team's are 404."""
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.models import Study, TrainedModel, Trial
+from experiments.models import EnsembleRecipe, RecipeRun, RegisteredModel, ServingExport, Study, TrainedModel, Trial
 from experiments.services.trained_models import trained_models_request
 from tests.web.figures_rows import finished_model, finished_trial
 from tests.web.pages import page_text
@@ -103,3 +104,71 @@ def test_a_saved_ensemble_is_announced_in_words_that_stay_true(alice_client, acm
     page = page_text(response)
     assert "Saved the ensemble pair v1." in page and "Building" not in page
     assert "building the ensemble" not in page and "waiting for a worker…" in page  # queued: the live part says so
+
+
+def test_the_model_fragment_brings_register_and_predict_once_when_the_job_ends(
+        alice_client, acme_study, acme_trial, alice):
+    (model,) = trained_models_request(study=acme_study, user=alice, trials=[acme_trial], method="retrain")
+    url = reverse("model_live", args=[model.id])
+    running = page_text(alice_client.get(url + "?seen=queued", **HTMX))
+    assert "?seen=queued" in _live_section(running, "model-live")
+    assert 'id="model-ready"' not in running and 'id="register-form"' not in running
+    TrainedModel.objects.filter(pk=model.pk).update(status=TrainedModel.Status.COMPLETED, best_epoch=2, epochs=2,
+                                                    test_metrics={"accuracy": 0.9}, finished=timezone.now())
+    ended = page_text(alice_client.get(url + "?seen=running", **HTMX))
+    assert 'id="model-ready" hx-swap-oob="true"' in ended
+    assert 'id="register-form"' in ended and 'id="model-predictions"' in ended
+    # Once only: a later refresh (a conversion still running) leaves what the user typed alone.
+    assert 'id="model-ready"' not in page_text(alice_client.get(url + "?seen=completed", **HTMX))
+
+
+@pytest.fixture
+def acme_recipe(acme, alice, acme_dataset, acme_study):
+    recipe = EnsembleRecipe.objects.create(team=acme, name="blend", dataset=acme_dataset, created_by=alice)
+    recipe.source_studies.set([acme_study])
+    return recipe
+
+
+def test_the_recipe_runs_poll_while_a_run_waits_or_builds_and_stop_when_it_ends(alice_client, acme_recipe):
+    run = RecipeRun.objects.create(recipe=acme_recipe, number=1, trigger="manual", status=RecipeRun.Status.WAITING)
+    live = reverse("recipe_runs_live", args=[acme_recipe.id])
+    page = page_text(alice_client.get(reverse("recipe_detail", args=[acme_recipe.id])))
+    assert f'hx-get="{live}"' in _live_section(page, "recipe-runs")
+    for status in (RecipeRun.Status.WAITING, RecipeRun.Status.BUILDING):
+        RecipeRun.objects.filter(pk=run.pk).update(status=status)
+        fragment = page_text(alice_client.get(live, **HTMX))
+        assert 'hx-trigger="every 2s"' in _live_section(fragment, "recipe-runs")
+        assert f'data-status="{status}"' in fragment
+    RecipeRun.objects.filter(pk=run.pk).update(status=RecipeRun.Status.COMPLETED, finished=timezone.now())
+    fragment = page_text(alice_client.get(live, **HTMX))
+    assert "hx-trigger" not in _live_section(fragment, "recipe-runs") and 'data-status="completed"' in fragment
+    assert "<html" not in fragment  # the part alone, not the page
+
+
+def test_the_serving_panel_polls_while_an_export_waits_or_runs_and_stops_when_it_ends(alice_client, acme):
+    registered = RegisteredModel.objects.create(team=acme, name="digits", task="classification", dataset_kind="image")
+    export = ServingExport.objects.create(team=acme, reason="manual")
+    page = page_text(alice_client.get(reverse("registry_detail", args=[registered.id])))
+    live = reverse("registry_serving_live") + f"?registered={registered.id}"
+    assert f'hx-get="{live}"' in _live_section(page, "serving")
+    ServingExport.objects.filter(pk=export.pk).update(status=ServingExport.Status.RUNNING, worker_host="w")
+    fragment = page_text(alice_client.get(live, **HTMX))
+    assert 'hx-trigger="every 2s"' in _live_section(fragment, "serving") and 'data-status="running"' in fragment
+    # The registered model's page: its REST line, and Export now leads back to that page.
+    assert "/v1/models/digits/labels/production:predict" in fragment
+    assert f'name="next" value="{reverse("registry_detail", args=[registered.id])}"' in fragment
+    ServingExport.objects.filter(pk=export.pk).update(status=ServingExport.Status.COMPLETED, finished=timezone.now())
+    fragment = page_text(alice_client.get(reverse("registry_serving_live"), **HTMX))
+    assert "hx-trigger" not in _live_section(fragment, "serving") and 'data-status="completed"' in fragment
+    assert f'name="next" value="{reverse("registry_serving")}"' in fragment
+
+
+def test_another_team_gets_404_for_acmes_registered_model_in_the_serving_panel(client, charlie, globex, acme):
+    registered = RegisteredModel.objects.create(team=acme, name="digits", task="classification", dataset_kind="image")
+    ServingExport.objects.create(team=acme, reason="manual")
+    client.force_login(charlie)
+    live = reverse("registry_serving_live")
+    for value in (registered.id, "x", "٣", ""):
+        assert client.get(live, {"registered": value}, **HTMX).status_code == 404, value
+    own = page_text(client.get(live, **HTMX))  # its own panel: its folder, none of acme's export
+    assert f"team-{globex.pk}" in own and f"team-{acme.pk}" not in own and "Not exported yet." in own

@@ -211,7 +211,7 @@ def test_runs_show_members_comparison_changes_and_the_collapse_warning(alice_cli
     ("recipe_detail", "get", None), ("recipe_edit", "get", None), ("recipe_edit", "post", {"name": "stolen"}),
     ("recipe_clone", "get", None), ("recipe_clone", "post", {"name": "stolen"}),
     ("recipe_preview_saved", "get", None), ("recipe_run", "post", {}), ("recipe_take_over", "post", {}),
-    ("recipe_delete", "post", {}),
+    ("recipe_delete", "post", {}), ("recipe_runs_live", "get", None),
 ])
 def test_another_team_gets_404_on_every_recipe_route(client, charlie, recipe, name, method, data):
     client.force_login(charlie)
