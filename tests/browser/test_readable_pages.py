@@ -101,7 +101,7 @@ def test_the_started_notice_leaves_an_open_page_when_the_study_ends(live_server,
     page.context.add_cookies([{"name": "messages", "value": CookieStorage(HttpRequest())._encode([started]),
                                "url": live_server.url}])
     page.goto(f"{live_server.url}/studies/{study.id}/")
-    assert page.locator(".flash.while-running").inner_text() == "Study started."
+    assert page.locator(".flash.while-running:not([hidden])").inner_text() == "Study started."
 
     Study.objects.filter(pk=study.pk).update(status=Study.Status.COMPLETED)
     page.wait_for_function("document.getElementById('study-status').textContent.trim() === 'Completed'",
