@@ -106,6 +106,12 @@ def member_label(member) -> str:
     return f"{member.trial.study.name} {trial_label(member.trial.number)}"
 
 
+def candidate_label(candidate: dict) -> str:
+    """A recipe run's member as runs name it: its trial, stable across runs (a retrain's model
+    version is not)."""
+    return f"{candidate['study_name']} trial {candidate['trial_number']}"
+
+
 # --- warnings ----------------------------------------------------------------------------
 
 STILL_IMPROVING = "Still improving at the last epoch: more epochs may help."

@@ -35,7 +35,8 @@ def recipe_triggers_stopped(*, recipe: EnsembleRecipe) -> str:
 
 
 def recipe_runs(*, recipe: EnsembleRecipe) -> list[RecipeRun]:
-    """Newest first, each with `member_rows` (its ensemble's members, weights) and `changes`
+    """Newest first, each with `member_rows` (its ensemble's members, weights), `member_labels`
+    (its picks by name) and `changes`
     (members added and removed since the run before: the comparison's, else worked out here)."""
     runs = list(RecipeRun.objects.filter(recipe=recipe).select_related("ensemble", "registered")
                 .order_by("-number"))
@@ -47,6 +48,10 @@ def recipe_runs(*, recipe: EnsembleRecipe) -> list[RecipeRun]:
         members.setdefault(row.ensemble_id, []).append(row)
     for run in runs:
         run.member_rows = members.get(run.ensemble_id, [])
+        # A run without an ensemble (one the registry already holds, or one that failed) names
+        # its picks as the preview does, not by their keys ("trial:5").
+        picked = [c for c in run.candidates or [] if isinstance(c, dict) and c.get("picked")]
+        run.member_labels = [figures.candidate_label(c) for c in picked] or list(map(str, run.members or []))
     for run, previous in zip(runs, [*runs[1:], None][:len(runs)], strict=True):
         comparison = run.comparison if isinstance(run.comparison, dict) else {}
         changes = comparison.get("changes") if isinstance(comparison.get("changes"), dict) else None

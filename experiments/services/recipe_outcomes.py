@@ -35,11 +35,6 @@ ONE_MEMBER = 0.999  # a weight this large leaves the others nothing that shows i
 ALIKE = 0.95
 
 
-def candidate_label(candidate: dict) -> str:
-    """A member as runs name it: its trial, stable across runs (a retrain's model version is not)."""
-    return f"{candidate['study_name']} trial {candidate['trial_number']}"
-
-
 def _loss(metrics: dict | None) -> float | None:
     value = (metrics or {}).get(METRIC)
     return float(value) if isinstance(value, int | float) else None
@@ -94,10 +89,10 @@ def _page_labels(model: TrainedModel, report: dict) -> dict:
 def _changes(run: RecipeRun) -> dict:
     previous = (RecipeRun.objects.filter(recipe_id=run.recipe_id, status=RecipeRun.Status.COMPLETED,
                                          number__lt=run.number).order_by("-number").first())
-    now = [candidate_label(c) for c in run.candidates if c.get("picked")]
+    now = [figures.candidate_label(c) for c in run.candidates if c.get("picked")]
     if previous is None:
         return {"added": now, "removed": [], "previous_run": None}
-    before = [candidate_label(c) for c in previous.candidates if c.get("picked")]
+    before = [figures.candidate_label(c) for c in previous.candidates if c.get("picked")]
     return {"added": [m for m in now if m not in before], "removed": [m for m in before if m not in now],
             "previous_run": previous.number}
 

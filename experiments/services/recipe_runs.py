@@ -22,12 +22,12 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import EnsembleRecipe, RecipeRun, TrainedModel, Trial
+from experiments.presentation import figures
 from experiments.selectors.recipe_lists import ACTS_ONLY
 from experiments.selectors.recipes import Candidate, Rule, candidates_fingerprint, recipe_candidates
 from experiments.selectors.teams import editor_problem
 from experiments.services.ensembles import EnsembleError, ensemble_create, ensemble_members_resolve
 from experiments.services.recipe_outcomes import (
-    candidate_label,
     recipe_run_finish,
     recipe_run_unchanged,
     registered_twin,
@@ -74,8 +74,8 @@ def _refusal(picked: list[Candidate], candidates: list[Candidate]) -> str:
     if not picked:
         reasons = sorted({c.why for c in candidates if c.why})
         return "No candidate is picked today (" + "; ".join(reasons) + "). An ensemble needs at least two members."
-    return (f"Only 1 candidate is picked today: {candidate_label(picked[0].as_dict())}. An ensemble needs at least "
-            "two members: add a source study (another hypermodel), or raise K or the number per group.")
+    return (f"Only 1 candidate is picked today: {figures.candidate_label(picked[0].as_dict())}. An ensemble needs at "
+            "least two members: add a source study (another hypermodel), or raise K or the number per group.")
 
 
 def _retrain_of(candidate: Candidate, user) -> TrainedModel:

@@ -248,6 +248,8 @@ def test_run_now_starts_a_run_and_a_refusal_says_why(alice_client, recipe, acme,
     run = RecipeRun.objects.get()
     assert (run.number, run.trigger, len(run.members)) == (1, "manual", 2)
     assert shows(response, "Started run 1 of diverse.") and "Run 1" in page_text(response)
+    # The page head keeps its buttons together at the right (its children are spread apart).
+    assert '<div class="actions" id="recipe-actions">' in page_text(response)
     lonely = recipe_create(team=acme, user=alice, data={"name": "lonely", "dataset": acme_dataset,
                                                         "source_studies": [dense]})
     response = alice_client.post(reverse("recipe_run", args=[lonely.id]), follow=True)
@@ -353,3 +355,5 @@ def test_run_now_of_the_registered_ensemble_again_builds_and_registers_nothing(
         response)
     assert ModelVersion.objects.count() == 1 and TrainedModel.objects.filter(kind="ensemble").count() == 1
     assert EnsembleRecipe.objects.get().acts_for == alice
+    # With no ensemble to list, the run names its members as the preview does, not by their keys.
+    assert shows(response, "Members: dense search trial 1, tiny search trial 1") and "model:" not in page_text(response)
