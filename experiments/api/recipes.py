@@ -45,8 +45,9 @@ class RecipeSerializer(serializers.ModelSerializer):
                   "null when that account was deleted.")
     triggers_stopped = serializers.SerializerMethodField(
         help_text='Why the trigger starts no run now (that member left or was demoted), or "".')
-    last_skipped = serializers.CharField(read_only=True, help_text='The last trigger that started nothing because '
-                                                                   'of that, and why; "" since a run started.')
+    last_skipped = serializers.CharField(read_only=True, help_text='The last trigger that started nothing (that '
+                                                                   'member may not act, or fewer than two picks), '
+                                                                   'and why; "" since a run started.')
 
     class Meta:
         model = EnsembleRecipe

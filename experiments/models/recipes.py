@@ -63,7 +63,7 @@ class EnsembleRecipe(models.Model):
     # The member its triggered runs act for (their retrains, ensembles and registry changes are
     # theirs): its creator, until an owner takes it over. Only while they are an owner or editor
     # of the team do triggers start runs; `last_skipped*` is the last trigger that started nothing
-    # because they were not (services/recipe_triggers.py).
+    # and why: they were not, or fewer than two picks (services/recipe_triggers.py).
     acts_for = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
     last_skipped = models.TextField(blank=True)

@@ -9,7 +9,8 @@ its own transaction, errors logged; the run moves happen in a savepoint of the m
 
 Triggered runs act for the recipe's acts_for member. While that member is no owner or editor of
 the team (left, removed, demoted) a trigger starts nothing, and the recipe keeps why and when
-(last_skipped, last_skipped_at: shown on its page and in the API) until a run starts again."""
+(last_skipped, last_skipped_at: shown on its page and in the API) until a run starts again; so it
+does when a study's completion finds fewer than two picks."""
 
 import logging
 
@@ -20,7 +21,6 @@ from experiments.models import EnsembleRecipe, Study, TrainedModel
 from experiments.selectors.recipes import Rule, candidates_fingerprint, recipe_candidates, recipe_sources
 from experiments.services.recipe_runs import (
     RecipeRunError,
-    RecipeRunStopped,
     recipe_run_start,
     recipe_runs_on_model_finished,
 )
@@ -44,12 +44,11 @@ def _recipes(study: Study, trigger: str) -> list[EnsembleRecipe]:
 def _start(recipe: EnsembleRecipe, **options) -> None:
     try:
         run = recipe_run_start(recipe=recipe, user=recipe.acts_for, **options)
-    except RecipeRunStopped as exc:
-        log.info("recipe %s (%s) stopped: %s", recipe.pk, options.get("trigger_key"), exc)
+    except RecipeRunError as exc:  # its member may not act (RecipeRunStopped), or fewer than two picks
+        # Kept on the recipe either way: a trigger that starts nothing says why on its page, not only in a log.
+        log.info("recipe %s (%s) did not start: %s", recipe.pk, options.get("trigger_key"), exc)
         EnsembleRecipe.objects.filter(pk=recipe.pk).update(
             last_skipped=f"{options.get('reason') or 'A trigger fired.'} {exc}", last_skipped_at=timezone.now())
-    except RecipeRunError as exc:
-        log.info("recipe %s (%s) did not start: %s", recipe.pk, options.get("trigger_key"), exc)
     except Exception:
         log.exception("recipe %s (%s) could not start", recipe.pk, options.get("trigger_key"))
     else:

@@ -155,3 +155,23 @@ def test_every_registry_change_of_a_recipe_names_its_member_and_the_recipe(acme,
     assert {(r.actor_id, r.changes["recipe"]) for r in rows} == {(dave.id, "blend")}
     assert [r.changes["run"] for r in rows] == [1, 1, 2]
     assert list(AliasMove.objects.values_list("user", flat=True)) == [dave.id]
+
+
+def test_a_trigger_with_fewer_than_two_picks_says_so_on_the_recipe(acme, alice, two_studies):
+    """It was only logged by the worker: the recipe's page and API showed nothing of it."""
+    dense, other, _ = two_studies
+    _existing_models(two_studies, alice)
+    recipe = daves_recipe(acme, alice, [dense])  # one per hypermodel: one pick
+    completed(dense)
+    recipes_on_study_completed(study_id=dense.id)
+    recipe.refresh_from_db()
+    assert not recipe.runs.exists() and recipe.last_skipped_at is not None
+    assert recipe.last_skipped.startswith("Study dense-search completed. Only 1 candidate is picked today: "
+                                          "dense-search trial 2. An ensemble needs at least two members")
+    assert recipe_triggers_stopped(recipe=recipe) == ""  # its member may act: nothing is stopped
+    recipe.source_studies.add(other)
+    completed(other)
+    recipes_on_study_completed(study_id=other.id)
+    recipe.refresh_from_db()
+    assert recipe.runs.count() == 1 and (recipe.last_skipped, recipe.last_skipped_at) == ("", None)
+
