@@ -208,8 +208,9 @@ class StudyForm(FormChecks, forms.ModelForm):
         # in only plain initial values, leaves it out and gets one from clean_seed.
         self.fields["seed"].initial = fresh_seed
         self.fields["seed"].required = False
-        self.fields["seed"].help_text = ("Drawn at random for each new study; the same seed with the same settings "
-                                         "runs the same search again. Left empty: a fresh one.")
+        drawn = "The original study's seed, kept by the clone" if "seed" in self.initial else "Drawn at random"
+        self.fields["seed"].help_text = (drawn + "; the same seed with the same settings runs the same search again. "
+                                         "Left empty: a fresh one.")
         for name, message in NOT_A_NUMBER.items():
             self.fields[name].error_messages["invalid"] = message
         self.pruners_explained = PRUNERS_EXPLAINED

@@ -20,8 +20,8 @@ def _slug(value: str, *, what: str, limit: int) -> str:
     if len(value) > limit:
         raise forms.ValidationError(f"The {what} can have at most {limit} characters, not {len(value)}.")
     if slugify(value) != value:
-        raise forms.ValidationError(f"The {what} {value!r} may hold only lower-case letters, digits, '-' and '_' "
-                                    "(it names a folder and a TF Serving model or label).")
+        raise forms.ValidationError(f"The {what} {value!r} may hold only lower-case letters, the digits 0-9, '-' "
+                                    "and '_' (it names a folder and a TF Serving model or label).")
     return value
 
 

@@ -20,14 +20,19 @@ MAX_JSON_CHARS = 200_000
 MAX_JSON_NUMBER_DIGITS = 100  # longer numbers are refused by the fields, which name themselves
 MAX_NOTES_CHARS = 20_000
 MAX_FILENAME_CHARS = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) count as control
+# characters too: invisible, they make a name or reason display in an order other than it reads
+# (the "Trojan Source" trick), so a page could show one thing while the row holds another.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(rf"[\x00-\x1f\x7f-\x9f{_BIDI}]")
 # What no text a person types holds: C0 controls (but tab, line feed and carriage return, which
 # multi-line text has), DEL and C1 (U+0080-U+009F, where a terminal's CSI U+009B lives). A NUL is
 # more than PostgreSQL's text columns take; an escape byte rewrites the terminal of whoever
 # prints a log line or a CSV export holding it.
-_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL_IN_TEXT = re.compile(rf"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI}]")
 _CONTROL_NAMES = {0x00: "a NUL character", 0x09: "a tab", 0x0A: "a line break", 0x0D: "a carriage return",
-                  0x1B: "an escape character", 0x7F: "a delete character"}
+                  0x1B: "an escape character", 0x7F: "a delete character",
+                  **dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)], "a text direction control")}
 
 
 class InputError(ValueError):

@@ -16,6 +16,8 @@ ARABIC_INDIC_THREE = "\u0663"
     ("\x07", "a control character (U+0007) at character 1"),
     ("x\x7f", "a delete character (U+007F)"),
     ("csi \x9b2J", "a control character (U+009B)"),  # C1: the one-byte form of a terminal's CSI
+    ("abc\u202etxt.exe", "a text direction control (U+202E) at character 4"),  # shows as 'abcexe.txt'
+    ("\u2066x\u2069", "a text direction control (U+2066) at character 1"),
 ])
 def test_it_names_each_control_character_and_where_it_is(text, named):
     problem = control_character_problem(text)

@@ -172,3 +172,14 @@ def test_another_team_gets_404_for_acmes_registered_model_in_the_serving_panel(c
         assert client.get(live, {"registered": value}, **HTMX).status_code == 404, value
     own = page_text(client.get(live, **HTMX))  # its own panel: its folder, none of acme's export
     assert f"team-{globex.pk}" in own and f"team-{acme.pk}" not in own and "Not exported yet." in own
+
+
+def test_a_recipe_triggered_by_studies_keeps_looking_for_new_runs_on_an_open_page(alice_client, acme_recipe):
+    """A study's completion may start a run while the page is open: it appears without a reload."""
+    live = reverse("recipe_runs_live", args=[acme_recipe.id])
+    assert "hx-trigger" not in _live_section(page_text(alice_client.get(live, **HTMX)), "recipe-runs")  # on demand
+    EnsembleRecipe.objects.filter(pk=acme_recipe.pk).update(trigger=EnsembleRecipe.Trigger.STUDY_COMPLETED)
+    assert 'hx-trigger="every 15s"' in _live_section(page_text(alice_client.get(live, **HTMX)), "recipe-runs")
+    RecipeRun.objects.create(recipe=acme_recipe, number=1, trigger="study:1", status=RecipeRun.Status.WAITING)
+    fragment = page_text(alice_client.get(live, **HTMX))
+    assert 'hx-trigger="every 2s"' in _live_section(fragment, "recipe-runs") and 'data-status="waiting"' in fragment

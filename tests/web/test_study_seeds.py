@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from experiments.models import Study
 from experiments.tuning.reproducibility import FRESH_SEEDS
-from tests.web.pages import page_text
+from tests.web.pages import page_text, shows
 from tests.web.test_study_form import _form, _post
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +44,6 @@ def test_an_emptied_seed_is_drawn_at_random_and_recorded(alice_client, acme_data
 def test_a_clone_keeps_its_originals_seed(alice_client, acme_study):
     Study.objects.filter(pk=acme_study.pk).update(seed=424242)
     assert _shown_seed(alice_client, reverse("study_clone", args=[acme_study.id])) == 424242
+    clone_form = alice_client.get(reverse("study_clone", args=[acme_study.id]))
+    assert shows(clone_form, "The original study's seed, kept by the clone")
+    assert not shows(clone_form, "Drawn at random")
