@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 from django.core.paginator import Paginator
 
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 from experiments.selectors.audit import team_audit_actors, team_audit_events
 from experiments.services.audit import VERB_LABELS
 

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
 from experiments.security.webhook_signing import MIN_SECRET_LENGTH
 from experiments.selectors.notifications import team_deliveries

@@ -11,7 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
+from experiments.forms.fields import no_control_characters
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
 from experiments.selectors.studies import team_recent_studies
@@ -41,7 +42,7 @@ from experiments.services.teams import (
     membership_set_role,
     team_create,
 )
-from experiments.tuning.bounds import no_control_characters, parse_id
+from experiments.tuning.bounds import parse_id
 from experiments.views.access import forbidden, found_or_404, team_required
 from experiments.views.audit import audit_context
 from experiments.views.notifications import notifications_context

@@ -3,7 +3,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 from experiments.models import ApiToken, Membership
 from experiments.services.api_tokens import MAX_DAYS, ApiTokenError, api_token_create, api_token_revoke
 

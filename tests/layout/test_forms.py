@@ -7,7 +7,7 @@ import pkgutil
 from django import forms
 
 import experiments
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 
 # Forms FormChecks would check nothing of: every field is a password, which is never shown and
 # may hold whatever its owner types (and security/ is a leaf the forms layer does not reach).
