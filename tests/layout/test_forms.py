@@ -1,4 +1,4 @@
-"""Every form of the project mixes FormChecks in (experiments/form_checks.py), so that no field,
+"""Every form of the project mixes FormChecks in (experiments/forms/checks.py), so that no field,
 however new, takes control characters or numbers in other digits than 0-9."""
 
 import importlib
