@@ -424,9 +424,9 @@ SPECTACULAR_SETTINGS = {
     # models and trial re-runs share a lifecycle, a trial's detail extends the trial.
     "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.ModelStatus",
                             "TrialStatusEnum": "experiments.states.TrialStatus",
-                            "DirectionEnum": "experiments.recipe_forms.Direction",
-                            "RecipeMethodEnum": "experiments.recipe_forms.RecipeMethod",
-                            "RecipeTriggerEnum": "experiments.recipe_forms.RecipeTrigger",
-                            "RecipeMembersAsEnum": "experiments.recipe_forms.RecipeMembersAs",
-                            "RecipeGroupByEnum": "experiments.recipe_forms.RecipeGroupBy"},
+                            "DirectionEnum": "experiments.forms.recipes.Direction",
+                            "RecipeMethodEnum": "experiments.forms.recipes.RecipeMethod",
+                            "RecipeTriggerEnum": "experiments.forms.recipes.RecipeTrigger",
+                            "RecipeMembersAsEnum": "experiments.forms.recipes.RecipeMembersAs",
+                            "RecipeGroupByEnum": "experiments.forms.recipes.RecipeGroupBy"},
 }

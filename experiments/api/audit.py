@@ -7,8 +7,8 @@ from rest_framework import generics, serializers
 from experiments.api.auth import OwnerOnly
 from experiments.api.bodies import FormError
 from experiments.api.errors import ERRORS
+from experiments.forms.audit import AuditFilterForm
 from experiments.services.audit import VERB_LABELS
-from experiments.views.audit import AuditFilterForm
 
 
 class AuditEventSerializer(serializers.Serializer):

@@ -10,7 +10,7 @@ from experiments.api.bodies import StrictSerializer, body_object, strict, valida
 from experiments.api.errors import ERRORS
 from experiments.api.params import choice_param
 from experiments.api.responses import absolute
-from experiments.dataset_forms import BundledDatasetForm, DatasetUploadForm
+from experiments.forms.datasets import BundledDatasetForm, DatasetUploadForm
 from experiments.models import Dataset
 from experiments.selectors.datasets import team_datasets
 from experiments.services.datasets import dataset_create_bundled, dataset_create_upload

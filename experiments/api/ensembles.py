@@ -9,7 +9,7 @@ from experiments.api.bodies import StrictSerializer, body_object, strict, valida
 from experiments.api.errors import ERRORS, invalid
 from experiments.api.responses import accepted
 from experiments.api.trained_models import TrainedModelSerializer
-from experiments.forms import EnsembleForm
+from experiments.forms.ensembles import EnsembleForm
 from experiments.services.ensembles import EnsembleError, ensemble_create
 from experiments.views.access import get_model_for_user
 

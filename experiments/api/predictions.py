@@ -12,8 +12,8 @@ from experiments.api.bodies import StrictSerializer, body_object, strict, valida
 from experiments.api.errors import ERRORS, Conflict, ErrorSerializer
 from experiments.api.responses import absolute
 from experiments.api.trained_models import BinaryRenderer
+from experiments.forms.predictions import PredictionForm
 from experiments.models import PredictionJob
-from experiments.prediction_forms import PredictionForm
 from experiments.services.predictions import PredictionCancelError, prediction_cancel, prediction_request
 from experiments.views.predictions import DOWNLOADS, get_prediction_for_user, prediction_file_response
 

@@ -1,6 +1,6 @@
 """Ensemble recipes: list, create, read, change (PUT, PATCH), delete, clone, take over (owners),
 preview who would be picked today, and the runs (list, run now: 409 while one is waiting or
-building). Validated by the pages' forms (experiments/recipe_forms.py), with the same messages."""
+building). Validated by the pages' forms (experiments/forms/recipes.py), with the same messages."""
 
 from django.http import Http404
 from django.urls import reverse
@@ -12,8 +12,8 @@ from experiments.api.auth import OwnerOnly
 from experiments.api.bodies import body_object, strict, validated
 from experiments.api.errors import ERRORS, Conflict
 from experiments.api.responses import absolute
+from experiments.forms.recipes import RecipeCloneForm, RecipeForm, recipe_initial
 from experiments.models import EnsembleRecipe, RecipeRun, Study
-from experiments.recipe_forms import RecipeCloneForm, RecipeForm, recipe_initial
 from experiments.selectors.recipe_lists import recipe_runs, recipe_triggers_stopped, team_recipe, team_recipes
 from experiments.selectors.recipes import Rule
 from experiments.services.recipe_runs import RecipeRunBusy

@@ -1,5 +1,5 @@
 """The model registry: registered models, registering a model as a version, aliases (set, remove)
-and rolling back an alias move. Validated by the pages' forms (experiments/registry_forms.py)."""
+and rolling back an alias move. Validated by the pages' forms (experiments/forms/registry.py)."""
 
 from django.http import Http404
 from django.urls import reverse
@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from experiments.api.bodies import NoFields, StrictSerializer, body_object, strict, validated
 from experiments.api.errors import ERRORS
 from experiments.api.responses import absolute
-from experiments.registry_forms import AliasForm, AliasRemoveForm, RegistryCreateForm, VersionForm
+from experiments.forms.registry import AliasForm, AliasRemoveForm, RegistryCreateForm, VersionForm
 from experiments.selectors.registry import (
     registered_model_aliases,
     registered_model_detail,

@@ -14,7 +14,7 @@ from experiments.api.errors import ERRORS, Conflict, ErrorSerializer, invalid
 from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute, accepted
 from experiments.api.trials import TrialSerializer
-from experiments.forms import StudyBudgetForm, StudyForm
+from experiments.forms.studies import StudyBudgetForm, StudyForm
 from experiments.models import Study
 from experiments.selectors.studies import pruning_savings, studies_progress, studies_tagged
 from experiments.selectors.trials import studies_best_trials

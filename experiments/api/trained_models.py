@@ -13,7 +13,7 @@ from experiments.api.bodies import StrictSerializer, body_object, strict, valida
 from experiments.api.errors import ERRORS, ErrorSerializer, error_body, invalid
 from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute
-from experiments.forms import ModelRequestForm
+from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import ModelConversion, TrainedModel
 from experiments.selectors.ensembles import ensemble_members
 from experiments.selectors.trained_models import model_conversion, team_models

@@ -1,6 +1,6 @@
 """Ensemble recipes' writes: create, update, clone, take over and delete a recipe, and a study's
 tags (a recipe may draw from every study of a dataset with a tag). The data comes validated by
-experiments/recipe_forms.py (pages and API alike); each change is audited. Runs are
+experiments/forms/recipes.py (pages and API alike); each change is audited. Runs are
 experiments/services/recipe_runs.py's."""
 
 from django.db import IntegrityError, transaction

@@ -7,9 +7,6 @@ import json
 import math
 import re
 
-from django import forms
-from django.core.exceptions import ValidationError
-
 MAX_ID = 2**63 - 1  # bigint primary keys
 MAX_SEED = 2**31 - 1  # NumPy takes seeds below 2**32; a study adds the trial number to its seed
 MAX_HP_INT = 10**9  # no layer size, count or length beyond this is trainable here
@@ -57,23 +54,6 @@ def bounded_int(raw, *, label: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise InputError(f"{label} must be a whole number from {low:,} to {high:,}.")
     return value
-
-
-def whole_number_field(label: str, *, low: int, high: int, **kwargs) -> forms.IntegerField:
-    """An IntegerField whose every refusal reads as bounded_int's does (pages and API alike)."""
-    message = f"{label} must be a whole number from {low:,} to {high:,}."
-    return forms.IntegerField(label=label, min_value=low, max_value=high, **kwargs, error_messages={
-        "invalid": message, "min_value": message, "max_value": message})
-
-
-def seed_field(label: str = "Seed", **kwargs) -> forms.IntegerField:
-    return whole_number_field(label, low=0, high=MAX_SEED, initial=0, **kwargs)
-
-
-def no_control_characters(value: str) -> None:
-    """For names: a line break in a name breaks CSV file names in headers and table rows."""
-    if isinstance(value, str) and _CONTROL.search(value):
-        raise ValidationError("A name cannot contain control characters (line breaks, tabs).")
 
 
 def control_character_problem(value, *, multiline: bool = True, what: str = "This text") -> str | None:

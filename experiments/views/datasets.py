@@ -4,7 +4,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from experiments.dataset_forms import BundledDatasetForm, DatasetUploadForm
+from experiments.forms.datasets import BundledDatasetForm, DatasetUploadForm
 from experiments.models import Dataset
 from experiments.presentation import dataset_examples
 from experiments.selectors.datasets import team_datasets

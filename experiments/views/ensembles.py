@@ -1,7 +1,7 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from experiments.forms import EnsembleForm
+from experiments.forms.ensembles import EnsembleForm
 from experiments.selectors.ensembles import ensemble_candidates
 from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import ModelRequestError

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
-from experiments.forms import RankingForm
+from experiments.forms.leaderboard import RankingForm
 from experiments.models import Dataset
 from experiments.presentation.csv_export import csv_response
 from experiments.presentation.ranking_rule import default_ranking_metric

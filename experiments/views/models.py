@@ -5,7 +5,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.forms import ModelRequestForm
+from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card

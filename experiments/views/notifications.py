@@ -1,16 +1,14 @@
 """Notification pages: a user's e-mail choices (account menu), and the team's webhooks and
 recent deliveries (on the team page; owners and editors manage webhooks)."""
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.form_checks import FormChecks
+from experiments.forms.notifications import WebhookForm
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
-from experiments.security.webhook_signing import MIN_SECRET_LENGTH
 from experiments.selectors.notifications import team_deliveries
 from experiments.selectors.webhooks import team_webhooks
 from experiments.services.notifications import (
@@ -20,11 +18,6 @@ from experiments.services.notifications import (
     notify_webhook_test,
 )
 from experiments.services.webhooks import (
-    WebhookError,
-    check_webhook_events,
-    check_webhook_name,
-    check_webhook_secret,
-    check_webhook_url,
     webhook_create,
     webhook_delete,
     webhook_new_secret,
@@ -34,36 +27,6 @@ from experiments.views.access import editor_required
 
 # A webhook's secret just made, shown once on the next team page and then forgotten.
 NEW_SECRET_KEY = "new_webhook_secret"
-
-
-class WebhookForm(FormChecks, forms.Form):
-    name = forms.CharField(max_length=100, help_text="Where it posts, e.g. “#ml-alerts on Slack”.")
-    url = forms.CharField(label="URL", max_length=500,
-                          help_text="http:// or https://: a Slack or Mattermost incoming webhook, or your own.")
-    events = forms.MultipleChoiceField(choices=SUBSCRIBABLE_EVENTS, widget=forms.CheckboxSelectMultiple,
-                                       required=False, label="Events")
-    active = forms.BooleanField(required=False, initial=True, label="Active (send events)")
-    secret = forms.CharField(required=False, max_length=128, widget=forms.PasswordInput(render_value=False),
-                             help_text=f"Empty: one is generated (or, when editing, kept). Your own: at least "
-                                       f"{MIN_SECRET_LENGTH} characters.")
-
-    def clean_name(self):
-        return self._check("name", check_webhook_name)
-
-    def clean_url(self):
-        return self._check("url", check_webhook_url)
-
-    def clean_events(self):
-        return self._check("events", check_webhook_events)
-
-    def clean_secret(self):
-        return self._check("secret", check_webhook_secret)
-
-    def _check(self, field: str, check):
-        try:
-            return check(self.cleaned_data[field])
-        except WebhookError as exc:
-            raise forms.ValidationError(str(exc)) from None
 
 
 def _get_webhook_for_user(request, webhook_id: int) -> Webhook:

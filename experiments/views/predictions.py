@@ -7,8 +7,8 @@ from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments.forms.predictions import PredictionForm
 from experiments.models import PredictionJob
-from experiments.prediction_forms import PredictionForm
 from experiments.selectors.predictions import team_prediction
 from experiments.selectors.trained_models import team_models
 from experiments.services.artifacts import artifact_iter_chunks

@@ -1,15 +1,15 @@
 """Ensemble recipes' pages: the team's recipes, the form (new, edit, clone) with a live preview of
 who would be picked today, and one recipe's page (its rule in words, the preview, Run now, who its
 triggered runs act for and an owner's Take over, and its runs over time). Checks are
-experiments/recipe_forms.py's, shared with the API."""
+experiments/forms/recipes.py's, shared with the API."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.errors import TuneboardError
+from experiments.forms.recipes import RecipeCloneForm, RecipeForm, recipe_initial, rule_in_words
 from experiments.models import EnsembleRecipe, RecipeRun
-from experiments.recipe_forms import RecipeCloneForm, RecipeForm, recipe_initial, rule_in_words
 from experiments.selectors.recipe_lists import recipe_runs, recipe_triggers_stopped, team_recipe, team_recipes
 from experiments.selectors.recipes import Rule, recipe_candidates
 from experiments.services.recipes import (

@@ -5,8 +5,8 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from experiments.forms.registry import AliasForm, AliasRemoveForm, RegisterForm, RollbackForm
 from experiments.models import RegisteredModel
-from experiments.registry_forms import AliasForm, AliasRemoveForm, RegisterForm, RollbackForm
 from experiments.selectors.registry import registered_model_detail, team_registered_model, team_registered_models
 from experiments.services.registry import (
     RegistryError,

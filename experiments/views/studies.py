@@ -5,7 +5,8 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.forms import ModelRequestForm, StudyBudgetForm, StudyForm
+from experiments.forms.studies import StudyBudgetForm, StudyForm
+from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import Study, Trial
 from experiments.presentation import figures
 from experiments.presentation.csv_export import csv_response

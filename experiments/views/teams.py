@@ -5,13 +5,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from experiments.form_checks import FormChecks
+from experiments.forms.teams import AddMemberForm, InvitationSignUpForm, RoleForm, TeamForm
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
 from experiments.selectors.studies import team_recent_studies
@@ -41,36 +40,13 @@ from experiments.services.teams import (
     membership_set_role,
     team_create,
 )
-from experiments.tuning.bounds import no_control_characters, parse_id
+from experiments.tuning.bounds import parse_id
 from experiments.views.access import forbidden, found_or_404, team_required
 from experiments.views.audit import audit_context
 from experiments.views.notifications import notifications_context
 
 # The link of an invitation just made, shown once on the next team page and then forgotten.
 NEW_LINK_KEY = "new_invitation_link"
-ROLE_HELP = "Owners manage members; editors create and run; viewers only look."
-
-
-class AddMemberForm(FormChecks, forms.Form):
-    identifier = forms.CharField(label="E-mail address or username", max_length=254)
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.EDITOR, help_text=ROLE_HELP)
-
-
-class RoleForm(FormChecks, forms.Form):
-    role = forms.ChoiceField(choices=Membership.Role.choices)
-
-
-class TeamForm(FormChecks, forms.Form):
-    name = forms.CharField(label="Team name", max_length=100, validators=[no_control_characters])
-
-
-class InvitationSignUpForm(FormChecks, UserCreationForm):
-    """Username and password (checked by the configured password validators); the e-mail
-    address is the invited one."""
-
-    def __init__(self, *args, email: str, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.instance.email = email  # so validators comparing the password to it see it
 
 
 def owner_required(view):

@@ -1,25 +1,10 @@
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 
-from experiments.form_checks import FormChecks
+from experiments.forms.tokens import ApiTokenForm
 from experiments.models import ApiToken, Membership
-from experiments.services.api_tokens import MAX_DAYS, ApiTokenError, api_token_create, api_token_revoke
-
-
-class ApiTokenForm(FormChecks, forms.Form):
-    name = forms.CharField(max_length=100, strip=True, error_messages={
-        "required": "Give the token a name, e.g. the machine or script that will use it."})
-    team = forms.TypedChoiceField(coerce=int, label="Team", help_text="The one team this token acts in.")
-    role = forms.ChoiceField(choices=Membership.Role.choices, label="Role at most",
-                             help_text="It never acts with more than your own role in the team.")
-    days = forms.IntegerField(required=False, min_value=1, max_value=MAX_DAYS, label="Expires after (days)",
-                              help_text="Empty: never.")
-
-    def __init__(self, *args, memberships, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["team"].choices = [(m.team_id, m.team.name) for m in memberships]
+from experiments.services.api_tokens import ApiTokenError, api_token_create, api_token_revoke
 
 
 @login_required

@@ -1,4 +1,4 @@
-"""Every form of the project mixes FormChecks in (experiments/form_checks.py), so that no field,
+"""Every form of the project mixes FormChecks in (experiments/forms/checks.py), so that no field,
 however new, takes control characters or numbers in other digits than 0-9."""
 
 import importlib
@@ -7,7 +7,7 @@ import pkgutil
 from django import forms
 
 import experiments
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 
 # Forms FormChecks would check nothing of: every field is a password, which is never shown and
 # may hold whatever its owner types (and security/ is a leaf the forms layer does not reach).

@@ -303,7 +303,7 @@ def test_another_team_gets_404_on_every_prediction_route_and_nothing_changes(ali
 def test_try_it_rows_fit_features_whose_names_need_quoting():
     from experiments.datasets.inputs import ModelInputSpec
     from experiments.datasets.tabular_reader import parse_csv_inputs
-    from experiments.prediction_forms import _typed_csv
+    from experiments.forms.predictions import _typed_csv
 
     spec = ModelInputSpec(kind="tabular", input_shape=[2], feature_names=["width, cm", 'say "hi"'])
     for typed in ("1.5,2\n3,4", '"width, cm","say ""hi"""\n1.5,2\n3,4'):

@@ -13,7 +13,7 @@ from django.conf import settings
 from experiments.datasets.core import DatasetError, check_upload_size
 from experiments.datasets.csv_table import csv_problem
 from experiments.datasets.inputs import parse_model_inputs
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
 from experiments.selectors.predictions import model_input_spec
 from experiments.selectors.registry import RegistryReferenceError, registry_reference_resolve
 from experiments.selectors.trained_models import team_model

@@ -9,11 +9,12 @@ from django.core.exceptions import ValidationError
 from django.utils.text import slugify
 
 from experiments.ensembling.diversity import correlation_pick
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
+from experiments.forms.fields import no_control_characters, whole_number_field
 from experiments.models import Dataset, EnsembleRecipe, Study
 from experiments.selectors.recipes import Rule, recipe_candidates, recipe_sources
 from experiments.services.prediction_cache import cached_predictions_read
-from experiments.tuning.bounds import no_control_characters, parse_id, whole_number_field
+from experiments.tuning.bounds import parse_id
 
 MAX_NAME = 80
 MAX_ALIAS = 40

@@ -4,9 +4,10 @@ from django import forms
 from django.conf import settings
 
 from experiments.datasets.bundled import BUNDLED
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
+from experiments.forms.fields import no_control_characters, seed_field
 from experiments.services.datasets import UploadOptions
-from experiments.tuning.bounds import MAX_FILENAME_CHARS, no_control_characters, seed_field
+from experiments.tuning.bounds import MAX_FILENAME_CHARS
 
 
 def _fraction_field(initial: float) -> forms.FloatField:

@@ -1,21 +1,16 @@
+"""A study: the new-study page (and a clone's), POST /api/v1/studies/, and the budget a running
+study may change."""
+
 import json
 
 from django import forms
 from django.core import validators
 
-from experiments.form_checks import FormChecks
-from experiments.models import Dataset, Study, TrainedModel
+from experiments.forms.checks import FormChecks
+from experiments.forms.fields import no_control_characters
+from experiments.models import Dataset, Study
 from experiments.presentation.ranking_rule import metric_direction
-from experiments.services.ensembles import MAX_ROUNDS, ensemble_members_resolve
-from experiments.services.ensembles import METHODS as ENSEMBLE_METHODS
 from experiments.services.studies import COMPUTE_DEFAULTS, LIMITS, study_settings_errors
-from experiments.services.trained_models import (
-    MAX_EPOCH_CAP,
-    MAX_MODEL_NAME,
-    ModelRequestError,
-    check_model_name,
-    default_model_name,
-)
 from experiments.services.warm_starts import (
     DEFAULT_TOP_K,
     MAX_TOP_K,
@@ -23,15 +18,7 @@ from experiments.services.warm_starts import (
     seed_count_error,
     warm_start_seeds,
 )
-from experiments.tuning.bounds import (
-    InputError,
-    control_character_problem,
-    load_json,
-    no_control_characters,
-    parse_id,
-    seed_field,
-    whole_number_field,
-)
+from experiments.tuning.bounds import InputError, control_character_problem, load_json, parse_id
 from experiments.tuning.compute_options import BACKEND_NAMES, BACKENDS
 from experiments.tuning.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.tuning.objectives import COST_METRICS, ObjectiveError, cost_help, parse_constraints, parse_objectives
@@ -74,11 +61,6 @@ def infer_direction(metric: str) -> str:
     return Study.Direction.MAX if metric_direction(metric) == "max" else Study.Direction.MIN
 
 COST_HELP = cost_help()
-
-
-def default_epoch_cap(study: Study) -> int:
-    """The retrain's best-epoch detection cap: room for 3x the search's epochs (at least 10)."""
-    return min(MAX_EPOCH_CAP, max(10, 3 * study.epochs))
 
 
 class SeedStudiesField(forms.ModelMultipleChoiceField):
@@ -366,101 +348,3 @@ class StudyBudgetForm(FormChecks, forms.ModelForm):
             self.fields[name].validators += [validators.MinValueValidator(low), validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)
 
-
-class ModelRequestForm(FormChecks, forms.Form):
-    """Retrain (or promote) the top trials of a study, or one trial when `top_n` is hidden."""
-
-    top_n = forms.IntegerField(label="How many of the best trials", initial=3, min_value=1, max_value=20)
-    method = forms.ChoiceField(
-        choices=[(m.value, m.label) for m in (TrainedModel.Method.RETRAIN, TrainedModel.Method.PROMOTE)],
-        initial=TrainedModel.Method.RETRAIN, widget=forms.RadioSelect)
-    epoch_source = forms.ChoiceField(label="Best epoch", choices=TrainedModel.EpochSource.choices,
-                                     initial=TrainedModel.EpochSource.DETECT, widget=forms.RadioSelect,
-                                     help_text="Only for retraining.")
-    epoch_cap = forms.IntegerField(label="Epoch cap for best-epoch detection", initial=100, min_value=1,
-                                   max_value=MAX_EPOCH_CAP)
-    name = forms.SlugField(label="Model name", max_length=80, required=False,
-                           help_text="Each model gets a name of its own: <study>-trial-<trial number> by default "
-                                     "(Trial 3's is <study>-trial-3). A name given is used as is for one trial and "
-                                     "as <name>-trial-<trial number> for several; making a name again counts its "
-                                     "version up.")
-    include_pruned = forms.BooleanField(label="Include pruned trials", required=False,
-                                        help_text="Pruned trials stopped early, so their scores are short of a full "
-                                                  "training; by default only completed trials are picked.")
-
-    def __init__(self, *args, single_trial: bool = False, study: Study | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        if single_trial:
-            del self.fields["top_n"], self.fields["include_pruned"]
-        if study is not None:
-            cap = default_epoch_cap(study)
-            self.fields["epoch_cap"].initial = cap
-            self.fields["epoch_cap"].help_text = (
-                f"Defaults to 3 × the study's {study.epochs} epochs (at least 10, at most {MAX_EPOCH_CAP}): "
-                f"{cap}. If the best epoch found is the cap, the model was still improving: raise it.")
-            if "top_n" in self.fields:
-                self.fields["name"].widget.attrs["placeholder"] = f"{default_model_name(study)}-trial-<number>"
-
-
-class RankingForm(FormChecks, forms.Form):
-    """The team's ranking metric, among the test metrics its models record."""
-
-    ranking_metric = forms.ChoiceField(label="Rank by", required=False)
-
-    def __init__(self, *args, recorded: list[str], defaults: str, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["ranking_metric"].choices = [("", f"Default ({defaults})")] + [
-            (m, f"test {m} ({'higher' if metric_direction(m) == 'max' else 'lower'} is better)") for m in recorded]
-
-
-class MemberKeysField(forms.Field):
-    """A list of "model:<id>" / "trial:<id>" keys (checkboxes on the page, a JSON list in the API)."""
-
-    widget = forms.SelectMultiple
-    takes_list = True  # for experiments.api.bodies
-
-    def to_python(self, value):
-        if value in self.empty_values:
-            return []
-        values = value if isinstance(value, list | tuple) else [value]
-        if not all(isinstance(v, str) for v in values):
-            raise forms.ValidationError('Give the members as a list like ["model:12", "trial:34"].')
-        return list(values)
-
-
-class EnsembleForm(FormChecks, forms.Form):
-    """The ensemble page's fields and POST /api/v1/ensembles/'s: one set of checks and messages."""
-
-    members = MemberKeysField(required=False)
-    method = forms.ChoiceField(choices=[(m.value, m.label.removeprefix("Ensemble: ")) for m in ENSEMBLE_METHODS],
-                               initial=TrainedModel.Method.NELDER_MEAD)
-    greedy_rounds = whole_number_field("Greedy rounds", low=1, high=MAX_ROUNDS, required=False, initial=50,
-                                       help_text="Greedy selection only: how many picks (with replacement).")
-    seed = seed_field(required=False, help_text="Breaks ties in greedy selection; shuffles stacking's CV folds.")
-    name = forms.CharField(required=False, max_length=MAX_MODEL_NAME, validators=[no_control_characters],
-                           help_text="Lower-case letters, digits, '-' and '_'; defaults to "
-                                     "ensemble-<method>-<dataset>.")
-
-    def __init__(self, *args, team, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.team = team
-
-    def clean_members(self):
-        try:
-            return ensemble_members_resolve(team=self.team, keys=self.cleaned_data["members"])
-        except ModelRequestError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def clean_name(self):
-        try:
-            return check_model_name(self.cleaned_data["name"].strip()) if self.cleaned_data["name"].strip() else ""
-        except ModelRequestError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def clean(self):
-        data = super().clean()
-        if data.get("greedy_rounds") is None:
-            data["greedy_rounds"] = self.fields["greedy_rounds"].initial
-        if data.get("seed") is None:
-            data["seed"] = 0
-        return data

@@ -4,9 +4,10 @@ these very forms through experiments.api.bodies)."""
 from django import forms
 from django.utils.text import slugify
 
-from experiments.form_checks import FormChecks
+from experiments.forms.checks import FormChecks
+from experiments.forms.fields import no_control_characters
 from experiments.models import TrainedModel
-from experiments.tuning.bounds import MAX_ID, no_control_characters
+from experiments.tuning.bounds import MAX_ID
 
 MAX_NAME = 80
 MAX_ALIAS = 40

@@ -1,0 +1,1 @@
+"""The one validation layer pages and the API share: one module per area, mirroring views/."""
