@@ -129,7 +129,7 @@ class Runner:
             env["TUNEBOARD_TF_THREADS"] = str(max(1, _cores() // parallel))
         if backend == "tensorflow":
             # Packed trials share a GPU: TensorFlow otherwise takes all its memory in the first one (JAX's
-            # preallocation is turned off by the worker's own start-up, workers/backends/child.configure_child).
+            # preallocation is turned off by the worker's own start-up, workers/host/backends/child.configure_child).
             env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         return env
 

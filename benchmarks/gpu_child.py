@@ -21,7 +21,7 @@ def _configure(backend: str) -> None:
     (TUNEBOARD_TF_THREADS) and, on JAX, XLA's flags and GPU memory preallocation off (so
     several processes can share a GPU). The plain arm runs the same set-up, so the ratio
     compares training loops, not thread settings."""
-    from workers.backends.child import configure_child
+    from workers.host.backends.child import configure_child
 
     configure_child(backend)
 

@@ -181,7 +181,7 @@ def measure_cpu_settings(float32: dict) -> dict:
 
 
 def measure_gpu_settings() -> dict | None:
-    from workers.devices import discover_gpus
+    from workers.host.devices import discover_gpus
 
     if not discover_gpus():
         return None

@@ -24,9 +24,11 @@ from experiments.services.conversions import (
     conversion_heartbeat,
     conversion_release,
 )
-from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, release_memory
-from workers.versions import package_versions
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.support import failure_reason
 
 
 class ConversionImpossible(TuneboardError):

@@ -33,9 +33,11 @@ from experiments.services.predictions import (
     prediction_progress,
     prediction_release,
 )
-from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, release_memory
-from workers.versions import package_versions
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.support import failure_reason
 
 log = logging.getLogger(__name__)
 # Rows per predict step: large enough that a small model's per-step overhead vanishes, small

@@ -18,9 +18,11 @@ from experiments.services.trial_reruns import (
     rerun_heartbeat,
     rerun_record_epoch,
 )
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
 from workers.model_building import study_hyperparameters
 from workers.runner import run_environment, train_configuration, trial_spec
-from workers.support import Heartbeat, failure_reason, release_memory
+from workers.support import failure_reason
 from workers.trial_stops import TrialCancelled
 
 

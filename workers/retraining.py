@@ -27,15 +27,17 @@ from experiments.services.training_inputs import TrainingPhase
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
 from workers.ensembling import build_ensemble
-from workers.environment import environment_record
 from workers.export import export_model
+from workers.host.environment import environment_record
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
 from workers.hypermodels.base import DataInfo
 from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
-from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, load_dataset, release_memory
+from workers.support import failure_reason, load_dataset
 from workers.training import describe, detect_best_epoch, evaluate, train_on_train_and_validation
 from workers.trial_stops import TrialCancelled
-from workers.versions import package_versions
 
 log = logging.getLogger(__name__)
 RETRAIN_EPOCH_FACTOR = 1.2

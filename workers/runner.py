@@ -20,12 +20,14 @@ from experiments.services.trial_runs import Claimant, Outcome, claim_trial, fini
 from experiments.tuning.compute_options import ComputeSettings
 from experiments.tuning.objectives import needs_latency
 from workers import checkpoints, hypermodels
-from workers.compute import backend
-from workers.environment import environment_record, training_settings
+from workers.host.compute import keras_backend
+from workers.host.environment import environment_record, training_settings
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
 from workers.model_building import build_model, study_hyperparameters
 from workers.oracle import KerasTunerOracles
-from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason, load_dataset, release_memory
+from workers.support import failure_reason, load_dataset
 from workers.training import TrialResult, TrialSpec, describe, run_trial
 from workers.trial_stops import TrialCancelled, TrialFailed
 
@@ -132,11 +134,11 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
     host = socket.gethostname()
     claims = itertools.count()
     study = study_for_training(study_id=study_id)
-    if study.backend != backend():
+    if study.backend != keras_backend():
         # Only a worker started around its queue check gets here: hand the wake-up, still
         # pending on the study, to the queue of the study's backend instead of failing a trial.
         log.warning("study %s trains with %s, this worker with %s: its wake-up goes to queue %s",
-                    study_id, study.backend, backend(), study.task_queue)
+                    study_id, study.backend, keras_backend(), study.task_queue)
         trial_tasks_enqueue(study_id=study_id, queue=study.task_queue)
         return "misrouted"
 

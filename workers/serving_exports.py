@@ -18,9 +18,10 @@ from experiments.services.serving_exports import (
     serving_export_write,
 )
 from experiments.serving.layout import LayoutSuperseded
-from workers.shutdown import stop_requested
-from workers.support import Heartbeat, failure_reason
-from workers.versions import package_versions
+from workers.host.heartbeat import Heartbeat
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.support import failure_reason
 
 
 def export_serving(*, export_pk: int) -> str:

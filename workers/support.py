@@ -1,13 +1,11 @@
-"""What every worker job shares: a heartbeat thread, the per-process dataset cache, freeing
-Keras's memory between jobs, and turning an exception into the reason a person reads.
+"""What every worker job shares: the per-process dataset cache, and turning an exception into
+the reason a person reads.
 (Riding out database restarts is experiments.services.connections.with_db_retry.)"""
 
 import logging
 import os
 import tempfile
-import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +13,11 @@ from django.conf import settings
 
 from experiments.errors import TuneboardError
 from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.connections import connection_close
 from workers.hypermodels.base import DataInfo
 from workers.training import DatasetArrays
 
 log = logging.getLogger(__name__)
 _datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
-_trials_since_gc = 0
 _SPLITS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
 
 
@@ -55,43 +51,6 @@ def load_dataset(dataset) -> tuple[DatasetArrays, DataInfo]:
     while len(_datasets) > 2:
         _datasets.popitem(last=False)
     return _datasets[artifact.id]
-
-
-def release_memory(keras, *, trial_seconds: float) -> None:
-    """Drop Keras's global state after every job; run the full garbage collection (slow
-    without gc.freeze) after long jobs, where it costs nothing relatively, and every 20th short one."""
-    global _trials_since_gc
-    _trials_since_gc += 1
-    collect = trial_seconds > 10 or _trials_since_gc >= 20
-    keras.backend.clear_session(free_memory=collect)
-    if collect:
-        _trials_since_gc = 0
-
-
-class Heartbeat(threading.Thread):
-    """Calls `beat()` every `interval` seconds while a long job runs, so the reaper only sees
-    dead workers. A database blip must not kill the job."""
-
-    def __init__(self, beat: Callable[[], object], interval: float, name: str):
-        super().__init__(daemon=True, name=name)
-        self.beat = beat
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                try:
-                    self.beat()
-                except Exception:
-                    log.warning("heartbeat %s failed", self.name, exc_info=True)
-                    connection_close()
-        finally:
-            connection_close()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=5)
 
 
 def failure_reason(exc: BaseException, *, job: str) -> str:

@@ -14,7 +14,7 @@ from celery.signals import (
 from experiments.services.connections import DATABASE_UNAVAILABLE
 
 # Imported here, in the main process before the pool forks, so the children share its flag.
-from workers.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
+from workers.host.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
 
 
 @celeryd_after_setup.connect
@@ -22,7 +22,7 @@ def _refuse_other_backends_queues(sender, instance, **_kwargs) -> None:
     """A worker serving another backend's queue would take jobs it cannot run as asked: it
     refuses to start, saying which queues to serve. (SystemExit, since Celery logs and ignores
     exceptions raised by signal handlers.)"""
-    from workers.backend import queue_errors, worker_backend
+    from workers.host.backends.selection import queue_errors, worker_backend
 
     queues = list(instance.app.amqp.queues.consume_from)
     errors = queue_errors(queues, worker_backend())
@@ -32,7 +32,7 @@ def _refuse_other_backends_queues(sender, instance, **_kwargs) -> None:
 
 @worker_ready.connect
 def _register_worker(sender, **_kwargs) -> None:
-    from workers.fleet import on_worker_ready
+    from workers.host.fleet import on_worker_ready
 
     on_worker_ready(sender)
 
@@ -44,7 +44,7 @@ def _stop_jobs_at_epoch_end(**_kwargs) -> None:
 
 @worker_shutdown.connect
 def _unregister_worker(sender, **_kwargs) -> None:
-    from workers.fleet import on_worker_shutdown
+    from workers.host.fleet import on_worker_shutdown
 
     on_worker_shutdown(sender.hostname)
 
@@ -55,9 +55,9 @@ def _configure_child(**_kwargs) -> None:
     its CPU into logical devices for multi-replica CPU trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
     from billiard.process import current_process
 
-    from workers.backend import worker_backend
-    from workers.backends.child import configure_child
-    from workers.devices import discover_gpus, pin_child
+    from workers.host.backends.child import configure_child
+    from workers.host.backends.selection import worker_backend
+    from workers.host.devices import discover_gpus, pin_child
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
     configure_child(worker_backend())
@@ -141,7 +141,7 @@ def predict_batch(self, prediction_pk: int) -> str:
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
-    from workers.reaper import reap as run
+    from workers.host.reaper import reap as run
 
     return run()
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from experiments.tuning.compute_options import ComputeSettings
 from workers import checkpoints
-from workers.compute import (
+from workers.host.compute import (
     Placement,
     apply_compile_options,
     batches,
@@ -206,7 +206,7 @@ class _Compute:
         input path, shuffled each epoch by the global seed); text and multi-replica or TPU runs
         get our tf.data pipeline: building one up front costs ~20 ms of tracing per trial, paid
         even by a hypermodel whose own fit never reads it. On JAX every run gets our PyDataset
-        (workers/backends/jax_runtime.py), which costs nothing to build."""
+        (workers/host/backends/jax_runtime.py), which costs nothing to build."""
         return self.placement.backend == "tensorflow" and self.placement.replicas == 1 and (
             not self.placement.drop_remainder) and all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
                                                        for a in arrays)

@@ -102,7 +102,7 @@ class Outcome:
     error: str = ""
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
-    compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
+    compute: dict = field(default_factory=dict)  # where and how it ran (workers/host/compute.py)
     environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/tuning/reproducibility.py)
     epochs_trained: int | None = None
     pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())

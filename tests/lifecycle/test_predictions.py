@@ -13,7 +13,7 @@ from experiments.datasets.inputs import ModelInputs
 from experiments.models import Artifact, ModelFile, PredictionJob, TrainedModel
 from experiments.services import predictions
 from experiments.services.artifacts import artifact_create
-from workers import reaper
+from workers.host import reaper
 
 pytestmark = pytest.mark.django_db
 

@@ -181,7 +181,7 @@ def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
     import subprocess
     import sys
 
-    code = ("import sys, django; django.setup(); import workers.reaper, workers.fleet; "
+    code = ("import sys, django; django.setup(); import workers.host.reaper, workers.host.fleet; "
             "bad = [m for m in ('keras_tuner', 'keras', 'tensorflow', 'jax') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workers.backends.child import configure_child
+from workers.host.backends.child import configure_child
 
 configure_child("tensorflow")
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from workers.devices import discover_tpus
+from workers.host.devices import discover_tpus
 from workers.trial_stops import TrialFailed
 
 TPU_ENVIRONMENT = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG")  # what TPUClusterResolver() reads

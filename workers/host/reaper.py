@@ -2,7 +2,7 @@
 no wake-up covers, lost and unsent model jobs, re-runs, conversions, serving exports and
 predictions, notification deliveries whose task was lost. Database and broker only (no
 TensorFlow, no KerasTuner), so the reaper-leader worker runs it in its main process
-(workers/fleet.py) beside busy children: a loaded host, whose pool has no free slot for a task,
+(workers/host/fleet.py) beside busy children: a loaded host, whose pool has no free slot for a task,
 still reaps on time. Beat may also send it as a task."""
 
 import logging

@@ -1,7 +1,7 @@
 """A study's compute settings made real in a worker child: where a trial's replicas run, the
 dtype policy its layers are built with, the compile options Keras trains with, and the input
 pipeline that feeds it — on the Keras backend this process runs (TensorFlow or JAX; the
-backend-specific parts live in workers/backends/, and only the one in use is imported).
+backend-specific parts live in workers/host/backends/, and only the one in use is imported).
 
 experiments/tuning/compute_options.py holds the same settings as the web sees them (no Keras).
 """
@@ -20,20 +20,22 @@ from workers.trial_stops import TrialFailed
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
 
 
-def backend() -> str:
-    """The Keras backend of this process (KERAS_BACKEND when Keras loaded)."""
+def keras_backend() -> str:
+    """The Keras backend of this process, as Keras loaded it (workers/host/backends/selection.py
+    reads the same choice from the environment, for the main process, which never loads Keras)."""
     return keras.backend.backend()
 
 
 def defaults() -> ComputeSettings:
     """A run without a study's settings (an ensemble's predictions): one device, float32, on
     the backend this process runs."""
-    return ComputeSettings(backend=backend())
+    return ComputeSettings(backend=keras_backend())
 
 
 def _runtime():
     """The backend's module, imported on first use (a JAX worker never imports TensorFlow)."""
-    return importlib.import_module(f"workers.backends.{'jax' if backend() == 'jax' else 'tf'}_runtime")
+    runtime = "jax_runtime" if keras_backend() == "jax" else "tf_runtime"
+    return importlib.import_module(f"workers.host.backends.{runtime}")
 
 
 @dataclass
@@ -88,11 +90,12 @@ def placement_for(settings: ComputeSettings | None) -> Placement:
     Placements are made once per child and kept: a TPU system must be initialised only once,
     and a MirroredStrategy or a device mesh is cheap to keep but not free to make per trial."""
     settings = settings or defaults()
-    if settings.backend != backend():
+    if settings.backend != keras_backend():
+        running = keras_backend()
         raise TrialFailed(f"This study trains with {BACKEND_NAMES.get(settings.backend, settings.backend)}, but "
-                          f"this worker runs {BACKEND_NAMES.get(backend(), backend())} (KERAS_BACKEND): its jobs "
+                          f"this worker runs {BACKEND_NAMES.get(running, running)} (KERAS_BACKEND): its jobs "
                           f"belong on the {settings.backend} workers' queues.")
-    return _placement(backend(), settings.queue, settings.devices_per_trial)
+    return _placement(keras_backend(), settings.queue, settings.devices_per_trial)
 
 
 @functools.cache

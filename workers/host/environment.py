@@ -11,8 +11,8 @@ from dataclasses import asdict
 from experiments.tuning.hypermodel_catalog import BUILTIN
 from experiments.tuning.reproducibility import dataset_identity
 from workers import hypermodels
+from workers.host.versions import package_versions
 from workers.training import TrialSpec
-from workers.versions import package_versions
 
 # Installed packages do not change under a running process (an upgrade takes a restart to
 # take effect), so they are looked up once, not once per trial.
@@ -55,7 +55,7 @@ def hypermodel_identity(name: str) -> dict:
 
 
 def devices(compute: dict | None) -> dict | None:
-    """The devices part of a compute record (workers/compute.py's Placement.record)."""
+    """The devices part of a compute record (workers/host/compute.py's Placement.record)."""
     if not compute:
         return None
     return {"kind": compute.get("device_kind"), "names": list(compute.get("device_names") or []),

@@ -2,7 +2,7 @@
 
 import os
 
-from workers.devices import cpu_devices_per_child
+from workers.host.devices import cpu_devices_per_child
 
 
 def configure_child(backend: str, environ=os.environ) -> None:
@@ -25,7 +25,7 @@ def configure_child(backend: str, environ=os.environ) -> None:
         environ["XLA_FLAGS"] = " ".join(flags)
         environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         return
-    from workers.backends import tf_runtime  # TensorFlow workers only: a JAX worker has no TensorFlow
+    from workers.host.backends import tf_runtime  # TensorFlow workers only: a JAX worker has no TensorFlow
 
     tf_runtime.configure_logical_cpus(cpu_devices)
     if threads > 0:
