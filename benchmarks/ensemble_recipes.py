@@ -3,7 +3,7 @@
 For each of three datasets (digits_images and breast_cancer, bundled; a generated harder tabular
 set), split as Tuneboard splits a dataset (15 % validation, 15 % test, split seed 0):
 - two random-search studies, one per model family, TRIALS trials each of at most EPOCHS epochs
-  (early stopping, patience PATIENCE), trained through workers.training.run_trial as a worker
+  (early stopping, patience PATIENCE), trained through workers.training.fitting.run_trial as a worker
   trains a trial; a trial's member is its search checkpoint (the best epoch, trained on the
   training split only). Images: the built-in `dense` and `cnn`. Tabular data has only `dense`
   built in, so the second family is a team's: benchmarks/team_hypermodels.build_logistic;
@@ -60,7 +60,7 @@ def _dataset(name: str):
     from experiments.datasets.bundled import load_bundled
     from experiments.datasets.splits import split_indices
     from workers.hypermodels.base import DataInfo
-    from workers.training import DatasetArrays
+    from workers.training.fitting import DatasetArrays
 
     parsed = _generated() if name == "generated" else load_bundled(name)
     # experiments/services/datasets.py's defaults for a bundled dataset or an upload.
@@ -101,9 +101,10 @@ def _study(hypermodel: str, space: list, build, arrays, info, seed: int, workdir
     """A random search of TRIALS trials; each trial's validation and test predictions from its checkpoint."""
     import keras
 
-    from workers import checkpoints
     from workers.hyperparameters import active_values
-    from workers.training import TrialSpec, predict, run_trial
+    from workers.training import checkpoints
+    from workers.training.fitting import TrialSpec, run_trial
+    from workers.training.inference import predict
 
     trials = []
     for number in range(TRIALS):
@@ -287,7 +288,7 @@ def measure_recipes() -> dict:
                     "benchmarks/team_hypermodels.build_logistic (L2 logistic regression), called directly as a "
                     "worker would resolve it from TUNEBOARD_HYPERMODELS",
         "search": f"random, {TRIALS} trials per study, at most {EPOCHS} epochs, patience {PATIENCE}, batch {BATCH}, "
-                  "through workers.training.run_trial; each trial's member is its search checkpoint (training "
+                  "through workers.training.fitting.run_trial; each trial's member is its search checkpoint (training "
                   "split only)",
         "rule": f"top K={K} per study by val_loss, at most M={M} per hypermodel, correlation cap "
                 f"{'off' if CORRELATION_CAP is None else CORRELATION_CAP} (with_correlation_cap: {CAP_VARIANT})",

@@ -28,7 +28,7 @@ from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
-from workers.support import failure_reason
+from workers.jobs.failures import failure_reason
 
 
 class ConversionImpossible(TuneboardError):

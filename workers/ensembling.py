@@ -21,11 +21,11 @@ from workers import ensembles
 from workers.ensemble_cap import correlation_cap
 from workers.ensemble_model import weighted_average_model
 from workers.export import export_model
-from workers.model_building import model_from_trial_checkpoint
 from workers.stacking_model import has_softmax_head, stacked_model
-from workers.support import load_dataset
-from workers.training import predict
-from workers.trial_stops import TrialFailed
+from workers.training.dataset_cache import load_dataset
+from workers.training.inference import predict
+from workers.training.model_building import model_from_trial_checkpoint
+from workers.training.stops import TrialFailed
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024

@@ -37,7 +37,7 @@ from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
-from workers.support import failure_reason
+from workers.jobs.failures import failure_reason
 
 log = logging.getLogger(__name__)
 # Rows per predict step: large enough that a small model's per-step overhead vanishes, small
@@ -127,7 +127,7 @@ def predict_rows(model, x: np.ndarray, *, progress: Callable[[int], bool] | None
     benchmark's."""
     import keras
 
-    from workers.training import predict
+    from workers.training.inference import predict
 
     if progress is None:
         return np.asarray(predict(model, x, step_rows))

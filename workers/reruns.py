@@ -20,10 +20,10 @@ from experiments.services.trial_reruns import (
 )
 from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory
-from workers.model_building import study_hyperparameters
-from workers.runner import run_environment, train_configuration, trial_spec
-from workers.support import failure_reason
-from workers.trial_stops import TrialCancelled
+from workers.jobs.failures import failure_reason
+from workers.training.configurations import run_environment, train_configuration, trial_spec
+from workers.training.model_building import study_hyperparameters
+from workers.training.stops import TrialCancelled
 
 
 class _FencedReporter:

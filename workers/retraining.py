@@ -34,10 +34,12 @@ from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
 from workers.hypermodels.base import DataInfo
-from workers.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
-from workers.support import failure_reason, load_dataset
-from workers.training import describe, detect_best_epoch, evaluate, train_on_train_and_validation
-from workers.trial_stops import TrialCancelled
+from workers.jobs.failures import failure_reason
+from workers.training.dataset_cache import load_dataset
+from workers.training.fitting import describe, detect_best_epoch, train_on_train_and_validation
+from workers.training.inference import evaluate
+from workers.training.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
+from workers.training.stops import TrialCancelled
 
 log = logging.getLogger(__name__)
 RETRAIN_EPOCH_FACTOR = 1.2

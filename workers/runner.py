@@ -11,25 +11,22 @@ from pathlib import Path
 
 from django.conf import settings
 
-from experiments.services.artifacts import ArtifactKind, artifact_copy_to_path, artifact_create_from_path
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.training_inputs import study_for_training, trial_checkpoint_continued
+from experiments.services.training_inputs import study_for_training
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
 from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
-from experiments.tuning.compute_options import ComputeSettings
-from experiments.tuning.objectives import needs_latency
-from workers import checkpoints, hypermodels
 from workers.host.compute import keras_backend
-from workers.host.environment import environment_record, training_settings
 from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
-from workers.model_building import build_model, study_hyperparameters
+from workers.jobs.failures import failure_reason
 from workers.oracle import KerasTunerOracles
-from workers.support import failure_reason, load_dataset
-from workers.training import TrialResult, TrialSpec, describe, run_trial
-from workers.trial_stops import TrialCancelled, TrialFailed
+from workers.training import checkpoints
+from workers.training.configurations import run_environment, train_configuration, trial_spec
+from workers.training.model_building import study_hyperparameters
+from workers.training.stops import TrialCancelled
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
@@ -47,47 +44,6 @@ class _DatabaseReporter:
         if verdict and stop_requested():
             return False  # its worker is shutting down: stop here and hand the trial back
         return verdict
-
-
-def _warm_start(study, values: dict, workdir: Path) -> Path | None:
-    parent_id = values.get("tuner/trial_id")
-    if not parent_id:
-        return None
-    checkpoint = trial_checkpoint_continued(study=study, trial_id=parent_id)
-    if checkpoint is None:
-        raise TrialFailed(f"Hyperband continues trial {parent_id}, but its checkpoint is missing.")
-    return artifact_copy_to_path(artifact=checkpoint, path=workdir / f"warm-start{checkpoints.SUFFIX}")
-
-
-def trial_spec(study, values: dict, *, seed: int) -> TrialSpec:
-    """How a configuration of the study trains: epochs (Hyperband's own, when it set them),
-    early stopping, batch size, executions and the seed."""
-    return TrialSpec(
-        objective=study.objective_metric, direction=study.objective_direction,
-        epochs=int(values.get("tuner/epochs", study.epochs)), initial_epoch=int(values.get("tuner/initial_epoch", 0)),
-        batch_size=study.batch_size, patience=study.patience, executions=study.executions_per_trial, seed=seed,
-        time_limit_seconds=settings.MAX_TRIAL_SECONDS, measure_latency=needs_latency(study),
-    )
-
-
-def run_environment(study, spec: TrialSpec) -> dict:
-    """The environment record of a run of the study's configuration in this child."""
-    try:
-        compute = describe(ComputeSettings.from_study(study), study.batch_size)
-    except TrialFailed:
-        compute = None  # no such device here: the run fails with the reason, the rest still holds
-    return environment_record(dataset=study.dataset, seed=spec.seed, hypermodel=study.hypermodel, compute=compute,
-                              training=training_settings(spec))
-
-
-def train_configuration(study, hp, *, spec: TrialSpec, reporter, workdir: Path) -> TrialResult:
-    """One configuration trained as the search trains it: the trial and its re-runs alike."""
-    data, info = load_dataset(study.dataset)
-    return run_trial(
-        build=lambda: build_model(study, hp, info), spec=spec, data=data, reporter=reporter, workdir=workdir,
-        warm_start=_warm_start(study, dict(hp.values), workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
-        compute=ComputeSettings.from_study(study),
-    )
 
 
 def _train(study, trial) -> Outcome:

@@ -21,7 +21,7 @@ from experiments.serving.layout import LayoutSuperseded
 from workers.host.heartbeat import Heartbeat
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
-from workers.support import failure_reason
+from workers.jobs.failures import failure_reason
 
 
 def export_serving(*, export_pk: int) -> str:

@@ -6,13 +6,11 @@ import hashlib
 import inspect
 import socket
 import sys
-from dataclasses import asdict
 
 from experiments.tuning.hypermodel_catalog import BUILTIN
 from experiments.tuning.reproducibility import dataset_identity
 from workers import hypermodels
 from workers.host.versions import package_versions
-from workers.training import TrialSpec
 
 # Installed packages do not change under a running process (an upgrade takes a restart to
 # take effect), so they are looked up once, not once per trial.
@@ -60,15 +58,6 @@ def devices(compute: dict | None) -> dict | None:
         return None
     return {"kind": compute.get("device_kind"), "names": list(compute.get("device_names") or []),
             "replicas": compute.get("replicas")}
-
-
-def training_settings(spec: TrialSpec) -> dict:
-    """The settings a trial trains with, without the seed (kept on its own), the server's time
-    limit and whether its latency is measured (after training: the model is the same either way)."""
-    settings = asdict(spec)
-    for name in ("seed", "time_limit_seconds", "measure_latency"):
-        settings.pop(name)
-    return settings
 
 
 def environment_record(*, dataset, seed: int, hypermodel: str | None, compute: dict | None,

@@ -4,10 +4,11 @@ retrains, promotions and ensemble members alike."""
 from pathlib import Path
 
 from experiments.services.artifacts import artifact_copy_to_path
-from workers import checkpoints, hypermodels
+from workers import hypermodels
 from workers.hyperparameters import to_hyperparameters
-from workers.support import load_dataset
-from workers.trial_stops import TrialFailed
+from workers.training import checkpoints
+from workers.training.dataset_cache import load_dataset
+from workers.training.stops import TrialFailed
 
 
 def study_hyperparameters(study, values: dict):

@@ -1,4 +1,5 @@
-"""Train one trial: fit the hypermodel with the study's callbacks and report each epoch.
+"""Fit one trial (and a retrain's two runs): the hypermodel trained with the study's callbacks on
+its placement and input pipelines, each epoch reported.
 
 Knows nothing of the ORM: the caller passes a reporter (epoch metrics out, "keep going?"
 back) and gets a TrialResult or an exception with a readable reason.
@@ -16,19 +17,18 @@ import keras
 import numpy as np
 
 from experiments.tuning.compute_options import ComputeSettings
-from workers import checkpoints
 from workers.host.compute import (
     Placement,
     apply_compile_options,
     batches,
     defaults,
-    for_inference,
-    model_replicas,
     placement_for,
     precision,
 )
-from workers.model_costs import model_costs
-from workers.trial_stops import TrialCancelled, TrialFailed
+from workers.training import checkpoints
+from workers.training.callbacks import EpochReport, KeepBest, TimeLimit, better
+from workers.training.model_costs import model_costs
+from workers.training.stops import TrialCancelled, TrialFailed
 
 
 class EpochReporter(Protocol):
@@ -64,7 +64,7 @@ class TrialSpec:
     seed: int
     initial_epoch: int = 0
     time_limit_seconds: float | None = None  # TUNEBOARD_MAX_TRIAL_SECONDS
-    measure_latency: bool = False  # the study optimises or bounds latency_ms (workers/model_costs.py)
+    measure_latency: bool = False  # the study optimises or bounds latency_ms (workers/training/model_costs.py)
 
 
 @dataclass
@@ -77,107 +77,6 @@ class TrialResult:
     compute: dict = field(default_factory=dict)  # where and how it trained: Placement.record()
     epochs_trained: int = 0  # over all executions
     pruned: dict | None = None  # the pruner's decision, when it stopped the trial
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a < b if direction == "min" else a > b
-
-
-def _clean(logs: dict) -> dict:
-    return {k: float(v) for k, v in (logs or {}).items() if np.isscalar(v) or getattr(v, "shape", None) == ()}
-
-
-class _KeepBest(keras.callbacks.Callback):
-    """Early stopping that keeps the best epoch's weights (like Keras's EarlyStopping with
-    restore_best_weights), without restoring them into the model: the caller writes them
-    straight to the checkpoint, once per execution. The copy is made only when another epoch
-    begins (until then the model's own weights are the best), so the usual case, the last
-    epoch being the best, copies nothing. A custom fit that never calls on_epoch_begin gets
-    a copy at each improving epoch's end."""
-
-    def __init__(self, objective: str, direction: str, patience: int):
-        super().__init__()
-        self.objective, self.direction, self.patience = objective, direction, patience
-        self.best: float | None = None
-        self.weights: list | None = None
-        self.pending = False  # the model's current weights are the best, not yet copied
-        self.began = False
-        self.wait = 0
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.began = True
-        if self.pending:
-            self.weights, self.pending = self.model.get_weights(), False
-
-    def on_epoch_end(self, epoch, logs=None):
-        began, self.began = self.began, False
-        value = (logs or {}).get(self.objective)
-        if value is None:
-            return
-        value = float(value)
-        if self.best is None or _better(value, self.best, self.direction):
-            self.best, self.wait = value, 0
-            if began:
-                self.weights, self.pending = None, True
-            else:
-                self.weights, self.pending = self.model.get_weights(), False
-            return
-        self.wait += 1
-        if self.wait >= self.patience:
-            self.model.stop_training = True
-
-    def best_weights(self) -> list | None:
-        """The best epoch's weights; None when no epoch reported the objective."""
-        return self.model.get_weights() if self.pending else self.weights
-
-
-class _Report(keras.callbacks.Callback):
-    """Keeps each epoch's logs and hands them to `report(epoch, logs)`; a falsy answer stops
-    training: pruned when it carries the pruner's decision, else cancelled (the study was
-    cancelled or the row is gone)."""
-
-    def __init__(self, report):
-        super().__init__()
-        self.report = report
-        self.cancelled = False
-        self.pruned: dict | None = None
-        self.history: list[tuple[int, dict]] = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = _clean(logs)
-        self.history.append((epoch, logs))
-        verdict = self.report(epoch, logs)
-        if not verdict:
-            self.pruned = getattr(verdict, "pruned", None)
-            self.cancelled = self.pruned is None
-            self.model.stop_training = True
-
-
-class _TimeLimit(keras.callbacks.Callback):
-    """Stops training after the batch during which the time limit passed (an epoch may be
-    long; a check per batch costs a clock read).
-
-    Neither this nor TerminateOnNaN is marked async-safe, though their batch hooks make Keras
-    fetch every step's loss on the training loop's thread (a JAX trial on an H200 ran at 0.76 of
-    a plain fit, benchmarks/results/gpu-nvidia-h200-before-async-callbacks.json): marked so, a
-    stop set from Keras's callback thread under JAX raced the end of fit ("Array has been
-    deleted"). Checking both at epoch ends instead is the fix still to make."""
-
-    def __init__(self, limit_seconds: float | None):
-        super().__init__()
-        self.limit = limit_seconds
-        self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds
-        self.exceeded = False
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self.exceeded = True
-            self.model.stop_training = True
-
-    def check(self) -> None:
-        if self.exceeded:
-            raise TrialFailed(f"It ran longer than the limit of {self.limit:.0f} s (TUNEBOARD_MAX_TRIAL_SECONDS) "
-                              "and was stopped; use fewer epochs or a smaller model, or raise the limit.")
 
 
 def _float32(values: np.ndarray) -> np.ndarray:
@@ -281,13 +180,13 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     best: tuple[float, int, dict, Path] | None = None
     scores = []
     epochs_trained, pruned = 0, None
-    time_limit = _TimeLimit(spec.time_limit_seconds)  # one budget for all executions
+    time_limit = TimeLimit(spec.time_limit_seconds)  # one budget for all executions
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
         train = run.training(data.x_train, data.y_train, seed=spec.seed + execution)
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
-        report = _Report(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
-        keep_best = _KeepBest(spec.objective, spec.direction, spec.patience)
+        report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
+        keep_best = KeepBest(spec.objective, spec.direction, spec.patience)
         callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, warm_start)
@@ -306,7 +205,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         else:
             value, epoch, logs = max(values, key=lambda v: v[0])
         scores.append(value)
-        if best is None or _better(value, best[0], spec.direction):
+        if best is None or better(value, best[0], spec.direction):
             # A custom fit may ignore the callbacks: then the final weights are what we have.
             checkpoints.save_weights(keep_best.best_weights() or model.get_weights(), checkpoint)
             best = (value, epoch, logs, checkpoint)
@@ -335,8 +234,8 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
     keras.utils.set_random_seed(seed)
     train = run.training(data.x_train, data.y_train, seed=seed)
     validation = run.validation(data.x_val, data.y_val)
-    log = _Report(report)
-    time_limit = _TimeLimit(time_limit_seconds)
+    log = EpochReport(report)
+    time_limit = TimeLimit(time_limit_seconds)
     callbacks = [log, keras.callbacks.TerminateOnNaN(),
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
     with run.scope():
@@ -361,8 +260,8 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     keras.utils.set_random_seed(seed)
     train = run.training(np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val]),
                          seed=seed)
-    log = _Report(report)
-    time_limit = _TimeLimit(time_limit_seconds)
+    log = EpochReport(report)
+    time_limit = TimeLimit(time_limit_seconds)
     with run.scope():
         model = run.build(build)
         _fit(fit, model, **train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
@@ -372,22 +271,6 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
         raise TrialCancelled()
     _check_history(log.history, "loss")
     return model
-
-
-def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int) -> dict:
-    """Metrics on one split, in the model's own strategy or device mesh (`batch_size` per
-    replica); works for text (NumPy string arrays), which Keras's own NumPy input path rejects."""
-    model = for_inference(model)
-    dataset = batches(x, y, batch_size=batch_size * model_replicas(model), shuffle=False, seed=0,
-                      drop_remainder=False)
-    return _clean(model.evaluate(dataset, return_dict=True, verbose=0))
-
-
-def predict(model, x: np.ndarray, batch_size: int, callbacks: list | None = None) -> np.ndarray:
-    """Outputs for every row, in order; like `evaluate`, it takes text too. `callbacks` hear of
-    each batch (a batch prediction job's progress and cancel)."""
-    dataset = batches(x, None, batch_size=batch_size, shuffle=False, seed=0, drop_remainder=False)
-    return for_inference(model).predict(dataset, verbose=0, callbacks=callbacks)
 
 
 def _build(build):

@@ -1,8 +1,6 @@
-"""What every worker job shares: the per-process dataset cache, and turning an exception into
-the reason a person reads.
-(Riding out database restarts is experiments.services.connections.with_db_retry.)"""
+"""A dataset's splits on a worker: unpacked once per host, memory-mapped, and the last two kept
+per process (consecutive trials of a study reuse them)."""
 
-import logging
 import os
 import tempfile
 from collections import OrderedDict
@@ -11,12 +9,10 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from experiments.errors import TuneboardError
 from experiments.services.artifacts import artifact_copy_to_path
 from workers.hypermodels.base import DataInfo
-from workers.training import DatasetArrays
+from workers.training.fitting import DatasetArrays
 
-log = logging.getLogger(__name__)
 _datasets: OrderedDict[int, tuple[DatasetArrays, DataInfo]] = OrderedDict()
 _SPLITS = ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
 
@@ -51,15 +47,3 @@ def load_dataset(dataset) -> tuple[DatasetArrays, DataInfo]:
     while len(_datasets) > 2:
         _datasets.popitem(last=False)
     return _datasets[artifact.id]
-
-
-def failure_reason(exc: BaseException, *, job: str) -> str:
-    """What a failed trial or model shows: our own errors' messages as they are, memory
-    exhaustion with advice, anything else (a bug, a library's error) by type and message,
-    logged with its traceback."""
-    if isinstance(exc, TuneboardError):
-        return str(exc)
-    if isinstance(exc, MemoryError):
-        return "It ran out of memory; try fewer units or a smaller batch size."
-    log.error("%s crashed", job, exc_info=exc)
-    return f"{type(exc).__name__}: {exc}"
