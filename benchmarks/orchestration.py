@@ -160,7 +160,7 @@ def _claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> N
 
 def _fill_and_time(study, stored: int, *, cold: bool = True) -> dict[str, list[float]]:
     from experiments.models import Study
-    from workers import oracle
+    from workers.tuners import oracle
 
     Study.objects.filter(pk=study.pk).update(status="running", parallelism=1)
     for i in range(stored):

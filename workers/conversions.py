@@ -44,7 +44,7 @@ def _load(keras, path: Path):
 def _convert(row, workdir: Path):
     import keras
 
-    from workers.export import export_model
+    from workers.export.formats import export_model
 
     if row.keras_artifact is None:
         raise ConversionImpossible(f"Model {row.model} has no .keras file to make the other formats from.")

@@ -26,8 +26,8 @@ from experiments.services.model_runs import (
 from experiments.services.training_inputs import TrainingPhase
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
-from workers.ensembling import build_ensemble
-from workers.export import export_model
+from workers.ensembles.build import build_ensemble
+from workers.export.formats import export_model
 from workers.host.environment import environment_record
 from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory

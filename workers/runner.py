@@ -22,11 +22,11 @@ from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.jobs.failures import failure_reason
-from workers.oracle import KerasTunerOracles
 from workers.training import checkpoints
 from workers.training.configurations import run_environment, train_configuration, trial_spec
 from workers.training.model_building import study_hyperparameters
 from workers.training.stops import TrialCancelled
+from workers.tuners.oracle import KerasTunerOracles
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()

@@ -119,7 +119,7 @@ def test_ensembles_of_real_members(acme, alice, alice_client, start_worker, tmp_
 def test_a_retrained_member_is_weighed_by_its_search_checkpoint(acme, alice):
     """No leakage: validation predictions of a retrained member come from the trial it was
     retrained from (trained on train only); its test predictions from the retrained model."""
-    from workers.ensembling import _Member
+    from workers.ensembles.build import _Member
 
     study = saved_study(acme, alice, digits(acme, alice), name="s")
     trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED, score=0.9)

@@ -22,10 +22,10 @@ Y_TRAIN, Y_TEST = (X_TRAIN[:, 0] > X_TRAIN[:, 1]).astype("int64"), (X_TEST[:, 0]
 
 def tiny_savedmodel(tmp_path, seed: int, units: int) -> tuple[bytes, float, np.ndarray]:
     """A small classifier trained a few epochs, its SavedModel zip as its worker makes it
-    (workers/export.py), its test accuracy and its test predictions."""
+    (workers/export/formats.py), its test accuracy and its test predictions."""
     import keras
 
-    from workers.export import export_model
+    from workers.export.formats import export_model
 
     keras.utils.set_random_seed(seed)
     inputs = keras.Input(shape=(4,), name="features")

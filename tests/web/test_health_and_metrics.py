@@ -105,7 +105,7 @@ def test_metrics_trial_gauges_reflect_the_database(client, acme_trial, acme_stud
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")
 def test_claims_through_the_service_move_the_claim_latency_histogram(client, acme, alice, acme_dataset):
-    from workers.oracle import KerasTunerOracles  # the worker's tuner adapter (this test process only)
+    from workers.tuners.oracle import KerasTunerOracles  # the worker's tuner adapter (this test process only)
 
     study = study_start(study=saved_study(acme, alice, acme_dataset, parallelism=2))
     before = scrape(client)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 from experiments.services.artifacts import artifact_copy_to_path
 from workers import hypermodels
-from workers.hyperparameters import to_hyperparameters
 from workers.training import checkpoints
 from workers.training.dataset_cache import load_dataset
 from workers.training.stops import TrialFailed
+from workers.tuners.hyperparameters import to_hyperparameters
 
 
 def study_hyperparameters(study, values: dict):

@@ -3,7 +3,7 @@
 members' class probabilities for classification, ridge regression on their values for
 regression. Pure numpy/scikit-learn: prediction arrays in, a Stacker out; no Keras, no ORM.
 
-Predictions are stacked as (members, rows, outputs), as in workers.ensembles: class
+Predictions are stacked as (members, rows, outputs), as in workers.ensembles.blending: class
 probabilities for classification (Tuneboard's models end in a softmax over n_classes
 columns, two for a binary task), one column of values for regression.
 
@@ -12,7 +12,7 @@ trained on them, and the regularisation strength is chosen by K-fold cross-valid
 those rows alone (there is no test argument). Test predictions enter nothing but the
 final, once-computed test metrics, which the caller computes with Stacker.predict.
 
-Features. Two kinds, both exportable as built-in Keras layers (workers/stacking_model.py):
+Features. Two kinds, both exportable as built-in Keras layers (workers/ensembles/keras_models.py):
 the members' probabilities ("probabilities": Concatenate + Dense(softmax)), or their clipped
 log-probabilities ("log_probabilities", the classic stacker's features, with which one member
 alone is softmax(log p) = p). Keras has no layer that takes a logarithm, so the latter is
@@ -35,7 +35,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from experiments.errors import TuneboardError
 
-EPSILON = 1e-15  # as workers.ensembles: probabilities are clipped before a logarithm
+EPSILON = 1e-15  # as workers.ensembles.blending: probabilities are clipped before a logarithm
 # The L2 strength: 1/C for LogisticRegression (whose loss is a sum over rows), alpha for Ridge.
 STRENGTHS = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 FEATURES = "auto"
@@ -66,7 +66,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
 
 
 def loss(predicted: np.ndarray, y: np.ndarray, task: str) -> float:
-    """Log loss (classification) or mean squared error (regression), as workers.ensembles."""
+    """Log loss (classification) or mean squared error (regression), as workers.ensembles.blending."""
     if task == "classification":
         p_true = predicted[np.arange(len(y)), y.astype(int)]
         return float(-np.mean(np.log(np.clip(p_true, EPSILON, 1.0))))

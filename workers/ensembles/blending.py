@@ -1,6 +1,6 @@
 """Ensemble weights from validation predictions: the mean, Nelder–Mead on normalised
 non-negative weights, greedy ensemble selection with replacement (Caruana et al., 2004), and
-stacking (a meta-learner, workers/stacking.py; its Fit carries the Stacker). Pure
+stacking (a meta-learner, workers/ensembles/stacking.py; its Fit carries the Stacker). Pure
 numpy/scipy/scikit-learn: prediction arrays in, weights and metrics out; no Keras, no ORM.
 
 Predictions are stacked as (members, rows, outputs): class probabilities for
@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from experiments.errors import TuneboardError
-from workers.stacking import Stacker, StackingError, fit_stacking
+from workers.ensembles.stacking import Stacker, StackingError, fit_stacking
 
 EPSILON = 1e-15
 METHODS = ("mean", "nelder_mead", "greedy", "stacking")

@@ -17,11 +17,10 @@ import numpy as np
 from experiments.services.artifacts import artifact_copy_to_path
 from experiments.services.prediction_cache import cached_predictions_read, cached_predictions_store
 from experiments.services.training_inputs import ensemble_members, model_file_artifact
-from workers import ensembles
-from workers.ensemble_cap import correlation_cap
-from workers.ensemble_model import weighted_average_model
-from workers.export import export_model
-from workers.stacking_model import has_softmax_head, stacked_model
+from workers.ensembles import blending
+from workers.ensembles.correlation_cap import correlation_cap
+from workers.ensembles.keras_models import has_softmax_head, stacked_model, weighted_average_model
+from workers.export.formats import export_model
 from workers.training.dataset_cache import load_dataset
 from workers.training.inference import predict
 from workers.training.model_building import model_from_trial_checkpoint
@@ -130,8 +129,8 @@ def _as_model_metrics(split_metrics: dict) -> dict:
 
 
 def _both(val_predicted: np.ndarray, test_predicted: np.ndarray, data, task: str) -> dict:
-    return {"val": _as_model_metrics(ensembles.metrics(val_predicted, data.y_val, task)),
-            "test": _as_model_metrics(ensembles.metrics(test_predicted, data.y_test, task))}
+    return {"val": _as_model_metrics(blending.metrics(val_predicted, data.y_val, task)),
+            "test": _as_model_metrics(blending.metrics(test_predicted, data.y_test, task))}
 
 
 def _members_and_mean(members, weights, val, test, data, task: str) -> tuple[list[dict], int, dict]:
@@ -163,7 +162,7 @@ def _result(row, members, *, weights, kept, fit, val, test, ensemble_val, ensemb
         "method": row.method,
         "weights": [float(w) for w in weights],
         "members": [m.label for m in members],
-        # Weight 0 (below ensembles.NEGLIGIBLE_WEIGHT, or left out by a correlation cap): in no exported format.
+        # Weight 0 (below blending.NEGLIGIBLE_WEIGHT, or left out by a correlation cap): in no exported format.
         "dropped_members": [members[i].label for i in range(len(members)) if i not in kept],
         "validation_source": [("search-phase checkpoint" if m.key("val") != m.key("test") else "itself")
                               for m in members],
@@ -173,7 +172,7 @@ def _result(row, members, *, weights, kept, fit, val, test, ensemble_val, ensemb
             "mean": mean,
             "best_member": {"label": members[best].label, **member_results[best]},
         },
-        "correlation": ensembles.correlation(val).round(4).tolist(),
+        "correlation": blending.correlation(val).round(4).tolist(),
         "export_max_abs_difference": gap,
         **cap.report(),
     }
@@ -215,21 +214,21 @@ def build_ensemble(row, *, workdir: Path) -> dict:
     features = ("auto" if row.method != "stacking"
                 or all(has_softmax_head(members[i].final_model()) for i in cap.kept) else "probabilities")
     try:
-        fit = ensembles.fit(cap.method(row.method), val[cap.kept], data.y_val, task,
+        fit = blending.fit(cap.method(row.method), val[cap.kept], data.y_val, task,
                             rounds=row.greedy_rounds or 50, seed=row.seed, stacking_features=features)
-    except ensembles.EnsembleFitError as exc:
+    except blending.EnsembleFitError as exc:
         raise TrialFailed(str(exc)) from exc
     if fit.stacker is not None:
         return _stacked_result(row, members, fit, cap, val, test, data, task, workdir)
     # Every figure below, and the exported model, use the same weights: a negligible member is
     # dropped from all of them alike, so the files reproduce what the page reports.
-    weights = ensembles.without_negligible(cap.spread(fit.weights))
+    weights = blending.without_negligible(cap.spread(fit.weights))
     kept = [i for i, w in enumerate(weights) if w > 0]
     # Only the members that carry weight are loaded and exported.
     combined = weighted_average_model([members[i].final_model() for i in kept], [float(weights[i]) for i in kept],
                                       tuple(data.x_test.shape[1:]), task, positions=kept)
-    test_predicted = ensembles.blend(test, weights)
+    test_predicted = blending.blend(test, weights)
     return _result(row, members, weights=weights, kept=kept, fit=fit, val=val, test=test,
-                   ensemble_val=ensembles.blend(val, weights), ensemble_test=test_predicted, combined=combined,
+                   ensemble_val=blending.blend(val, weights), ensemble_test=test_predicted, combined=combined,
                    expected=test_predicted, what="the weighted sum of its members", data=data, task=task,
                    workdir=workdir, cap=cap, extra={})

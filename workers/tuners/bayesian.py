@@ -49,7 +49,7 @@ def _one_thread():
     return _THREADPOOLS[0].limit(limits=1)
 
 
-# A trial's constraint violations, kept among its KerasTuner metrics (workers/oracle.py, complete).
+# A trial's constraint violations, kept among its KerasTuner metrics (workers/tuners/oracle.py, complete).
 CONSTRAINT_METRIC = "tuneboard/constraint_{}"
 
 

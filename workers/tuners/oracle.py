@@ -23,9 +23,9 @@ from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
 from experiments.tuning.space_values import default_initial_random_trials
-from workers.bayesian import CONSTRAINT_METRIC, GaussianProcessSearch
-from workers.hyperparameters import to_hyperparameters, typed_values
-from workers.optuna_search import BROKEN, OptunaSearch
+from workers.tuners.bayesian import CONSTRAINT_METRIC, GaussianProcessSearch
+from workers.tuners.hyperparameters import to_hyperparameters, typed_values
+from workers.tuners.optuna_search import BROKEN, OptunaSearch
 
 
 class _StateInPostgres:

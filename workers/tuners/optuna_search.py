@@ -3,7 +3,7 @@ the constant liar for running trials), the Gaussian-process sampler and NSGA-II.
 
 Each is a KerasTuner oracle whose `populate_space` asks Optuna (ask-and-tell): everything else —
 retries, running trials, failures in a row, the budget, warm-start seeds, the state kept in
-PostgreSQL and rebuilt per claim under the study's row lock (workers/oracle.py) — is the same
+PostgreSQL and rebuilt per claim under the study's row lock (workers/tuners/oracle.py) — is the same
 code path as the KerasTuner tuners'. On each proposal an in-memory Optuna study is rebuilt from
 the oracle's trials (completed ones with their score, running ones as running, failed ones as
 failed), the sampler asks for one trial, and the hyperparameters are suggested in the search
@@ -29,7 +29,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState, create_trial
 
 from experiments.errors import TunerUnavailable
-from workers.bayesian import CONSTRAINT_METRIC
+from workers.tuners.bayesian import CONSTRAINT_METRIC
 
 _CONSTRAINTS_KEY = "constraints"  # optuna/study/_constrained_optimization.py: what samplers read
 BROKEN = 1e12  # a constraint on a metric the trial did not report
