@@ -145,7 +145,7 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
 def _claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> None:
     """In this process: one claim (timed) and its finish, without training."""
     from experiments.services import trial_runs
-    from workers.runner import ORACLES
+    from workers.jobs.trials import ORACLES
 
     started = time.perf_counter()
     claim = trial_runs.claim_trial(study_id=study_id, oracles=ORACLES,

@@ -12,7 +12,7 @@ from experiments.services.datasets import dataset_create_bundled
 from experiments.services.serving_exports import serving_export_request
 from tests.conftest import wait_for
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
-from workers.serving_exports import export_serving
+from workers.jobs.serving_exports import export_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RNG = np.random.default_rng(5)

@@ -24,7 +24,7 @@ from workers.ensembles.keras_models import stacked_model, weighted_average_model
 from workers.ensembles.stacking import fit_stacking
 from workers.export.formats import export_model
 from workers.hypermodels.base import DataInfo
-from workers.serving_exports import export_serving
+from workers.jobs.serving_exports import export_serving
 
 # The serving export job closes expired connections first, as around each job: outside a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)

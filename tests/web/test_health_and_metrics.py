@@ -160,9 +160,9 @@ def test_metrics_refuse_a_public_address_without_a_token(client, monkeypatch):
 
 
 def test_json_log_lines_carry_the_context_fields():
-    record = logging.LogRecord("workers.runner", logging.WARNING, __file__, 1, "trial %s lost", (7,), None)
+    record = logging.LogRecord("workers.jobs.trials", logging.WARNING, __file__, 1, "trial %s lost", (7,), None)
     record.study_id, record.trial_id = 3, 7
     line = json.loads(JsonFormatter().format(record))
-    assert line["level"] == "WARNING" and line["logger"] == "workers.runner"
+    assert line["level"] == "WARNING" and line["logger"] == "workers.jobs.trials"
     assert line["message"] == "trial 7 lost" and line["study_id"] == 3 and line["trial_id"] == 7
     assert "time" in line and "model_id" not in line

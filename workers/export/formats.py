@@ -10,7 +10,7 @@ no kernels for TextVectorization's string ops.
 
 Only `.keras` is written without TensorFlow: on a worker that lacks it (a JAX worker), the other
 formats are `Exported.pending`, made later from the `.keras` file by a conversion job on a
-TensorFlow worker (workers/conversions.py). TensorFlow is imported only when a format needs it."""
+TensorFlow worker (workers/jobs/conversions.py). TensorFlow is imported only when a format needs it."""
 
 import importlib.util
 import shutil

@@ -57,7 +57,7 @@ class NoModelFile(TuneboardError):
 
 
 def _load(keras, path: Path):
-    # As workers/conversions.py: the forward pass only, and Tuneboard's own file (Lambda layers).
+    # As workers/jobs/conversions.py: the forward pass only, and Tuneboard's own file (Lambda layers).
     return keras.saving.load_model(path, compile=False, safe_mode=False)
 
 
