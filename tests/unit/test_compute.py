@@ -19,7 +19,7 @@ from workers.host.backends.tf_runtime import batches as pipeline
 from workers.host.compute import apply_compile_options, placement_for, precision
 from workers.training.fitting import DatasetArrays, TrialSpec, describe, run_trial
 from workers.training.inference import evaluate
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from workers.training.fitting import DatasetArrays, TrialSpec, run_trial
-from workers.training.stops import TrialCancelled, TrialFailed
+from workers.trial_stops import TrialCancelled, TrialFailed
 
 
 class StopAt:

@@ -24,7 +24,7 @@ from workers.export.formats import export_model
 from workers.training.dataset_cache import load_dataset
 from workers.training.inference import predict
 from workers.training.model_building import model_from_trial_checkpoint
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 log = logging.getLogger(__name__)
 PREDICT_BATCH = 1024

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import keras
 
 from experiments.tuning.compute_options import BACKEND_NAMES, ComputeSettings
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
 

@@ -23,7 +23,7 @@ from workers.host.memory import release_memory
 from workers.jobs.failures import failure_reason
 from workers.training.configurations import run_environment, train_configuration, trial_spec
 from workers.training.model_building import study_hyperparameters
-from workers.training.stops import TrialCancelled
+from workers.trial_stops import TrialCancelled
 
 
 class _FencedReporter:

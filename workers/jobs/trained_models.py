@@ -39,7 +39,7 @@ from workers.training.dataset_cache import load_dataset
 from workers.training.fitting import describe, detect_best_epoch, train_on_train_and_validation
 from workers.training.inference import evaluate
 from workers.training.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
-from workers.training.stops import TrialCancelled
+from workers.trial_stops import TrialCancelled
 
 log = logging.getLogger(__name__)
 RETRAIN_EPOCH_FACTOR = 1.2

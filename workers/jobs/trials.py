@@ -25,7 +25,7 @@ from workers.jobs.failures import failure_reason
 from workers.training import checkpoints
 from workers.training.configurations import run_environment, train_configuration, trial_spec
 from workers.training.model_building import study_hyperparameters
-from workers.training.stops import TrialCancelled
+from workers.trial_stops import TrialCancelled
 from workers.tuners.oracle import KerasTunerOracles
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import time
 import keras
 import numpy as np
 
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 
 def better(a: float, b: float, direction: str) -> bool:

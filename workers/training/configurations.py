@@ -16,7 +16,7 @@ from workers.training import checkpoints
 from workers.training.dataset_cache import load_dataset
 from workers.training.fitting import TrialResult, TrialSpec, describe, run_trial
 from workers.training.model_building import build_model
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 
 def _warm_start(study, values: dict, workdir: Path) -> Path | None:

@@ -28,7 +28,7 @@ from workers.host.compute import (
 from workers.training import checkpoints
 from workers.training.callbacks import EpochReport, KeepBest, TimeLimit, better
 from workers.training.model_costs import model_costs
-from workers.training.stops import TrialCancelled, TrialFailed
+from workers.trial_stops import TrialCancelled, TrialFailed
 
 
 class EpochReporter(Protocol):

@@ -7,7 +7,7 @@ from experiments.services.artifacts import artifact_copy_to_path
 from workers import hypermodels
 from workers.training import checkpoints
 from workers.training.dataset_cache import load_dataset
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 from workers.tuners.hyperparameters import to_hyperparameters
 
 

@@ -11,7 +11,7 @@ import jax
 import keras
 import numpy as np
 
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 
 def version() -> str:

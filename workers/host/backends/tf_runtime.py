@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from workers.host.devices import discover_tpus
-from workers.training.stops import TrialFailed
+from workers.trial_stops import TrialFailed
 
 TPU_ENVIRONMENT = ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG")  # what TPUClusterResolver() reads
 
