@@ -3,7 +3,7 @@
 For each of three datasets (digits_images and breast_cancer, bundled; a generated harder tabular
 set), split as Tuneboard splits a dataset (15 % validation, 15 % test, split seed 0):
 - two random-search studies, one per model family, TRIALS trials each of at most EPOCHS epochs
-  (early stopping, patience PATIENCE), trained through workers.training.run_trial as a worker
+  (early stopping, patience PATIENCE), trained through workers.training.fitting.run_trial as a worker
   trains a trial; a trial's member is its search checkpoint (the best epoch, trained on the
   training split only). Images: the built-in `dense` and `cnn`. Tabular data has only `dense`
   built in, so the second family is a team's: benchmarks/team_hypermodels.build_logistic;
@@ -11,8 +11,8 @@ set), split as Tuneboard splits a dataset (15 % validation, 15 % test, split see
   validation loss, then best first at most M per hypermodel, then (optionally) the correlation
   cap of experiments/ensembling/diversity.correlation_pick on the validation predictions;
 - weights fitted on the validation predictions only: mean, Nelder–Mead and greedy
-  (workers/ensembles.py, negligible weights dropped as build_ensemble drops them) and stacking
-  (workers/stacking.py); every figure is then measured on validation and test.
+  (workers/ensembles/blending.py, negligible weights dropped as build_ensemble drops them) and stacking
+  (workers/ensembles/stacking.py); every figure is then measured on validation and test.
 The recipe's method is chosen on validation (the lowest validation loss of Nelder–Mead, greedy
 and stacking; stacking's is its cross-validated loss, since its in-sample loss flatters it) and
 `beats_best_member_on_test` says whether that method's test log loss is below the test log loss
@@ -60,7 +60,7 @@ def _dataset(name: str):
     from experiments.datasets.bundled import load_bundled
     from experiments.datasets.splits import split_indices
     from workers.hypermodels.base import DataInfo
-    from workers.training import DatasetArrays
+    from workers.training.fitting import DatasetArrays
 
     parsed = _generated() if name == "generated" else load_bundled(name)
     # experiments/services/datasets.py's defaults for a bundled dataset or an upload.
@@ -84,7 +84,7 @@ def _families(kind: str) -> list[tuple[str, list, object]]:
 
 def _random_hp(space: list, seed: int):
     """One random-search proposal: every hyperparameter drawn uniformly (in its sampling's scale)."""
-    from workers.hyperparameters import to_hyperparameters
+    from workers.tuners.hyperparameters import to_hyperparameters
 
     hp = to_hyperparameters(space)
     for i, param in enumerate(hp.space):
@@ -101,9 +101,10 @@ def _study(hypermodel: str, space: list, build, arrays, info, seed: int, workdir
     """A random search of TRIALS trials; each trial's validation and test predictions from its checkpoint."""
     import keras
 
-    from workers import checkpoints
-    from workers.hyperparameters import active_values
-    from workers.training import TrialSpec, predict, run_trial
+    from workers.training import checkpoints
+    from workers.training.fitting import TrialSpec, run_trial
+    from workers.training.inference import predict
+    from workers.tuners.hyperparameters import active_values
 
     trials = []
     for number in range(TRIALS):
@@ -142,22 +143,22 @@ def _pick(studies: list[list[dict]], cap: float | None, per_group_max: int = M) 
 
 
 def _metrics(predicted: np.ndarray, y: np.ndarray) -> dict:
-    from workers import ensembles
+    from workers.ensembles import blending
 
-    found = ensembles.metrics(predicted, y, "classification")
+    found = blending.metrics(predicted, y, "classification")
     return {"log_loss": round(found["log_loss"], 4), "accuracy": round(found["accuracy"], 4)}
 
 
 def _stacking(val: np.ndarray, y_val: np.ndarray, seed: int):
     try:
-        from workers.stacking import fit_stacking
+        from workers.ensembles.stacking import fit_stacking
     except ImportError:
         return None
     return fit_stacking(val, y_val, "classification", folds=5, seed=seed)
 
 
 def _methods(members: list[dict], arrays, seed: int) -> dict:
-    from workers import ensembles
+    from workers.ensembles import blending
 
     val = np.stack([m["val"] for m in members])
     test = np.stack([m["test"] for m in members])
@@ -166,11 +167,11 @@ def _methods(members: list[dict], arrays, seed: int) -> dict:
     out = {"best_member": {"hypermodel": members[best]["hypermodel"], "val": _metrics(val[best], y_val),
                            "test": _metrics(test[best], y_test)}}
     for method in ("mean", "nelder_mead", "greedy"):
-        weights = ensembles.fit(method, val, y_val, "classification", rounds=50, seed=seed).weights
-        weights = ensembles.without_negligible(weights)
+        weights = blending.fit(method, val, y_val, "classification", rounds=50, seed=seed).weights
+        weights = blending.without_negligible(weights)
         out[method] = {"weights": [round(float(w), 4) for w in weights],
-                       "val": _metrics(ensembles.blend(val, weights), y_val),
-                       "test": _metrics(ensembles.blend(test, weights), y_test)}
+                       "val": _metrics(blending.blend(val, weights), y_val),
+                       "test": _metrics(blending.blend(test, weights), y_test)}
     stacker = _stacking(val, y_val, seed)
     if stacker is None:
         out["stacking"] = {"available": False}
@@ -236,9 +237,9 @@ def _one_seed(name: str, arrays, info, seed: int, workdir: Path) -> dict:
 
 
 def _mean_correlation(members: list[dict]) -> float:
-    from workers import ensembles
+    from workers.ensembles import blending
 
-    matrix = ensembles.correlation(np.stack([m["val"] for m in members]))
+    matrix = blending.correlation(np.stack([m["val"] for m in members]))
     return round(float(matrix[~np.eye(len(members), dtype=bool)].mean()), 3)
 
 
@@ -287,11 +288,11 @@ def measure_recipes() -> dict:
                     "benchmarks/team_hypermodels.build_logistic (L2 logistic regression), called directly as a "
                     "worker would resolve it from TUNEBOARD_HYPERMODELS",
         "search": f"random, {TRIALS} trials per study, at most {EPOCHS} epochs, patience {PATIENCE}, batch {BATCH}, "
-                  "through workers.training.run_trial; each trial's member is its search checkpoint (training "
+                  "through workers.training.fitting.run_trial; each trial's member is its search checkpoint (training "
                   "split only)",
         "rule": f"top K={K} per study by val_loss, at most M={M} per hypermodel, correlation cap "
                 f"{'off' if CORRELATION_CAP is None else CORRELATION_CAP} (with_correlation_cap: {CAP_VARIANT})",
-        "weights": "fitted on validation predictions only; workers.ensembles.without_negligible applied",
+        "weights": "fitted on validation predictions only; workers.ensembles.blending.without_negligible applied",
         "chosen_method": "the lowest validation loss among Nelder–Mead, greedy and stacking (stacking: its "
                          "cross-validated loss), chosen on validation, never on test",
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")},

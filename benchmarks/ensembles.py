@@ -45,14 +45,14 @@ def _synthetic(members: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def measure_fit_seconds() -> dict:
-    from workers import ensembles
+    from workers.ensembles import blending
 
     seconds: dict[str, dict[str, float]] = {"nelder_mead": {}, "greedy": {}}
     for members in (20, 50):
         predictions, y = _synthetic(members)
         for method in seconds:
             started = time.perf_counter()
-            fit = ensembles.fit(method, predictions, y, "classification", rounds=50, seed=0)
+            fit = blending.fit(method, predictions, y, "classification", rounds=50, seed=0)
             seconds[method][str(members)] = round(time.perf_counter() - started, 3)
             print(f"{method} with {members} members: {seconds[method][str(members)]} s, "
                   f"{fit.evaluations} evaluations, val loss {fit.val_loss:.4f}", file=sys.stderr)
@@ -86,7 +86,7 @@ def _member(units: int, layers: int, learning_rate: float, epochs: int, seed: in
 
 
 def measure_real_dataset() -> dict:
-    from workers import ensembles
+    from workers.ensembles import blending
 
     train, val, test = _digits_splits()
     recipes = [(8, 1, 0.01, 5, 1), (16, 1, 0.003, 10, 2), (32, 2, 0.001, 10, 3), (64, 1, 0.03, 4, 4),
@@ -96,18 +96,18 @@ def measure_real_dataset() -> dict:
     test_p = np.stack([m.predict(test[0], verbose=0) for m in members]).astype("float64")
 
     def losses(weights):
-        return {"val_log_loss": round(ensembles.metrics(ensembles.blend(val_p, weights), val[1],
+        return {"val_log_loss": round(blending.metrics(blending.blend(val_p, weights), val[1],
                                                         "classification")["log_loss"], 4),
-                "test_log_loss": round(ensembles.metrics(ensembles.blend(test_p, weights), test[1],
+                "test_log_loss": round(blending.metrics(blending.blend(test_p, weights), test[1],
                                                          "classification")["log_loss"], 4)}
 
     member_losses = [losses(np.eye(len(members))[i]) for i in range(len(members))]
     best = min(range(len(members)), key=lambda i: member_losses[i]["val_log_loss"])
     result = {"members": len(members), "best_member": member_losses[best]}
     for method in ("mean", "nelder_mead", "greedy"):
-        result[method] = losses(ensembles.fit(method, val_p, val[1], "classification", rounds=50, seed=0).weights)
+        result[method] = losses(blending.fit(method, val_p, val[1], "classification", rounds=50, seed=0).weights)
     result["correlation_mean_off_diagonal"] = round(float(
-        ensembles.correlation(val_p)[~np.eye(len(members), dtype=bool)].mean()), 3)
+        blending.correlation(val_p)[~np.eye(len(members), dtype=bool)].mean()), 3)
     return result
 
 

@@ -7,7 +7,7 @@ every Keras backend installed (JAX, TensorFlow), with no PostgreSQL or Redis.
 
 The embedded mode, as `make run` uses it: a SQLite database and an artifact folder in a
 temporary folder, migrated here; Celery's in-memory transport (no worker: every trial is run
-in-process by workers.runner.run_next_trial, the function the run-trial task calls). A dataset
+in-process by workers.jobs.trials.run_next_trial, the function the run-trial task calls). A dataset
 of generated images (10 classes, a faint pattern per class under noise) is uploaded as an .npz
 through the dataset service; each measured trial belongs to a study of the `cnn` hypermodel
 with every hyperparameter fixed (the model and batch below), started through the study
@@ -129,7 +129,7 @@ class Runner:
             env["TUNEBOARD_TF_THREADS"] = str(max(1, _cores() // parallel))
         if backend == "tensorflow":
             # Packed trials share a GPU: TensorFlow otherwise takes all its memory in the first one (JAX's
-            # preallocation is turned off by the worker's own start-up, workers/backends/child.configure_child).
+            # preallocation is turned off by the worker's own start-up, workers/host/backends/child.configure_child).
             env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         return env
 

@@ -21,7 +21,7 @@ def _configure(backend: str) -> None:
     (TUNEBOARD_TF_THREADS) and, on JAX, XLA's flags and GPU memory preallocation off (so
     several processes can share a GPU). The plain arm runs the same set-up, so the ratio
     compares training loops, not thread settings."""
-    from workers.backends.child import configure_child
+    from workers.host.backends.child import configure_child
 
     configure_child(backend)
 
@@ -112,26 +112,26 @@ def trial(spec: dict) -> dict:
     django.setup()
     import keras
 
-    import workers.runner  # as the worker child does at start (workers/tasks.py): not paid by its first trial
+    import workers.jobs.trials  # as the worker child does at start (workers/tasks.py): not paid by its first trial
 
     keras.ops.convert_to_tensor([0.0])  # the backend's devices initialised, as after a worker's first trial
     # The process's CPU time (all its threads) at each epoch's end, read after the epoch's database
     # report returns: on a shared CPU the wall clock swings with other processes, CPU time hardly.
     cpu_ends: list[float] = []
-    report = workers.runner._DatabaseReporter.epoch_end
+    report = workers.jobs.trials._DatabaseReporter.epoch_end
 
     def epoch_end(self, execution: int, epoch: int, logs: dict):
         verdict = report(self, execution, epoch, logs)
         cpu_ends.append(time.process_time())
         return verdict
 
-    workers.runner._DatabaseReporter.epoch_end = epoch_end
+    workers.jobs.trials._DatabaseReporter.epoch_end = epoch_end
     gc.collect()
     gc.freeze()
     if spec.get("barrier"):
         _wait_for_all(spec["barrier"], spec["parties"])
     started = time.time()
-    status = workers.runner.run_next_trial(study_id=spec["study_id"], task_id=f"bench-{os.getpid()}",
+    status = workers.jobs.trials.run_next_trial(study_id=spec["study_id"], task_id=f"bench-{os.getpid()}",
                                            worker_name=f"bench@{os.uname().nodename}")
     return {"status": status, "started": started, "ended": time.time(), "epoch_cpu_ends": cpu_ends,
             "backend": keras.backend.backend()}

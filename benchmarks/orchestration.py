@@ -145,7 +145,7 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
 def _claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> None:
     """In this process: one claim (timed) and its finish, without training."""
     from experiments.services import trial_runs
-    from workers.runner import ORACLES
+    from workers.jobs.trials import ORACLES
 
     started = time.perf_counter()
     claim = trial_runs.claim_trial(study_id=study_id, oracles=ORACLES,
@@ -160,7 +160,7 @@ def _claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> N
 
 def _fill_and_time(study, stored: int, *, cold: bool = True) -> dict[str, list[float]]:
     from experiments.models import Study
-    from workers import oracle
+    from workers.tuners import oracle
 
     Study.objects.filter(pk=study.pk).update(status="running", parallelism=1)
     for i in range(stored):

@@ -6,7 +6,7 @@ A dense model of the bundled digits (64 features, 10 classes), saved as `.keras`
 the worker loads it (compile=False), predicts ROWS rows (the digits repeated) in ROUNDS rounds,
 each path once per round in turn (interleaved, so a busy moment of the machine hits all of
 them), after one warm-up of each:
-- job: the worker's predict path (workers.predictions.predict_rows: chunks of STEP_ROWS ×
+- job: the worker's predict path (workers.jobs.predictions.predict_rows: chunks of STEP_ROWS ×
   STEPS_PER_CHUNK rows, each followed by the fenced progress write to PostgreSQL a job makes,
   which is also its cancel check), on a claimed PredictionJob of a benchmark database;
 - plain: `model.predict(x, batch_size=STEP_ROWS)`, the same steps in one call;
@@ -84,7 +84,7 @@ def measure() -> dict:
 
     from experiments.datasets.inputs import ModelInputs
     from experiments.services.predictions import prediction_claim, prediction_progress, prediction_request
-    from workers.predictions import STEP_ROWS, STEPS_PER_CHUNK, _load, predict_batch, predict_rows
+    from workers.jobs.predictions import STEP_ROWS, STEPS_PER_CHUNK, _load, predict_batch, predict_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         team, user, row, x, path = _saved_model_row(Path(tmp))

@@ -22,7 +22,7 @@ N_NAMES = 4
 def _savedmodel_zip(workdir: Path, seed: int) -> Path:
     import keras
 
-    from workers.export import export_model
+    from workers.export.formats import export_model
 
     keras.utils.set_random_seed(seed)
     inputs = keras.Input(shape=(8,), name="features")

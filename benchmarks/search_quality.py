@@ -5,7 +5,7 @@
     python -m benchmarks.search_quality quality --jobs 2 --functions branin,mixed --tuners random,optuna_tpe
 
 Search quality: each tuner minimises standard test functions, driven exactly as the claim path
-drives it (workers/oracle.py): before every proposal a fresh oracle of the tuner's class is
+drives it (workers/tuners/oracle.py): before every proposal a fresh oracle of the tuner's class is
 rebuilt from the stored trial rows and oracle state, proposes one trial, is told its result, and
 its state is stored again. Every tuner gets the same seeds. Reported: median and mean best
 (and regret, best minus the known optimum) after 10, 20 and 40 trials over SEEDS seeds.
@@ -136,8 +136,8 @@ def _keras_tuner_bayesian(study):
     """KerasTuner's own oracle, for reference, with our state-in-PostgreSQL shim only."""
     import keras_tuner as kt
 
-    from workers import oracle as adapter
-    from workers.hyperparameters import to_hyperparameters
+    from workers.tuners import oracle as adapter
+    from workers.tuners.hyperparameters import to_hyperparameters
 
     class KerasTunerBayesian(adapter._StateInPostgres, kt.oracles.BayesianOptimizationOracle):
         pass
@@ -162,9 +162,9 @@ TUNERS = {
 
 def run_search(name: str, function: str, seed: int, objective) -> list[float]:
     """The objective of each trial in order, every proposal from an oracle rebuilt from the
-    stored rows and state (workers/oracle.py's load_oracle, the cache emptied: another worker
+    stored rows and state (workers/tuners/oracle.py's load_oracle, the cache emptied: another worker
     always claimed last)."""
-    from workers import oracle as adapter
+    from workers.tuners import oracle as adapter
 
     tuner, factory = TUNERS[name]
     study = _study(FUNCTIONS[function]["space"], tuner, seed)

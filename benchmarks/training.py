@@ -8,7 +8,7 @@ on 8,192 random 32x32x3 uint8 images (10 classes, 1,024 validation rows, batch 6
 replica): WARMUP_EPOCHS epochs to trace and warm up, then the median of TIMED_EPOCHS epoch
 times (each epoch includes its validation pass). Prints one JSON object as its last line and
 writes benchmarks/results/training.json:
-- tuneboard_vs_plain_ratio: samples/s inside workers.training.run_trial (its callbacks, the
+- tuneboard_vs_plain_ratio: samples/s inside workers.training.fitting.run_trial (its callbacks, the
   tf.data pipeline, a reporter that writes each epoch as a JSON line and fsyncs it, as the
   worker writes each epoch to the database) over samples/s of a plain model.fit on the NumPy
   arrays, from the median epoch of ROUNDS alternating runs of each, pooled (target >= 0.9).
@@ -108,7 +108,7 @@ class _FileReporter:
 
 def _tuneboard(options: dict) -> list[float]:
     from experiments.tuning.compute_options import ComputeSettings
-    from workers.training import DatasetArrays, TrialSpec, run_trial
+    from workers.training.fitting import DatasetArrays, TrialSpec, run_trial
 
     x, y, x_val, y_val = _data()
     data = DatasetArrays(x, y, x_val, y_val, x_val, y_val)
@@ -181,7 +181,7 @@ def measure_cpu_settings(float32: dict) -> dict:
 
 
 def measure_gpu_settings() -> dict | None:
-    from workers.devices import discover_gpus
+    from workers.host.devices import discover_gpus
 
     if not discover_gpus():
         return None

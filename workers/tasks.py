@@ -14,7 +14,7 @@ from celery.signals import (
 from experiments.services.connections import DATABASE_UNAVAILABLE
 
 # Imported here, in the main process before the pool forks, so the children share its flag.
-from workers.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
+from workers.host.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
 
 
 @celeryd_after_setup.connect
@@ -22,7 +22,7 @@ def _refuse_other_backends_queues(sender, instance, **_kwargs) -> None:
     """A worker serving another backend's queue would take jobs it cannot run as asked: it
     refuses to start, saying which queues to serve. (SystemExit, since Celery logs and ignores
     exceptions raised by signal handlers.)"""
-    from workers.backend import queue_errors, worker_backend
+    from workers.host.backends.selection import queue_errors, worker_backend
 
     queues = list(instance.app.amqp.queues.consume_from)
     errors = queue_errors(queues, worker_backend())
@@ -32,7 +32,7 @@ def _refuse_other_backends_queues(sender, instance, **_kwargs) -> None:
 
 @worker_ready.connect
 def _register_worker(sender, **_kwargs) -> None:
-    from workers.fleet import on_worker_ready
+    from workers.host.fleet import on_worker_ready
 
     on_worker_ready(sender)
 
@@ -44,7 +44,7 @@ def _stop_jobs_at_epoch_end(**_kwargs) -> None:
 
 @worker_shutdown.connect
 def _unregister_worker(sender, **_kwargs) -> None:
-    from workers.fleet import on_worker_shutdown
+    from workers.host.fleet import on_worker_shutdown
 
     on_worker_shutdown(sender.hostname)
 
@@ -55,15 +55,15 @@ def _configure_child(**_kwargs) -> None:
     its CPU into logical devices for multi-replica CPU trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
     from billiard.process import current_process
 
-    from workers.backend import worker_backend
-    from workers.backends.child import configure_child
-    from workers.devices import discover_gpus, pin_child
+    from workers.host.backends.child import configure_child
+    from workers.host.backends.selection import worker_backend
+    from workers.host.devices import discover_gpus, pin_child
 
     pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
     configure_child(worker_backend())
     import gc
 
-    import workers.runner  # noqa: F401  load the backend, Keras and KerasTuner now, not in the first trial
+    import workers.jobs.trials  # noqa: F401  load the backend, Keras and KerasTuner now, not in the first trial
 
     # The libraries' objects live as long as the process: keep them out of every later
     # garbage collection, which then takes milliseconds instead of a fifth of a second.
@@ -86,7 +86,7 @@ def _hand_over_if_stopping(task) -> None:
 @shared_task(name="workers.tasks.run_trial", **JOB_TASK)
 def run_trial(self, study_id: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.runner import run_next_trial
+    from workers.jobs.trials import run_next_trial
 
     with stop_at_epoch_end_on_sigterm():
         return run_next_trial(study_id=study_id, task_id=self.request.id or "eager",
@@ -96,7 +96,7 @@ def run_trial(self, study_id: int) -> str:
 @shared_task(name="workers.tasks.train_model", **JOB_TASK)
 def train_model(self, model_pk: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.retraining import make_trained_model
+    from workers.jobs.trained_models import make_trained_model
 
     with stop_at_epoch_end_on_sigterm():
         return make_trained_model(model_pk=model_pk)
@@ -110,7 +110,7 @@ def train_model(self, model_pk: int) -> str:
     max_retries=None,
 )
 def rerun_trial(rerun_pk: int) -> str:
-    from workers.reruns import rerun_trial as run
+    from workers.jobs.reruns import rerun_trial as run
 
     return run(rerun_pk=rerun_pk)
 
@@ -118,7 +118,7 @@ def rerun_trial(rerun_pk: int) -> str:
 @shared_task(name="workers.tasks.convert_model", **JOB_TASK)
 def convert_model(self, conversion_pk: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.conversions import convert_model as run
+    from workers.jobs.conversions import convert_model as run
 
     return run(conversion_pk=conversion_pk)
 
@@ -126,7 +126,7 @@ def convert_model(self, conversion_pk: int) -> str:
 @shared_task(name="workers.tasks.export_serving", **JOB_TASK)
 def export_serving(self, export_pk: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.serving_exports import export_serving as run
+    from workers.jobs.serving_exports import export_serving as run
 
     return run(export_pk=export_pk)
 
@@ -134,14 +134,14 @@ def export_serving(self, export_pk: int) -> str:
 @shared_task(name="workers.tasks.predict_batch", **JOB_TASK)
 def predict_batch(self, prediction_pk: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.predictions import predict_batch as run
+    from workers.jobs.predictions import predict_batch as run
 
     return run(prediction_pk=prediction_pk)
 
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)
 def reap() -> dict:
-    from workers.reaper import reap as run
+    from workers.host.reaper import reap as run
 
     return run()
 

@@ -4,7 +4,7 @@ the warnings for results a limit decided. Pure functions over rows (no queries).
 
 from dataclasses import dataclass
 
-# workers/ensembling.py (_Member.key) weighs a retrained member by its trial's search-phase
+# workers/ensembles/build.py (_Member.key) weighs a retrained member by its trial's search-phase
 # checkpoint (it never saw the validation split); promoted models and trials by themselves.
 RETRAIN, PROMOTE, DETECT, RECORDED = "retrain", "promote", "detect", "recorded"
 ENSEMBLE = "ensemble"

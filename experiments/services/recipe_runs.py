@@ -100,7 +100,7 @@ def _fail(run: RecipeRun, error: str) -> None:
 
 def _build(run: RecipeRun, recipe: EnsembleRecipe) -> None:
     """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker; the recipe's
-    correlation cap travels in its report (workers/ensembling.py drops members too alike). Not
+    correlation cap travels in its report (workers/ensembles/build.py drops members too alike). Not
     for a member who has left or been demoted since the run started (FAILED), nor when the
     registry already holds this very ensemble (COMPLETED at once, nothing built: it would only
     be registered again)."""

@@ -3,7 +3,7 @@ whatever happens to workers and the broker.
 
 Every step holds the Study row lock (`SELECT ... FOR UPDATE`) for one short transaction, so
 claims, finishes, cancels and the reaper are serialised per study across processes and
-hosts. The tuner is driven through an adapter the caller passes in (`workers/oracle.py`'s
+hosts. The tuner is driven through an adapter the caller passes in (`workers/tuners/oracle.py`'s
 `KerasTunerOracles` on workers), so this module, like the whole web process, never imports
 KerasTuner. States and their moves: `experiments/states.py`.
 
@@ -43,7 +43,7 @@ IDLE_POLL_SECONDS = 2.0
 
 
 class Oracles(Protocol):
-    """The tuner adapter; see workers/oracle.py. It never touches the database: `load` gets the
+    """The tuner adapter; see workers/tuners/oracle.py. It never touches the database: `load` gets the
     study's trial rows from `trial_rows_since` (trial_rows_for_oracle), and `keep` (called once
     the transaction commits) lets it reuse a rebuilt oracle for the study's next load."""
 
@@ -102,7 +102,7 @@ class Outcome:
     error: str = ""
     checkpoint_id: int | None = None
     duration_seconds: float | None = None
-    compute: dict = field(default_factory=dict)  # where and how it ran (workers/compute.py)
+    compute: dict = field(default_factory=dict)  # where and how it ran (workers/host/compute.py)
     environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/tuning/reproducibility.py)
     epochs_trained: int | None = None
     pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())

@@ -9,7 +9,7 @@ dense): so any hypermodel's model, ensemble or stacked model of one input can be
 of one name. SavedModels exported before that carry their Keras input names; their stored
 `signature["serving"]` says so, and they are held to the names they really serve.
 
-Pure data: no ORM, no TensorFlow (workers/export.py names the tensors from here)."""
+Pure data: no ORM, no TensorFlow (workers/export/saved_model.py names the tensors from here)."""
 
 import re
 
@@ -45,7 +45,7 @@ def _served_names(keras_inputs: list[dict], served: list[str]) -> list[str]:
 
 
 def model_contract(signature: dict | None) -> dict:
-    """A trained model's contract from its stored signature (workers/export.py):
+    """A trained model's contract from its stored signature (workers/export/formats.py):
     {"inputs": [{"name", "shape", "dtype"}], "outputs": [key, ...]}; no inputs when the
     signature was not recorded."""
     signature = signature or {}

@@ -1,6 +1,6 @@
 """A study's compute settings as the web sees them: choices, defaults and their rules.
 
-No TensorFlow here (the web validates with it); workers/compute.py turns the same values into
+No TensorFlow here (the web validates with it); workers/host/compute.py turns the same values into
 a distribution strategy, a mixed-precision policy and compile options.
 """
 

@@ -1,5 +1,5 @@
 """Several objectives and constraints for a study (pure Python: the web validates and draws
-fronts with it; workers/oracle.py tells the tuners).
+fronts with it; workers/tuners/oracle.py tells the tuners).
 
 A study always has its primary objective (objective_metric, objective_direction); up to
 MAX_EXTRA more make it multi-objective: its result is then a Pareto front, the trials no other

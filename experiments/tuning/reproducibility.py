@@ -1,7 +1,7 @@
 """What it takes to reproduce a trial or a model, and how close a re-run came.
 
 Each trial, re-run and trained model keeps an `environment` record, written by the worker
-that ran it (workers/environment.py):
+that ran it (workers/host/environment.py):
 
     {"seed": 8, "host": "gpu-3", "devices": {"kind": "gpu", "names": [...], "replicas": 1},
      "versions": {"python": ..., "tensorflow": ..., "keras": ..., "keras-tuner": ..., "numpy": ...,

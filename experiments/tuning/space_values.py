@@ -97,7 +97,7 @@ class FittedConfiguration:
 
 
 def row_default(row: dict) -> object:
-    """The value KerasTuner gives the row when nothing chose one (workers/hyperparameters.py
+    """The value KerasTuner gives the row when nothing chose one (workers/tuners/hyperparameters.py
     declares no defaults: Int and Float start at min, a Choice at its first value)."""
     if row["type"] in ("int", "float"):
         return row["min"]

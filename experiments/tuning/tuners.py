@@ -1,5 +1,5 @@
 """What each tuner is, for the form, the API and the rules the service applies (pure Python: the
-web never loads KerasTuner or Optuna; workers/oracle.py builds them)."""
+web never loads KerasTuner or Optuna; workers/tuners/oracle.py builds them)."""
 
 # Tuners that start with random trials and then let a model of the results guide the search:
 # "initial random trials" is theirs alone.

@@ -1,7 +1,7 @@
 """JAX workers as deployed (issue 24): the install extras, the Dockerfile's worker-jax target, the
 Compose gpu-jax and cpu-jax profiles and the gpu-jax Kubernetes overlay. Read as text and rendered
 offline; nothing is built or started. The backend/queue rule checked is the one a worker applies at
-start-up (workers/backend.py)."""
+start-up (workers/host/backends/selection.py)."""
 
 import re
 import shlex
@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 
 from experiments.tuning.compute_options import DEFAULT_BACKEND, TASK_QUEUES
 from tests.deploy.test_kubernetes_manifests import by_kind, container, render, worker_queue
-from workers.backend import queue_errors, worker_backend
+from workers.host.backends.selection import queue_errors, worker_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -21,7 +21,7 @@ from experiments.services.conversions import conversion_request
 from experiments.services.datasets import dataset_create_bundled
 from tests.conftest import wait_for
 from tests.integration.helpers import saved_study
-from workers.conversions import convert_model
+from workers.jobs.conversions import convert_model
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TF_FORMATS = ["savedmodel", "tflite", "tflite_int8"]

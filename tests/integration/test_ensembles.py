@@ -119,7 +119,7 @@ def test_ensembles_of_real_members(acme, alice, alice_client, start_worker, tmp_
 def test_a_retrained_member_is_weighed_by_its_search_checkpoint(acme, alice):
     """No leakage: validation predictions of a retrained member come from the trial it was
     retrained from (trained on train only); its test predictions from the retrained model."""
-    from workers.ensembling import _Member
+    from workers.ensembles.build import _Member
 
     study = saved_study(acme, alice, digits(acme, alice), name="s")
     trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED, score=0.9)
@@ -143,7 +143,7 @@ def test_a_member_that_fails_to_load_fails_the_ensemble_with_a_message_and_no_fi
     """Run in this process (the worker's code path, no broker needed)."""
     from experiments.models import Artifact, ModelFile
     from experiments.services.artifacts import artifact_create
-    from workers.retraining import make_trained_model
+    from workers.jobs.trained_models import make_trained_model
 
     study = saved_study(acme, alice, digits(acme, alice), name="s")
     trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED, score=0.9)

@@ -12,7 +12,7 @@ from experiments.services.trained_models import trained_models_request
 from tests.conftest import wait_for
 from tests.integration.helpers import digits, saved_study, started_study
 from tests.integration.restarts import broker
-from workers.runner import SHUTDOWN_REASON
+from workers.jobs.trials import SHUTDOWN_REASON
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

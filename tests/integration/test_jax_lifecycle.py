@@ -16,7 +16,7 @@ from tests.integration.test_jax_worker import JAX_WORKER
 from tests.integration.test_lost_work import running_trial
 from tests.integration.test_parallel_search import assert_no_duplicates, finished
 from tests.integration.test_pruning import MEDIAN, SEARCH, breast_cancer  # noqa: F401  (a fixture)
-from workers.runner import SHUTDOWN_REASON
+from workers.jobs.trials import SHUTDOWN_REASON
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

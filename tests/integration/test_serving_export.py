@@ -12,7 +12,7 @@ from experiments.services.datasets import dataset_create_bundled
 from experiments.services.serving_exports import serving_export_request
 from tests.conftest import wait_for
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
-from workers.serving_exports import export_serving
+from workers.jobs.serving_exports import export_serving
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RNG = np.random.default_rng(5)
@@ -22,10 +22,10 @@ Y_TRAIN, Y_TEST = (X_TRAIN[:, 0] > X_TRAIN[:, 1]).astype("int64"), (X_TEST[:, 0]
 
 def tiny_savedmodel(tmp_path, seed: int, units: int) -> tuple[bytes, float, np.ndarray]:
     """A small classifier trained a few epochs, its SavedModel zip as its worker makes it
-    (workers/export.py), its test accuracy and its test predictions."""
+    (workers/export/formats.py), its test accuracy and its test predictions."""
     import keras
 
-    from workers.export import export_model
+    from workers.export.formats import export_model
 
     keras.utils.set_random_seed(seed)
     inputs = keras.Input(shape=(4,), name="features")

@@ -16,8 +16,8 @@ from experiments.services.trained_models import trained_models_request
 from tests.integration.helpers import digits, started_study
 from tests.integration.test_ensembles import STRONG_SPACE, WEAK_SPACE, _wait
 from tests.integration.test_ensembles import _test_predictions as _cached_predictions
-from workers import ensembles
-from workers.stacking import fit_stacking
+from workers.ensembles import blending
+from workers.ensembles.stacking import fit_stacking
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -75,7 +75,7 @@ def test_a_stacking_ensemble_of_real_members(acme, alice, alice_client, start_wo
     path = tmp_path / "stack.keras"
     path.write_bytes(b"".join(download.streaming_content))
     exported = keras.models.load_model(path)
-    figures = ensembles.metrics(exported.predict(arrays["x_test"], verbose=0).astype("float64"), arrays["y_test"],
+    figures = blending.metrics(exported.predict(arrays["x_test"], verbose=0).astype("float64"), arrays["y_test"],
                                 "classification")
     assert figures["accuracy"] == ensemble.test_metrics["accuracy"]
     assert figures["log_loss"] == pytest.approx(ensemble.test_metrics["loss"], abs=1e-5)

@@ -16,7 +16,7 @@ from experiments.models import Artifact, ModelConversion, ModelFile, TrainedMode
 from experiments.services import conversions, jobs, model_runs
 from experiments.services.artifacts import artifact_create
 from experiments.services.queueing import CONVERT_MODEL_TASK
-from workers import reaper
+from workers.host import reaper
 
 pytestmark = pytest.mark.django_db
 TF_FORMATS = ["savedmodel", "tflite", "tflite_int8"]

@@ -13,8 +13,8 @@ from experiments.services import studies, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
 from tests.integration.helpers import saved_study
 from tests.lifecycle.test_optuna_tuners import SPACE
-from workers import oracle as adapter
-from workers.bayesian import violated
+from workers.tuners import oracle as adapter
+from workers.tuners.bayesian import violated
 
 ORACLES = adapter.KerasTunerOracles()
 pytestmark = pytest.mark.django_db

@@ -24,7 +24,7 @@ from experiments.services.teams import membership_add
 from experiments.services.trained_models import trained_models_request
 from experiments.services.trial_runs import Claimant, Outcome
 from experiments.services.webhooks import webhook_create
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]

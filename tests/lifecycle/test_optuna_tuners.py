@@ -14,8 +14,8 @@ from experiments.services.trial_runs import Outcome
 from tests.integration.helpers import saved_study
 from tests.lifecycle.test_warm_start_claims import claim as _claim
 from tests.lifecycle.test_warm_start_claims import finish as _finish
-from workers import optuna_search
-from workers import oracle as adapter
+from workers.tuners import optuna_search
+from workers.tuners import oracle as adapter
 
 ORACLES = adapter.KerasTunerOracles()
 pytestmark = pytest.mark.django_db

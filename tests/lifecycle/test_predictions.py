@@ -13,7 +13,7 @@ from experiments.datasets.inputs import ModelInputs
 from experiments.models import Artifact, ModelFile, PredictionJob, TrainedModel
 from experiments.services import predictions
 from experiments.services.artifacts import artifact_create
-from workers import reaper
+from workers.host import reaper
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +94,7 @@ def test_the_reaper_queues_a_lost_job_again_then_fails_it(job):
 
 
 def test_image_names_are_stored_as_large_as_they_are_not_as_the_longest_times_their_number(model, alice, job):
-    from workers.predictions import _inputs
+    from workers.jobs.predictions import _inputs
 
     names = ["é" * 60_000] + [f"{i}.png" for i in range(2_000)]  # as a fixed-width array: 480 MB
     stored = predictions.prediction_request(team=model.team, user=alice, model=job.model, filename="x.zip",

@@ -8,7 +8,7 @@ from experiments.models import Study, Trial, TrialEpoch
 from experiments.services import studies, trial_epochs, trial_runs
 from experiments.services.trial_epochs import StudyPruning
 from experiments.services.trial_runs import Claimant, Outcome
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
@@ -214,7 +214,7 @@ def test_a_cancelled_study_stops_the_trial_without_a_pruning_decision(pruning_st
 
 
 def test_the_bayesian_tuner_learns_from_pruned_trials(pruning_study):
-    from workers.oracle import load_oracle
+    from workers.tuners.oracle import load_oracle
 
     study = pruning_study(tuner="bayesian", initial_random_trials=3, pruning_startup_trials=1, pruning_min_trials=1)
     runner = Runner(study)

@@ -295,7 +295,7 @@ def test_two_deliveries_racing_start_one_run(acme, alice, two_studies):
 def test_the_correlation_cap_gives_members_too_alike_to_a_better_one_weight_zero():
     import numpy as np
 
-    from workers.ensemble_cap import correlation_cap
+    from workers.ensembles.correlation_cap import correlation_cap
     rng = np.random.default_rng(0)
     best = rng.random((50, 3))
     val = np.stack([best, best + 0.001 * rng.random((50, 3)), rng.random((50, 3))])

@@ -1,5 +1,5 @@
 """One serving contract per registered model (services on PostgreSQL, signatures as
-workers/export.py stores them): models of different families taking one input are versions of
+workers/export/formats.py stores them): models of different families taking one input are versions of
 one name; a version whose SavedModel serves other input keys (exported before inputs were named
 by position) is refused with what differs and nothing saved; a registered model made before keys
 were recorded adopts its first version's and keeps them."""

@@ -20,12 +20,11 @@ from experiments.services.registry import registry_alias_set, registry_register
 from experiments.services.serving_exports import serving_export_request
 from tests.fixtures.registry_rows import trained_model
 from workers import hypermodels
-from workers.ensemble_model import weighted_average_model
-from workers.export import export_model
+from workers.ensembles.keras_models import stacked_model, weighted_average_model
+from workers.ensembles.stacking import fit_stacking
+from workers.export.formats import export_model
 from workers.hypermodels.base import DataInfo
-from workers.serving_exports import export_serving
-from workers.stacking import fit_stacking
-from workers.stacking_model import stacked_model
+from workers.jobs.serving_exports import export_serving
 
 # The serving export job closes expired connections first, as around each job: outside a test transaction.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,8 +18,8 @@ from experiments.services import serving_exports
 from experiments.services.queueing import EXPORT_SERVING_TASK
 from experiments.serving.layout import LayoutSuperseded
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
-from workers import reaper
-from workers.serving_exports import export_serving
+from workers.host import reaper
+from workers.jobs.serving_exports import export_serving
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from experiments.models import EventKind, NotificationEvent, Study, Trial, Trial
 from experiments.services import studies, trial_epochs, trial_runs
 from experiments.services.trial_runs import STOPPED_EARLY_REASON, Claimant, Outcome
 from tests.lifecycle.test_notification_events import opt_in
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]

@@ -12,7 +12,7 @@ from experiments.models import Study, Trial, TrialRerun, TrialRerunEpoch
 from experiments.services import studies, trial_reruns, trial_runs
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import Claimant, Outcome
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
 ORACLES = KerasTunerOracles()

@@ -10,7 +10,7 @@ from django.utils import timezone
 from experiments.models import Study, Trial
 from experiments.services import studies, trial_epochs, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
@@ -181,7 +181,7 @@ def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
     import subprocess
     import sys
 
-    code = ("import sys, django; django.setup(); import workers.reaper, workers.fleet; "
+    code = ("import sys, django; django.setup(); import workers.host.reaper, workers.host.fleet; "
             "bad = [m for m in ('keras_tuner', 'keras', 'tensorflow', 'jax') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -215,7 +215,7 @@ def test_grid_values_reach_the_hypermodel_in_their_own_type(make_study):
 
 
 def test_the_bayesian_tuner_uses_the_studys_initial_random_trials(make_study):
-    from workers.oracle import load_oracle
+    from workers.tuners.oracle import load_oracle
 
     study = make_study(tuner="bayesian", initial_random_trials=2)
     assert load_oracle(study, trial_runs.trial_rows_for_oracle(study)).num_initial_points == 2

@@ -11,7 +11,7 @@ from experiments.models import Study, Trial
 from experiments.services import studies, trial_runs
 from experiments.services.trial_runs import Claimant, Outcome
 from tests.integration.helpers import saved_study
-from workers.oracle import KerasTunerOracles
+from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner"),

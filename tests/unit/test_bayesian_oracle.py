@@ -9,7 +9,7 @@ import math
 import pytest
 
 from experiments.models import Study
-from workers import oracle as adapter
+from workers.tuners import oracle as adapter
 
 ORACLES = adapter.KerasTunerOracles()
 SEEDS = range(1, 21)

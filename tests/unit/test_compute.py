@@ -14,10 +14,12 @@ import pytest
 import tensorflow as tf
 
 from experiments.tuning.compute_options import ComputeSettings
-from workers.backends import tf_runtime
-from workers.backends.tf_runtime import batches as pipeline
-from workers.compute import apply_compile_options, placement_for, precision
-from workers.training import DatasetArrays, TrialFailed, TrialSpec, describe, evaluate, run_trial
+from workers.host.backends import tf_runtime
+from workers.host.backends.tf_runtime import batches as pipeline
+from workers.host.compute import apply_compile_options, placement_for, precision
+from workers.training.fitting import DatasetArrays, TrialSpec, describe, run_trial
+from workers.training.inference import evaluate
+from workers.trial_stops import TrialFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from workers.devices import (
+from workers.host.devices import (
     cpu_devices_per_child,
     device_for_child,
     discover_gpus,
@@ -63,7 +63,7 @@ def test_gpus_left_over_after_the_last_whole_group_stay_unused():
 
 def test_children_beyond_the_groups_share_them_round_robin_with_a_warning(caplog):
     environ = {}
-    with caplog.at_level(logging.WARNING, logger="workers.devices"):
+    with caplog.at_level(logging.WARNING, logger="workers.host.devices"):
         assert pin_child(1, ["0", "1", "2", "3"], environ, per_child=2) == "2,3"
         assert not caplog.records
         assert pin_child(2, ["0", "1", "2", "3"], environ, per_child=2) == "0,1"

@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from workers import ensembles
-from workers.ensemble_model import weighted_average_model
-from workers.export import export_model
+from workers.ensembles import blending
+from workers.ensembles.keras_models import weighted_average_model
+from workers.export.formats import export_model
 
 X = np.random.default_rng(5).normal(size=(32, 4)).astype("float32")
 
@@ -23,18 +23,18 @@ def member(seed: int) -> keras.Model:
 
 
 def test_negligible_weights_become_zero_and_the_rest_still_sum_to_one():
-    pruned = ensembles.without_negligible(np.array([0.7, 0.3 - 1e-9, 1e-9]))
+    pruned = blending.without_negligible(np.array([0.7, 0.3 - 1e-9, 1e-9]))
     assert pruned[2] == 0.0 and pruned.sum() == 1.0 and pruned[0] > 0.7 - 1e-8
     # Weights that matter are kept as they are; all negligible (impossible after a fit) changes nothing.
-    assert np.array_equal(ensembles.without_negligible(np.array([0.5, 0.25, 0.25])), [0.5, 0.25, 0.25])
-    assert ensembles.without_negligible(np.array([0.0, 1e-6]))[1] == 1e-6
+    assert np.array_equal(blending.without_negligible(np.array([0.5, 0.25, 0.25])), [0.5, 0.25, 0.25])
+    assert blending.without_negligible(np.array([0.0, 1e-6]))[1] == 1e-6
 
 
 def test_an_exported_ensemble_leaves_out_a_zero_weight_member_and_predicts_the_same(tmp_path):
     members = [member(seed) for seed in (1, 2, 3)]
     predictions = np.stack([m.predict(X, verbose=0) for m in members]).astype("float64")
     fitted = np.array([0.6, 0.4 - 1e-9, 1e-9])
-    weights = ensembles.without_negligible(fitted)
+    weights = blending.without_negligible(fitted)
     kept = [i for i, w in enumerate(weights) if w > 0]
     assert kept == [0, 1]
 
@@ -45,7 +45,7 @@ def test_an_exported_ensemble_leaves_out_a_zero_weight_member_and_predicts_the_s
     exported = export_model(combined, workdir=tmp_path, name="ens", version=1, formats=("keras", "savedmodel"))
 
     # The weighted sum with every member, the member left out included, is what it predicts.
-    full = ensembles.blend(predictions, fitted)
+    full = blending.blend(predictions, fitted)
     reloaded = keras.saving.load_model(exported.files["keras"])
     assert [layer.name for layer in reloaded.layers if isinstance(layer, keras.Model)] == ["member_0", "member_1"]
     assert np.max(np.abs(reloaded.predict(X, verbose=0) - full)) < 1e-5

@@ -10,7 +10,7 @@ import pytest
 
 from experiments.services.datasets import dataset_create_bundled
 from tests.conftest import TEST_HYPERMODELS
-from workers.environment import environment_record, hypermodel_identity
+from workers.host.environment import environment_record, hypermodel_identity
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -11,9 +11,10 @@ import tensorflow as tf
 
 from experiments.tuning.hypermodel_catalog import BUILTIN
 from workers import hypermodels
-from workers.export import TFLITE_TEXT_REASON, describe_input, export_model
+from workers.export.formats import describe_input, export_model
+from workers.export.tflite import TFLITE_TEXT_REASON
 from workers.hypermodels.base import DataInfo
-from workers.hyperparameters import to_hyperparameters
+from workers.tuners.hyperparameters import to_hyperparameters
 
 RNG = np.random.default_rng(1)
 IMAGES = RNG.integers(0, 256, size=(32, 8, 8, 1), dtype=np.uint8)

@@ -12,7 +12,7 @@ from experiments.tuning.hypermodel_catalog import BUILTIN
 from workers import hypermodels
 from workers.hypermodels import base
 from workers.hypermodels.base import DataInfo
-from workers.hyperparameters import to_hyperparameters
+from workers.tuners.hyperparameters import to_hyperparameters
 
 RNG = np.random.default_rng(0)
 IMAGES = RNG.integers(0, 256, size=(64, 8, 8, 1), dtype=np.uint8)

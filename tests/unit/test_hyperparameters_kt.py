@@ -1,4 +1,4 @@
-"""workers.hyperparameters against the real KerasTuner: conversion, conditions, oracles."""
+"""workers.tuners.hyperparameters against the real KerasTuner: conversion, conditions, oracles."""
 
 import json
 
@@ -9,7 +9,7 @@ from keras_tuner.engine import hyperparameters as hp_types
 from experiments.tuning.hypermodel_catalog import DENSE_DEFAULT_SPACE
 from experiments.tuning.search_space import SearchSpaceError, validate_search_space
 from experiments.tuning.space_values import grid_size
-from workers.hyperparameters import active_values, to_hyperparameters
+from workers.tuners.hyperparameters import active_values, to_hyperparameters
 
 # KerasTuner's oracle calls threading.currentThread(), deprecated since Python 3.10.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")

@@ -8,7 +8,7 @@ from experiments.serving.contract import contract_differences, model_contract, r
 
 
 def stored(keras_name: str, served_as: str | None, shape=(None, 8, 8, 1), dtype="uint8", output="output_0") -> dict:
-    """A signature as workers/export.py stores it; served_as None: no SavedModel made yet (a JAX worker's)."""
+    """A signature as workers/export/formats.py stores it; served_as None: no SavedModel made yet (a JAX worker's)."""
     keras_inputs = [{"name": keras_name, "shape": list(shape), "dtype": dtype}]
     signature = {"keras": {"inputs": keras_inputs, "outputs": [{"name": "x", "shape": [None, 10]}]}}
     if served_as is not None:

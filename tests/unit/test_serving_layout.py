@@ -16,7 +16,7 @@ from tests.fixtures.registry_rows import parsed_config
 
 
 def savedmodel_zip(folder: Path, tag: str, *, name: str = "old-name", version: int = 7) -> Path:
-    """A zip in the layout trained models' SavedModel downloads have (workers/export.py), under
+    """A zip in the layout trained models' SavedModel downloads have (workers/export/saved_model.py), under
     the model's own name and version, which the export replaces by the registry's."""
     path = folder / f"{tag}.zip"
     with zipfile.ZipFile(path, "w") as archive:

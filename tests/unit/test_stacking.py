@@ -1,4 +1,4 @@
-"""Stacking's meta-learner (workers/stacking.py): its L2 strength is chosen by K-fold
+"""Stacking's meta-learner (workers/ensembles/stacking.py): its L2 strength is chosen by K-fold
 cross-validation on the validation predictions alone (fit_stacking takes no test rows),
 the chosen strength is the CV table's argmin, and on a seeded case of diverse members the
 stacker beats the mean and the best member on validation CV. Ridge for regression."""
@@ -8,8 +8,8 @@ import inspect
 import numpy as np
 import pytest
 
-from workers import ensembles
-from workers.stacking import STRENGTHS, StackingError, fit_stacking, loss
+from workers.ensembles import blending
+from workers.ensembles.stacking import STRENGTHS, StackingError, fit_stacking, loss
 
 
 def diverse_members(seed: int = 0, rows: int = 600, classes: int = 4):
@@ -72,7 +72,7 @@ def test_on_diverse_members_stacking_beats_the_mean_and_the_best_member_on_cv():
     predictions, y = diverse_members(seed=4)
     stacker = fit_stacking(predictions, y, "classification")
     mean_loss = loss(predictions.mean(axis=0), y, "classification")
-    nelder_mead = ensembles.fit_nelder_mead(predictions, y, "classification").val_loss
+    nelder_mead = blending.fit_nelder_mead(predictions, y, "classification").val_loss
     assert stacker.beats_best_member_on_cv
     assert stacker.cv_loss < stacker.cv_best_member_loss < 1.3
     assert stacker.cv_loss < mean_loss and stacker.cv_loss < nelder_mead  # even out of sample vs in-sample weights

@@ -1,4 +1,4 @@
-"""A stacked ensemble ships as one ordinary Keras model (workers/stacking_model.py): two tiny
+"""A stacked ensemble ships as one ordinary Keras model (workers/ensembles/keras_models.py): two tiny
 Keras classifiers on digits, a stacker fitted on their validation predictions (on
 probabilities, and on log-probabilities computed from the members' logits), and the
 exported model reproducing the stacker's test predictions, accuracy and log loss in every
@@ -13,10 +13,10 @@ import pytest
 import tensorflow as tf
 from sklearn.datasets import load_digits
 
-from workers import ensembles
-from workers.export import export_model
-from workers.stacking import fit_stacking
-from workers.stacking_model import has_softmax_head, stacked_model
+from workers.ensembles import blending
+from workers.ensembles.keras_models import has_softmax_head, stacked_model
+from workers.ensembles.stacking import fit_stacking
+from workers.export.formats import export_model
 
 TOLERANCE = 1e-5
 
@@ -62,7 +62,7 @@ def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_form
     members, stackers, x_test, y_test, test_predictions = digits_stack
     stacker = stackers[kind]
     expected = stacker.predict(test_predictions)
-    figures = ensembles.metrics(expected, y_test, "classification")
+    figures = blending.metrics(expected, y_test, "classification")
 
     model = stacked_model(members, stacker, (64,), "classification")
     assert np.max(np.abs(model.predict(x_test, verbose=0) - expected)) < TOLERANCE
@@ -81,7 +81,7 @@ def test_the_exported_stacker_reproduces_the_stackers_test_figures_in_every_form
     }
     for fmt, output in outputs.items():
         assert np.max(np.abs(output - expected)) < TOLERANCE, fmt
-        got = ensembles.metrics(output.astype("float64"), y_test, "classification")
+        got = blending.metrics(output.astype("float64"), y_test, "classification")
         assert got["accuracy"] == figures["accuracy"], fmt
         assert got["log_loss"] == pytest.approx(figures["log_loss"], abs=1e-5), fmt
 
@@ -99,7 +99,7 @@ def test_a_stacked_model_is_concatenate_and_one_dense_on_the_members(digits_stac
 
 def test_log_probabilities_are_clipped_like_the_stacker_clips_them(tmp_path):
     """Members so confident that float32 probabilities underflow to 0: the exported
-    log-probabilities floor at log(1e-15), as workers.stacking's features do, so the exported
+    log-probabilities floor at log(1e-15), as workers.ensembles.stacking's features do, so the exported
     model still reproduces the stacker."""
     rng = np.random.default_rng(3)
     x = rng.normal(size=(200, 4)).astype("float32")

@@ -5,8 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from workers import checkpoints
-from workers.training import DatasetArrays, TrialFailed, TrialSpec, run_trial
+from workers.training import checkpoints
+from workers.training.fitting import DatasetArrays, TrialSpec, run_trial
+from workers.trial_stops import TrialFailed
 
 LOSSES = [3.0, 1.0, 2.0, 2.5, 0.5]  # best at epoch 1; patience 2 stops at epoch 3, before the 0.5
 

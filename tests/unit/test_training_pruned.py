@@ -5,7 +5,7 @@ import numpy as np
 
 from experiments.services.trial_epochs import EpochVerdict
 from tests.unit.test_training_stops import build, data, spec
-from workers.training import run_trial
+from workers.training.fitting import run_trial
 
 DECISION = {"prune": True, "reason": "pruned", "pruner": "median", "epoch": 2}
 

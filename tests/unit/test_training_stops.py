@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from workers.training import DatasetArrays, TrialCancelled, TrialFailed, TrialSpec, run_trial
+from workers.training.fitting import DatasetArrays, TrialSpec, run_trial
+from workers.trial_stops import TrialCancelled, TrialFailed
 
 
 class StopAt:

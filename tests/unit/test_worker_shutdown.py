@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from workers import shutdown
+from workers.host import shutdown
 
 fork = multiprocessing.get_context("fork")
 

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from workers.backends.child import configure_child
+from workers.host.backends.child import configure_child
 
 configure_child("tensorflow")
 
@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from experiments.tuning.compute_options import ComputeSettings  # noqa: E402
-from workers.training import DatasetArrays, TrialSpec, run_trial  # noqa: E402
+from workers.training.fitting import DatasetArrays, TrialSpec, run_trial  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)

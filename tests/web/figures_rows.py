@@ -50,7 +50,7 @@ def finished_model(team, user, study, trial, *, name: str = "m", version: int = 
 
 def finished_ensemble(team, user, dataset, members: list, weights: list[float], *, name: str = "blend",
                       test: dict | None = None) -> TrainedModel:
-    """`members`: TrainedModels and Trials; the report as workers/ensembling.py writes it."""
+    """`members`: TrainedModels and Trials; the report as workers/ensembles/build.py writes it."""
     ensemble = TrainedModel.objects.create(
         team=team, kind=TrainedModel.Kind.ENSEMBLE, dataset=dataset, name=name, version=1, method="nelder_mead",
         seed=0, status=TrainedModel.Status.COMPLETED, val_metrics={"accuracy": 0.93, "loss": 0.2},

@@ -1,5 +1,5 @@
 """Finished models that can be registered, without training: the signature is what
-workers/export.py records for a dense model on iris rows (4 float features, 3 classes)."""
+workers/export/formats.py records for a dense model on iris rows (4 float features, 3 classes)."""
 
 from django.utils.text import slugify
 

@@ -105,7 +105,7 @@ def test_metrics_trial_gauges_reflect_the_database(client, acme_trial, acme_stud
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")
 def test_claims_through_the_service_move_the_claim_latency_histogram(client, acme, alice, acme_dataset):
-    from workers.oracle import KerasTunerOracles  # the worker's tuner adapter (this test process only)
+    from workers.tuners.oracle import KerasTunerOracles  # the worker's tuner adapter (this test process only)
 
     study = study_start(study=saved_study(acme, alice, acme_dataset, parallelism=2))
     before = scrape(client)
@@ -160,9 +160,9 @@ def test_metrics_refuse_a_public_address_without_a_token(client, monkeypatch):
 
 
 def test_json_log_lines_carry_the_context_fields():
-    record = logging.LogRecord("workers.runner", logging.WARNING, __file__, 1, "trial %s lost", (7,), None)
+    record = logging.LogRecord("workers.jobs.trials", logging.WARNING, __file__, 1, "trial %s lost", (7,), None)
     record.study_id, record.trial_id = 3, 7
     line = json.loads(JsonFormatter().format(record))
-    assert line["level"] == "WARNING" and line["logger"] == "workers.runner"
+    assert line["level"] == "WARNING" and line["logger"] == "workers.jobs.trials"
     assert line["message"] == "trial 7 lost" and line["study_id"] == 3 and line["trial_id"] == 7
     assert "time" in line and "model_id" not in line

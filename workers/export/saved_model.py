@@ -1,0 +1,68 @@
+"""A trained model's SavedModel: its inference pass as "serving_default", the inputs and outputs
+named by position (experiments/serving/contract.py), zipped in TF Serving's `<name>/<version>/`
+layout, and the signature TF Serving will show. TensorFlow is imported only when called."""
+
+import zipfile
+from pathlib import Path
+
+import keras
+
+from experiments.serving.contract import input_key, output_key
+
+
+def tensorflow():
+    import tensorflow as tf  # only the formats that need it load it (a JAX worker has none)
+
+    return tf
+
+
+def tensor_spec(tensor) -> dict:
+    name = getattr(tensor, "name", "") or ""
+    return {"name": name.split(":")[0], "shape": [None if d is None else int(d) for d in tensor.shape],
+            "dtype": str(getattr(tensor.dtype, "name", tensor.dtype))}
+
+
+def _by_position(items) -> list:
+    # input_2 before input_10: the keys are `<kind>_<position>`, so shorter is earlier.
+    return sorted(items, key=lambda item: (len(item[0]), item[0]))
+
+
+def serving_signature(saved_model_dir: Path) -> dict:
+    serving = tensorflow().saved_model.load(str(saved_model_dir)).signatures["serving_default"]
+    _, inputs = serving.structured_input_signature
+    return {
+        "name": "serving_default",
+        "inputs": [tensor_spec(spec) | {"name": key} for key, spec in _by_position(inputs.items())],
+        "outputs": [tensor_spec(spec) | {"name": key}
+                    for key, spec in _by_position(serving.structured_outputs.items())],
+    }
+
+
+def zip_tree(root: Path, target: Path) -> Path:
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(root.rglob("*")):
+            archive.write(path, path.relative_to(root))
+    return target
+
+
+def export_saved_model(model, target: Path, *, batch_size: int | None = None) -> Path:
+    """The model's inference pass as a SavedModel ("serving_default"). Not model.export():
+    Keras 3.15 exports `model.__call__` without training=False, and the Random* augmentation
+    layers, whose call defaults to training=True, then flip and rotate every served image.
+
+    Inputs are named by position (`input_0`, ...) and outputs too (`output_0`, ...), not after
+    the Keras layers (`images`, `features`, ...): every model taking the same input then serves
+    under one signature, so the versions of a registered model are interchangeable for a client
+    that names its inputs (experiments/serving/contract.py)."""
+    specs = [tensorflow().TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=input_key(position))
+             for position, t in enumerate(model.inputs)]
+
+    def serve(inputs):
+        outputs = keras.tree.flatten(model(inputs, training=False))
+        return {output_key(position): tensor for position, tensor in enumerate(outputs)}
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serve", serve, input_signature=[specs[0] if len(specs) == 1 else specs])
+    archive.write_out(str(target), verbose=False)
+    return target

@@ -1,0 +1,32 @@
+"""A worker child's set-up for its backend, before Keras loads in it."""
+
+import os
+
+from workers.host.devices import cpu_devices_per_child
+
+
+def configure_child(backend: str, environ=os.environ) -> None:
+    """Before Keras loads in a worker child: split its CPU into TUNEBOARD_CPU_DEVICES devices (for
+    multi-replica CPU trials) and cap its threads (TUNEBOARD_TF_THREADS; several worker processes
+    on one host must not each claim every core), the way the backend takes them.
+
+    JAX reads XLA_FLAGS when it first initialises a platform, so they are set here, before it
+    loads. XLA_PYTHON_CLIENT_PREALLOCATE=false (unless set otherwise) stops each child from
+    reserving 75 % of every visible GPU's memory at start: several children can then share a
+    GPU, each taking what its trial needs (XLA_PYTHON_CLIENT_MEM_FRACTION caps a child instead)."""
+    cpu_devices = cpu_devices_per_child(environ)
+    threads = int(environ.get("TUNEBOARD_TF_THREADS", "0") or 0)
+    if backend == "jax":
+        flags = environ.get("XLA_FLAGS", "").split()
+        if cpu_devices > 1:
+            flags.append(f"--xla_force_host_platform_device_count={cpu_devices}")
+        if threads == 1:
+            flags.append("--xla_cpu_multi_thread_eigen=false")
+        environ["XLA_FLAGS"] = " ".join(flags)
+        environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        return
+    from workers.host.backends import tf_runtime  # TensorFlow workers only: a JAX worker has no TensorFlow
+
+    tf_runtime.configure_logical_cpus(cpu_devices)
+    if threads > 0:
+        tf_runtime.configure_threads(threads)

@@ -1,0 +1,147 @@
+"""A study's compute settings made real in a worker child: where a trial's replicas run, the
+dtype policy its layers are built with, the compile options Keras trains with, and the input
+pipeline that feeds it — on the Keras backend this process runs (TensorFlow or JAX; the
+backend-specific parts live in workers/host/backends/, and only the one in use is imported).
+
+experiments/tuning/compute_options.py holds the same settings as the web sees them (no Keras).
+"""
+
+import contextlib
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import keras
+
+from experiments.tuning.compute_options import BACKEND_NAMES, ComputeSettings
+from workers.trial_stops import TrialFailed
+
+JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
+
+
+def keras_backend() -> str:
+    """The Keras backend of this process, as Keras loaded it (workers/host/backends/selection.py
+    reads the same choice from the environment, for the main process, which never loads Keras)."""
+    return keras.backend.backend()
+
+
+def defaults() -> ComputeSettings:
+    """A run without a study's settings (an ensemble's predictions): one device, float32, on
+    the backend this process runs."""
+    return ComputeSettings(backend=keras_backend())
+
+
+def _runtime():
+    """The backend's module, imported on first use (a JAX worker never imports TensorFlow)."""
+    runtime = "jax_runtime" if keras_backend() == "jax" else "tf_runtime"
+    return importlib.import_module(f"workers.host.backends.{runtime}")
+
+
+@dataclass
+class Placement:
+    """Where one trial's model lives: what to build it under (a tf.distribute strategy's scope
+    or a keras.distribution's) and the devices it spans."""
+
+    scope: Callable[[], contextlib.AbstractContextManager]
+    device_kind: str  # "cpu" | "gpu" | "tpu"
+    device_names: list[str]
+    replicas: int
+    backend: str = "tensorflow"
+
+    @property
+    def drop_remainder(self) -> bool:
+        """Training batches are all whole: TPUs compile for one batch shape (a last, smaller batch
+        would mean a second program), and JAX's DataParallel splits each batch evenly."""
+        return self.device_kind == "tpu" or self.row_multiple > 1
+
+    @property
+    def row_multiple(self) -> int:
+        """Every batch's rows must be a multiple of this (JAX's DataParallel: its device count)."""
+        return self.replicas if self.backend == "jax" else 1
+
+    def global_batch_size(self, batch_size: int) -> int:
+        """The study's batch size is per replica: a step consumes one batch per replica."""
+        return batch_size * self.replicas
+
+    def record(self, settings: ComputeSettings | None, batch_size: int | None = None) -> dict:
+        """What to store on each trial and model (JSON-safe)."""
+        settings = settings or defaults()
+        record = {
+            "backend": self.backend,
+            "device_kind": self.device_kind,
+            "device_names": list(self.device_names),
+            "replicas": self.replicas,
+            "precision": settings.precision,
+            "jit_compile": settings.jit_compile,
+            "steps_per_execution": settings.steps_per_execution,
+            self.backend: _runtime().version(),
+            "keras": keras.__version__,
+        }
+        if batch_size is not None:
+            record["batch_size_per_replica"] = int(batch_size)
+            record["global_batch_size"] = self.global_batch_size(int(batch_size))
+        return record
+
+
+def placement_for(settings: ComputeSettings | None) -> Placement:
+    """The devices for a trial with these settings, in this worker child.
+
+    Placements are made once per child and kept: a TPU system must be initialised only once,
+    and a MirroredStrategy or a device mesh is cheap to keep but not free to make per trial."""
+    settings = settings or defaults()
+    if settings.backend != keras_backend():
+        running = keras_backend()
+        raise TrialFailed(f"This study trains with {BACKEND_NAMES.get(settings.backend, settings.backend)}, but "
+                          f"this worker runs {BACKEND_NAMES.get(running, running)} (KERAS_BACKEND): its jobs "
+                          f"belong on the {settings.backend} workers' queues.")
+    return _placement(keras_backend(), settings.queue, settings.devices_per_trial)
+
+
+@functools.cache
+def _placement(keras_backend: str, queue: str, devices: int) -> Placement:
+    kind = queue if queue in ("gpu", "tpu") else "cpu"
+    scope, kind, names, replicas = _runtime().placement(kind, devices)
+    return Placement(scope, kind, names, replicas, keras_backend)
+
+
+def for_inference(model):
+    """The trained model as it evaluates and predicts every row (one device on JAX)."""
+    return _runtime().for_inference(model)
+
+
+def model_replicas(model) -> int:
+    """How many replicas a built model's steps run on (a global batch is this × per-replica)."""
+    return _runtime().model_replicas(model)
+
+
+@contextlib.contextmanager
+def precision(settings: ComputeSettings | None):
+    """Layers take the global dtype policy when they are created, and compile() wraps the
+    optimizer for loss scaling when the model's policy is mixed_float16: so the policy must be
+    set while the model is built. Restored to float32 whatever happens, so the next model in
+    this process is not built in reduced precision by accident."""
+    keras.config.set_dtype_policy((settings or defaults()).precision)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def apply_compile_options(model: keras.Model, settings: ComputeSettings | None) -> None:
+    """The study's XLA and steps-per-execution choices on a model its hypermodel already
+    compiled. Keras reads both when it makes its train/test/predict functions, which it does
+    lazily on first use: setting the attributes and dropping any made function is enough."""
+    settings = settings or defaults()
+    if settings.jit_compile in JIT_COMPILE:
+        # The setter falls back to False (with a warning) for models that cannot use XLA.
+        model.jit_compile = JIT_COMPILE[settings.jit_compile]
+    model.steps_per_execution = settings.steps_per_execution
+    model.train_function = model.test_function = model.predict_function = None
+
+
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool, multiple: int = 1):
+    """The rows as batches on this backend: a tf.data pipeline on TensorFlow (strategies shard
+    it; text goes through it), a PyDataset on JAX. Both draw a new order each epoch from `seed`."""
+    return _runtime().batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                              multiple=multiple)

@@ -1,0 +1,207 @@
+"""One batch prediction, on a worker of the model's queue: load the model's `.keras` file, predict
+the stored inputs a chunk of rows at a time (reporting the rows done after each, which is also
+where a cancel stops it), and store the predictions as CSV and NPZ."""
+
+import io
+import logging
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from experiments.datasets.arrays import strings_from_arrays
+from experiments.errors import TuneboardError
+from experiments.presentation.prediction_csv import predicted_labels, prediction_preview, write_prediction_csv
+from experiments.services.artifacts import (
+    ArtifactKind,
+    artifact_copy_to_path,
+    artifact_create_from_path,
+    artifact_read_bytes,
+    artifacts_delete,
+)
+from experiments.services.connections import connection_close, connections_close_expired, with_db_retry
+from experiments.services.predictions import (
+    prediction_claim,
+    prediction_complete,
+    prediction_fail,
+    prediction_heartbeat,
+    prediction_progress,
+    prediction_release,
+)
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.jobs.failures import failure_reason
+
+log = logging.getLogger(__name__)
+# Rows per predict step: large enough that a small model's per-step overhead vanishes, small
+# enough for an image model's activations.
+STEP_ROWS = 512
+# Steps per chunk: one predict call and one progress write per chunk (a cancel stops the job
+# at the next chunk).
+STEPS_PER_CHUNK = 8
+
+
+class PredictionStopped(TuneboardError):
+    """Cancelled by a user, or queued again by the reaper, while predicting."""
+
+
+class NoModelFile(TuneboardError):
+    pass
+
+
+def _load(keras, path: Path):
+    # As workers/jobs/conversions.py: the forward pass only, and Tuneboard's own file (Lambda layers).
+    return keras.saving.load_model(path, compile=False, safe_mode=False)
+
+
+class ProgressWriter(threading.Thread):
+    """Writes the rows done from a thread of its own, so predicting never waits on the database:
+    `report(n)` notes the latest count and the thread writes it (coalescing counts that arrive
+    while it writes). Its write is fenced: once it answers False (cancelled, or queued again),
+    `stopped` is set and the predict stops at its next step."""
+
+    def __init__(self, progress: Callable[[int], bool]):
+        super().__init__(daemon=True, name="prediction-progress")
+        self.progress = progress
+        self.stopped = False
+        self._latest: int | None = None
+        self._written: int | None = None
+        self._wake = threading.Event()
+        self._closing = False
+
+    def report(self, rows_done: int) -> None:
+        self._latest = rows_done
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                latest = self._latest
+                if latest is not None and latest != self._written and not self.stopped:
+                    try:
+                        self.stopped = not self.progress(latest)
+                    except Exception:  # a database blip: the next count, or the heartbeat, tries again
+                        log.warning("progress of a prediction could not be written", exc_info=True)
+                        connection_close()
+                    self._written = latest
+                if self._closing:
+                    return
+        finally:
+            connection_close()
+
+    def close(self) -> None:
+        """Write what is pending, then end."""
+        self._closing = True
+        self._wake.set()
+        self.join(timeout=30)
+
+
+def _progress_callback(keras, writer: ProgressWriter, rows: int, step_rows: int):
+    """Reports the rows done every STEPS_PER_CHUNK steps; stops predicting (at the end of the
+    current step) once the writer heard the job is no longer this worker's."""
+
+    class Progress(keras.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            if writer.stopped:
+                self.model.stop_predicting = True
+            elif (batch + 1) % STEPS_PER_CHUNK == 0:
+                writer.report(min((batch + 1) * step_rows, rows))
+
+    return Progress()
+
+
+def predict_rows(model, x: np.ndarray, *, progress: Callable[[int], bool] | None = None,
+                 step_rows: int = STEP_ROWS) -> np.ndarray:
+    """The model's outputs for every row of x, in one predict over steps of `step_rows`;
+    `progress(rows_done)` every STEPS_PER_CHUNK steps (from a thread: predicting never waits on
+    it), and False from it stops the predict (PredictionStopped). The path a job takes, and the
+    benchmark's."""
+    import keras
+
+    from workers.training.inference import predict
+
+    if progress is None:
+        return np.asarray(predict(model, x, step_rows))
+    writer = ProgressWriter(progress)
+    writer.start()
+    try:
+        outputs = np.asarray(predict(model, x, step_rows, callbacks=[_progress_callback(keras, writer, len(x),
+                                                                                         step_rows)]))
+    finally:
+        writer.close()
+    if writer.stopped:
+        raise PredictionStopped(f"stopped after {len(outputs)} rows")
+    return outputs
+
+
+def _inputs(row) -> tuple[np.ndarray, list[str]]:
+    with np.load(io.BytesIO(artifact_read_bytes(artifact=row.inputs)), allow_pickle=False) as npz:
+        names = strings_from_arrays(npz["names_utf8"], npz["names_ends"]) if "names_utf8" in npz.files else []
+        return npz["x"], names
+
+
+def _store(row, outputs: np.ndarray, names: list[str], workdir: Path) -> dict:
+    dataset = row.model.dataset
+    csv_path = workdir / f"predictions-{row.pk}.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+        write_prediction_csv(handle, outputs, task=dataset.task, classes=dataset.classes, names=names)
+    npz_path = workdir / f"predictions-{row.pk}.npz"
+    arrays = {"predictions": outputs}
+    if dataset.task == "classification":
+        arrays["labels"] = np.asarray(dataset.classes)[predicted_labels(outputs, len(dataset.classes))]
+    np.savez_compressed(npz_path, **arrays)
+    team = row.model.team
+    return {
+        "predictions_csv": artifact_create_from_path(team=team, kind=ArtifactKind.BATCH_PREDICTIONS, path=csv_path),
+        "predictions_npz": artifact_create_from_path(team=team, kind=ArtifactKind.BATCH_PREDICTIONS, path=npz_path),
+        "preview": prediction_preview(outputs, task=dataset.task, classes=dataset.classes, names=names),
+    }
+
+
+def predict_batch(*, prediction_pk: int) -> str:
+    import keras
+
+    connections_close_expired()
+    row = with_db_retry(prediction_claim, prediction_pk=prediction_pk, worker_host=socket.gethostname())
+    if row is None:
+        return "nothing to do"  # a duplicated delivery, or another worker has it
+    attempt = row.attempts
+    if stop_requested() and with_db_retry(prediction_release, prediction_pk=prediction_pk, attempt=attempt):
+        return "released"
+    environment = {"host": socket.gethostname(), "versions": package_versions()}
+    started = time.monotonic()
+    heartbeat = Heartbeat(lambda: prediction_heartbeat(prediction_pk=prediction_pk, attempt=attempt),
+                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-prediction-{prediction_pk}")
+    heartbeat.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            if row.keras_artifact is None:
+                raise NoModelFile(f"Model {row.model} has no .keras file to predict with.")
+            model = _load(keras, artifact_copy_to_path(artifact=row.keras_artifact, path=Path(tmp) / "model.keras"))
+            x, names = _inputs(row)
+            outputs = predict_rows(model, x, progress=lambda done: with_db_retry(
+                prediction_progress, prediction_pk=prediction_pk, attempt=attempt, rows_done=done))
+            stored = _store(row, outputs, names, Path(tmp))
+            if with_db_retry(prediction_complete, prediction_pk=prediction_pk, attempt=attempt, **stored,
+                             environment=environment, duration_seconds=time.monotonic() - started):
+                return "completed"
+            artifacts_delete(artifacts=[stored["predictions_csv"], stored["predictions_npz"]])
+            return "superseded"  # cancelled or requeued while the files were written
+    except PredictionStopped:
+        return "stopped"  # cancelled or requeued: the row already says so
+    except Exception as exc:  # any crash becomes a readable FAILED prediction
+        with_db_retry(prediction_fail, prediction_pk=prediction_pk, attempt=attempt, environment=environment,
+                      error=failure_reason(exc, job=f"prediction {prediction_pk}"))
+    finally:
+        heartbeat.stop()
+        release_memory(keras, trial_seconds=time.monotonic() - started)
+    return "failed"

@@ -1,0 +1,163 @@
+"""One train-model task: make a TrainedModel from its trial's configuration and store every
+serving format. The recipe (DESIGN.md): find the best epoch (EarlyStopping on val_loss,
+patience 10) or take the trial's, train a fresh model on train+validation for
+int(1.2 x best epoch) epochs, evaluate once on the test split. Promoting skips training and
+exports the trial's own best-epoch weights."""
+
+import logging
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
+from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.model_runs import (
+    model_claim,
+    model_complete,
+    model_fail,
+    model_heartbeat,
+    model_record_epoch,
+    model_release,
+)
+from experiments.services.training_inputs import TrainingPhase
+from experiments.tuning.compute_options import ComputeSettings
+from workers import hypermodels
+from workers.ensembles.build import build_ensemble
+from workers.export.formats import export_model
+from workers.host.environment import environment_record
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.hypermodels.base import DataInfo
+from workers.jobs.failures import failure_reason
+from workers.training.dataset_cache import load_dataset
+from workers.training.fitting import describe, detect_best_epoch, train_on_train_and_validation
+from workers.training.inference import evaluate
+from workers.training.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
+from workers.trial_stops import TrialCancelled
+
+log = logging.getLogger(__name__)
+RETRAIN_EPOCH_FACTOR = 1.2
+
+
+def _without_val_prefix(logs: dict) -> dict:
+    return {k.removeprefix("val_"): v for k, v in logs.items() if k.startswith("val_")}
+
+
+def _reporter(row, phase: str):
+    def report(epoch: int, logs: dict) -> bool:
+        owned = with_db_retry(model_record_epoch, model_pk=row.pk, attempt=row.attempts, phase=phase, epoch=epoch,
+                              metrics=logs)
+        return owned and not stop_requested()
+
+    return report
+
+
+def _promote(row, data, workdir: Path):
+    """The trial's best-epoch weights as they are: no training at all."""
+    model = model_from_trial_checkpoint(row.trial, workdir)
+    val_metrics = evaluate(model, data.x_val, data.y_val, row.study.batch_size)
+    return model, row.trial.best_epoch, row.trial.best_epoch, val_metrics
+
+
+def _retrain(row, hp, data, info: DataInfo):
+    study = row.study
+    fit = hypermodels.fit_function(study.hypermodel, hp)
+    if row.epoch_source == row.EpochSource.RECORDED:
+        best_epoch, val_metrics = row.trial.best_epoch, _without_val_prefix(row.trial.metrics)
+    else:
+        best_epoch, logs = detect_best_epoch(
+            build=lambda: build_model(study, hp, info), data=data, batch_size=study.batch_size,
+            epoch_cap=row.epoch_cap, seed=row.seed, fit=fit, time_limit_seconds=settings.MAX_TRIAL_SECONDS,
+            report=_reporter(row, TrainingPhase.BEST_EPOCH), compute=ComputeSettings.from_study(study),
+        )
+        val_metrics = _without_val_prefix(logs)
+    epochs = max(1, int(best_epoch * RETRAIN_EPOCH_FACTOR))
+    # Normalisation is adapted on the rows the final model trains on: train+validation.
+    both = DataInfo.from_training_split(np.concatenate([data.x_train, data.x_val]), info.task, info.n_classes,
+                                        kind=info.kind)
+    model = train_on_train_and_validation(
+        build=lambda: build_model(study, hp, both), data=data, batch_size=study.batch_size,
+        epochs=epochs, seed=row.seed, fit=fit, report=_reporter(row, TrainingPhase.RETRAIN),
+        time_limit_seconds=settings.MAX_TRIAL_SECONDS, compute=ComputeSettings.from_study(study),
+    )
+    return model, best_epoch, epochs, val_metrics
+
+
+def _single_model(row, workdir: Path) -> dict:
+    study = row.study
+    data, info = load_dataset(row.dataset)
+    hp = study_hyperparameters(study, row.hyperparameters)
+    if row.method == row.Method.PROMOTE:
+        model, best_epoch, epochs, val_metrics = _promote(row, data, workdir)
+    else:
+        model, best_epoch, epochs, val_metrics = _retrain(row, hp, data, info)
+    test_metrics = evaluate(model, data.x_test, data.y_test, study.batch_size)
+    # Promoted models ran where their trial did; retrained ones here, with the study's settings.
+    compute = (row.trial.compute if row.method == row.Method.PROMOTE
+               else describe(ComputeSettings.from_study(study), study.batch_size))
+    return {"best_epoch": best_epoch, "epochs": epochs, "val_metrics": val_metrics, "test_metrics": test_metrics,
+            "compute": compute, "exported": export_model(model, workdir=workdir, name=row.name, version=row.version)}
+
+
+def _environment(row, compute: dict) -> dict:
+    record = environment_record(dataset=row.dataset, seed=row.seed, compute=compute,
+                                hypermodel=None if row.is_ensemble else row.study.hypermodel)
+    if row.method == row.Method.PROMOTE and row.trial.environment:
+        # Its weights are the trial's: how they were made is the trial's record; this worker only exported them.
+        return {**row.trial.environment, "exported_on": {"host": record["host"], "versions": record["versions"]}}
+    return record
+
+
+def make_trained_model(*, model_pk: int) -> str:
+    import keras
+
+    connections_close_expired()
+    row = with_db_retry(model_claim, model_pk=model_pk, worker_host=socket.gethostname())
+    if row is None:
+        return "nothing to do"  # a duplicated delivery, or another worker has it
+    attempt = row.attempts
+    started = time.monotonic()
+    heartbeat = Heartbeat(lambda: model_heartbeat(model_pk=model_pk, attempt=attempt),
+                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-model-{model_pk}")
+    heartbeat.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            keras.utils.set_random_seed(row.seed)
+            if row.is_ensemble:
+                built = build_ensemble(row, workdir=workdir)
+                exported = built.pop("exported")
+                result = {"best_epoch": None, "epochs": None, "compute": describe(None), **built}
+            else:
+                result = _single_model(row, workdir)
+                exported = result.pop("exported")
+            files = {
+                fmt: artifact_create_from_path(team=row.team, kind=ArtifactKind.MODEL, path=path)
+                for fmt, path in exported.files.items()
+            }
+            signature = {**exported.signature, "unavailable": exported.unavailable}
+            if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=signature,
+                             pending_formats=exported.pending,
+                             versions=package_versions(), files=files, environment=_environment(row, result["compute"]),
+                             duration_seconds=time.monotonic() - started, **result):
+                return "completed"
+            # Requeued after a stale heartbeat, or cancelled, while we worked: not ours to store.
+            artifacts_delete(artifacts=files.values())
+            return "superseded"
+    except TrialCancelled:
+        if stop_requested() and with_db_retry(model_release, model_pk=model_pk, attempt=attempt):
+            return "released"  # its worker is shutting down: another one makes it
+        return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
+    except Exception as exc:  # any crash becomes a readable FAILED model
+        with_db_retry(model_fail, model_pk=model_pk, attempt=attempt,
+                      error=failure_reason(exc, job=f"model {model_pk}"))
+    finally:
+        heartbeat.stop()
+        release_memory(keras, trial_seconds=time.monotonic() - started)
+    return "failed"

@@ -1,0 +1,115 @@
+"""One run-trial task, end to end: claim (trial_runs, under the study's lock), train outside
+any transaction, finish (under the lock again, claiming the next trial in the same step)."""
+
+import itertools
+import logging
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
+from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.queueing import trial_tasks_enqueue
+from experiments.services.training_inputs import study_for_training
+from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
+from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
+from workers.host.compute import keras_backend
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.jobs.failures import failure_reason
+from workers.training import checkpoints
+from workers.training.configurations import run_environment, train_configuration, trial_spec
+from workers.training.model_building import study_hyperparameters
+from workers.trial_stops import TrialCancelled
+from workers.tuners.oracle import KerasTunerOracles
+
+log = logging.getLogger(__name__)
+ORACLES = KerasTunerOracles()
+SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without penalty; it runs again."
+
+
+class _DatabaseReporter:
+    def __init__(self, trial_pk: int, pruning: StudyPruning | None = None):
+        self.trial_pk = trial_pk
+        self.pruning = pruning
+
+    def epoch_end(self, execution: int, epoch: int, logs: dict):
+        verdict = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
+                                metrics=logs, pruning=self.pruning)
+        if verdict and stop_requested():
+            return False  # its worker is shutting down: stop here and hand the trial back
+        return verdict
+
+
+def _train(study, trial) -> Outcome:
+    import keras
+
+    hp = study_hyperparameters(study, trial.hyperparameters)
+    spec = trial_spec(study, dict(hp.values), seed=study.seed + trial.number)
+    environment: dict = {}
+    started = time.monotonic()
+    heartbeat = Heartbeat(lambda: trial_heartbeat(trial_pk=trial.pk), settings.TRIAL_HEARTBEAT_SECONDS,
+                          name=f"heartbeat-trial-{trial.pk}")
+    heartbeat.start()
+    try:
+        environment = run_environment(study, spec)
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            result = train_configuration(study, hp, spec=spec, workdir=workdir,
+                                         reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
+            checkpoint = artifact_create_from_path(
+                team=study.team, kind=ArtifactKind.CHECKPOINT, path=result.checkpoint_path,
+                filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",
+            )
+            return Outcome("pruned" if result.pruned else "completed", score=result.score,
+                           best_step=result.best_step, metrics=result.metrics, checkpoint_id=checkpoint.id,
+                           duration_seconds=result.duration_seconds, compute=result.compute,
+                           epochs_trained=result.epochs_trained, pruning=result.pruned or {},
+                           environment=environment)
+    except TrialCancelled:
+        if stop_requested():
+            return Outcome("released", error=SHUTDOWN_REASON)
+        return Outcome("released")
+    except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
+        return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"), environment=environment)
+    finally:
+        heartbeat.stop()
+        release_memory(keras, trial_seconds=time.monotonic() - started)
+
+
+def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
+    """Claim a trial of the study and train it; while trials are short, finish each one and
+    claim the next under the same lock, for up to settings.CONTINUE_SECONDS, then hand the slot back
+    to the broker (so other studies on the queue get their turn)."""
+    connections_close_expired()
+    host = socket.gethostname()
+    claims = itertools.count()
+    study = study_for_training(study_id=study_id)
+    if study.backend != keras_backend():
+        # Only a worker started around its queue check gets here: hand the wake-up, still
+        # pending on the study, to the queue of the study's backend instead of failing a trial.
+        log.warning("study %s trains with %s, this worker with %s: its wake-up goes to queue %s",
+                    study_id, study.backend, keras_backend(), study.task_queue)
+        trial_tasks_enqueue(study_id=study_id, queue=study.task_queue)
+        return "misrouted"
+
+    def claimant() -> Claimant:
+        return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
+                        worker_name=worker_name)
+
+    claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
+    deadline = time.monotonic() + settings.CONTINUE_SECONDS
+    status = claim.status
+    while claim is not None and claim.status == "running":
+        outcome = _train(study, claim.trial)
+        status = outcome.status
+        keep_going = (time.monotonic() < deadline and outcome.status in ("completed", "pruned")
+                      and not stop_requested())
+        claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
+                              study_id=study_id, next_claimant=claimant() if keep_going else None).claim
+    return status

@@ -1,0 +1,110 @@
+"""The callbacks a training run fits with: early stopping that keeps the best epoch's weights,
+each epoch's logs reported (a falsy answer stops it: pruned or cancelled), and the time limit."""
+
+import time
+
+import keras
+import numpy as np
+
+from workers.trial_stops import TrialFailed
+
+
+def better(a: float, b: float, direction: str) -> bool:
+    return a < b if direction == "min" else a > b
+
+
+def clean_logs(logs: dict) -> dict:
+    return {k: float(v) for k, v in (logs or {}).items() if np.isscalar(v) or getattr(v, "shape", None) == ()}
+
+
+class KeepBest(keras.callbacks.Callback):
+    """Early stopping that keeps the best epoch's weights (like Keras's EarlyStopping with
+    restore_best_weights), without restoring them into the model: the caller writes them
+    straight to the checkpoint, once per execution. The copy is made only when another epoch
+    begins (until then the model's own weights are the best), so the usual case, the last
+    epoch being the best, copies nothing. A custom fit that never calls on_epoch_begin gets
+    a copy at each improving epoch's end."""
+
+    def __init__(self, objective: str, direction: str, patience: int):
+        super().__init__()
+        self.objective, self.direction, self.patience = objective, direction, patience
+        self.best: float | None = None
+        self.weights: list | None = None
+        self.pending = False  # the model's current weights are the best, not yet copied
+        self.began = False
+        self.wait = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.began = True
+        if self.pending:
+            self.weights, self.pending = self.model.get_weights(), False
+
+    def on_epoch_end(self, epoch, logs=None):
+        began, self.began = self.began, False
+        value = (logs or {}).get(self.objective)
+        if value is None:
+            return
+        value = float(value)
+        if self.best is None or better(value, self.best, self.direction):
+            self.best, self.wait = value, 0
+            if began:
+                self.weights, self.pending = None, True
+            else:
+                self.weights, self.pending = self.model.get_weights(), False
+            return
+        self.wait += 1
+        if self.wait >= self.patience:
+            self.model.stop_training = True
+
+    def best_weights(self) -> list | None:
+        """The best epoch's weights; None when no epoch reported the objective."""
+        return self.model.get_weights() if self.pending else self.weights
+
+
+class EpochReport(keras.callbacks.Callback):
+    """Keeps each epoch's logs and hands them to `report(epoch, logs)`; a falsy answer stops
+    training: pruned when it carries the pruner's decision, else cancelled (the study was
+    cancelled or the row is gone)."""
+
+    def __init__(self, report):
+        super().__init__()
+        self.report = report
+        self.cancelled = False
+        self.pruned: dict | None = None
+        self.history: list[tuple[int, dict]] = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = clean_logs(logs)
+        self.history.append((epoch, logs))
+        verdict = self.report(epoch, logs)
+        if not verdict:
+            self.pruned = getattr(verdict, "pruned", None)
+            self.cancelled = self.pruned is None
+            self.model.stop_training = True
+
+
+class TimeLimit(keras.callbacks.Callback):
+    """Stops training after the batch during which the time limit passed (an epoch may be
+    long; a check per batch costs a clock read).
+
+    Neither this nor TerminateOnNaN is marked async-safe, though their batch hooks make Keras
+    fetch every step's loss on the training loop's thread (a JAX trial on an H200 ran at 0.76 of
+    a plain fit, benchmarks/results/gpu-nvidia-h200-before-async-callbacks.json): marked so, a
+    stop set from Keras's callback thread under JAX raced the end of fit ("Array has been
+    deleted"). Checking both at epoch ends instead is the fix still to make."""
+
+    def __init__(self, limit_seconds: float | None):
+        super().__init__()
+        self.limit = limit_seconds
+        self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds
+        self.exceeded = False
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.exceeded = True
+            self.model.stop_training = True
+
+    def check(self) -> None:
+        if self.exceeded:
+            raise TrialFailed(f"It ran longer than the limit of {self.limit:.0f} s (TUNEBOARD_MAX_TRIAL_SECONDS) "
+                              "and was stopped; use fewer epochs or a smaller model, or raise the limit.")

@@ -1,0 +1,307 @@
+"""Fit one trial (and a retrain's two runs): the hypermodel trained with the study's callbacks on
+its placement and input pipelines, each epoch reported.
+
+Knows nothing of the ORM: the caller passes a reporter (epoch metrics out, "keep going?"
+back) and gets a TrialResult or an exception with a readable reason.
+"""
+
+import contextlib
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import keras
+import numpy as np
+
+from experiments.tuning.compute_options import ComputeSettings
+from workers.host.compute import (
+    Placement,
+    apply_compile_options,
+    batches,
+    defaults,
+    placement_for,
+    precision,
+)
+from workers.training import checkpoints
+from workers.training.callbacks import EpochReport, KeepBest, TimeLimit, better
+from workers.training.model_costs import model_costs
+from workers.trial_stops import TrialCancelled, TrialFailed
+
+
+class EpochReporter(Protocol):
+    """Truthy: go on. Falsy: stop; a falsy answer with a `pruned` record (the study's pruner
+    stopped the trial) makes a result, any other stop cancels the trial."""
+
+    def epoch_end(self, execution: int, epoch: int, logs: dict) -> bool: ...
+
+
+@dataclass
+class DatasetArrays:
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+    @classmethod
+    def from_npz(cls, path: Path) -> "DatasetArrays":
+        with np.load(path, allow_pickle=False) as npz:
+            return cls(**{k: npz[k] for k in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")})
+
+
+@dataclass
+class TrialSpec:
+    objective: str
+    direction: str  # "min" | "max"
+    epochs: int
+    batch_size: int
+    patience: int
+    executions: int
+    seed: int
+    initial_epoch: int = 0
+    time_limit_seconds: float | None = None  # TUNEBOARD_MAX_TRIAL_SECONDS
+    measure_latency: bool = False  # the study optimises or bounds latency_ms (workers/training/model_costs.py)
+
+
+@dataclass
+class TrialResult:
+    score: float
+    best_step: int  # 0-based absolute epoch index of the best epoch
+    metrics: dict  # the logs of the best epoch of the best execution
+    checkpoint_path: Path
+    duration_seconds: float
+    compute: dict = field(default_factory=dict)  # where and how it trained: Placement.record()
+    epochs_trained: int = 0  # over all executions
+    pruned: dict | None = None  # the pruner's decision, when it stopped the trial
+
+
+def _float32(values: np.ndarray) -> np.ndarray:
+    # As our pipeline does: models compute in float32, and Keras would convert per batch.
+    return values.astype(np.float32) if values.dtype == np.float64 else values
+
+
+def _keras_fit(model, **kwargs):
+    return model.fit(**kwargs)
+
+
+class _Compute:
+    """One training run's placement, batch and input pipelines, from the study's settings."""
+
+    def __init__(self, compute: ComputeSettings | None, batch_size: int):
+        self.settings = compute or defaults()
+        self.placement: Placement = placement_for(self.settings)
+        self.batch_size = batch_size
+        self.global_batch = self.placement.global_batch_size(batch_size)
+
+    def record(self) -> dict:
+        return self.placement.record(self.settings, batch_size=self.batch_size)
+
+    def _arrays(self, *arrays) -> bool:
+        """On TensorFlow, numeric arrays on one replica go to Keras as they are (its own array
+        input path, shuffled each epoch by the global seed); text and multi-replica or TPU runs
+        get our tf.data pipeline: building one up front costs ~20 ms of tracing per trial, paid
+        even by a hypermodel whose own fit never reads it. On JAX every run gets our PyDataset
+        (workers/host/backends/jax_runtime.py), which costs nothing to build."""
+        return self.placement.backend == "tensorflow" and self.placement.replicas == 1 and (
+            not self.placement.drop_remainder) and all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
+                                                       for a in arrays)
+
+    def training(self, x, y, seed: int) -> dict:
+        """fit's keyword arguments for the training rows."""
+        if self._arrays(x, y):
+            return {"x": _float32(x), "y": _float32(y), "batch_size": self.global_batch, "shuffle": True}
+        drop = self.placement.drop_remainder
+        if drop and len(x) < self.global_batch:
+            raise TrialFailed(f"The training rows ({len(x):,}) do not fill one batch of {self.global_batch:,} "
+                              f"({self.batch_size} per replica × {self.placement.replicas} replicas), and this "
+                              f"run ({self.placement.device_kind.upper()}, {self.placement.backend}) trains on whole "
+                              "batches only: lower the batch size.")
+        # shuffle=False: our batches draw their own order each epoch (Keras would shuffle a
+        # PyDataset's batch order again, and warns that it cannot shuffle a tf.data dataset).
+        return {"x": self._pipeline(x, y, shuffle=True, seed=seed, drop_remainder=drop), "shuffle": False}
+
+    def validation(self, x, y):
+        """fit's `validation_data`. Never drop validation rows, even on a TPU: a last smaller
+        batch costs one more compilation, a dropped one would change the objective. (JAX's
+        DataParallel is the exception: it cannot split fewer rows than devices; see SplitBatches.)"""
+        if self._arrays(x, y):
+            return _float32(x), _float32(y)
+        return self._pipeline(x, y, shuffle=False, seed=0, drop_remainder=False, multiple=self.placement.row_multiple)
+
+    def _pipeline(self, x, y, **kwargs):
+        try:
+            return batches(x, y, batch_size=self.global_batch, **kwargs)
+        except Exception as exc:
+            raise TrialFailed(f"Preparing the data for training failed: {type(exc).__name__}: {exc}") from exc
+
+    def build(self, build, warm_start: Path | None = None):
+        """A fresh model built under the placement's strategy and the study's precision, with
+        the study's compile options; call inside `self.scope()`."""
+        model = _build(build)
+        apply_compile_options(model, self.settings)
+        if warm_start is not None:
+            try:
+                checkpoints.restore(model, warm_start)
+            except checkpoints.CheckpointMismatch as exc:
+                raise TrialFailed(str(exc)) from exc
+        return model
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Variables are placed (mirrored, on TPU) when they are created, layers take the dtype
+        policy when they are created: both must hold from build to the end of fit."""
+        with precision(self.settings), self.placement.scope():
+            yield
+
+
+def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> dict:
+    """The record (Placement.record) of where and how a run with these settings trains in this
+    worker child: what run_trial stores in TrialResult.compute, for retrains to store too."""
+    settings = compute or defaults()
+    return placement_for(settings).record(settings, batch_size=batch_size)
+
+
+def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
+              workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
+              compute: ComputeSettings | None = None) -> TrialResult:
+    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
+    KerasTuner HyperModel may bring its own; it gets x, y, batch_size and shuffle for numeric
+    rows on one TensorFlow device, else x=batches (a tf.data dataset, or a PyDataset on JAX) and no y);
+    `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
+    `compute` the study's devices, precision and compile options (None: one default device,
+    float32)."""
+    started = time.monotonic()
+    run = _Compute(compute, spec.batch_size)
+    validation = run.validation(data.x_val, data.y_val)
+    best: tuple[float, int, dict, Path] | None = None
+    scores = []
+    epochs_trained, pruned = 0, None
+    time_limit = TimeLimit(spec.time_limit_seconds)  # one budget for all executions
+    for execution in range(spec.executions):
+        keras.utils.set_random_seed(spec.seed + execution)
+        train = run.training(data.x_train, data.y_train, seed=spec.seed + execution)
+        checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
+        report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
+        keep_best = KeepBest(spec.objective, spec.direction, spec.patience)
+        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
+        with run.scope():
+            model = run.build(build, warm_start)
+            _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
+                 initial_epoch=spec.initial_epoch, callbacks=callbacks, verbose=0)
+        time_limit.check()
+        ran_to_its_end = bool(report.history) and (report.history[-1][0] + 1 >= spec.epochs
+                                                   or keep_best.wait >= spec.patience)
+        if report.cancelled and not (ran_to_its_end and execution == spec.executions - 1):
+            # A stop that came with the last epoch changes nothing: the result is complete and kept.
+            raise TrialCancelled()
+        _check_history(report.history, spec.objective)
+        values = [(logs[spec.objective], epoch, logs) for epoch, logs in report.history]
+        if spec.direction == "min":
+            value, epoch, logs = min(values, key=lambda v: v[0])
+        else:
+            value, epoch, logs = max(values, key=lambda v: v[0])
+        scores.append(value)
+        if best is None or better(value, best[0], spec.direction):
+            # A custom fit may ignore the callbacks: then the final weights are what we have.
+            checkpoints.save_weights(keep_best.best_weights() or model.get_weights(), checkpoint)
+            best = (value, epoch, logs, checkpoint)
+        epochs_trained += len(report.history)
+        if report.pruned is not None:
+            # Stopped by the pruner: its score is the best so far (the mean over the executions
+            # it ran, the last one cut short) and the executions left are not run.
+            pruned = report.pruned
+            break
+    assert best is not None
+    costs = model_costs(model, data.x_val, latency=spec.measure_latency, replicas=run.placement.replicas)
+    return TrialResult(
+        score=float(np.mean(scores)), best_step=best[1], metrics={**best[2], **costs},
+        checkpoint_path=best[3], duration_seconds=time.monotonic() - started, compute=run.record(),
+        epochs_trained=epochs_trained, pruned=pruned,
+    )
+
+
+def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap: int, seed: int, report,
+                      fit=_keras_fit, patience: int = 10, time_limit_seconds: float | None = None,
+                      compute: ComputeSettings | None = None) -> tuple[int, dict]:
+    """The recipe's best epoch: a fresh model trained on the training split with validation,
+    EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
+    (argmin + 1, that epoch's logs)."""
+    run = _Compute(compute, batch_size)
+    keras.utils.set_random_seed(seed)
+    train = run.training(data.x_train, data.y_train, seed=seed)
+    validation = run.validation(data.x_val, data.y_val)
+    log = EpochReport(report)
+    time_limit = TimeLimit(time_limit_seconds)
+    callbacks = [log, keras.callbacks.TerminateOnNaN(),
+                 keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
+    with run.scope():
+        model = run.build(build)
+        _fit(fit, model, **train, validation_data=validation, epochs=epoch_cap, callbacks=callbacks, verbose=0)
+    time_limit.check()
+    if log.cancelled:
+        raise TrialCancelled()
+    _check_history(log.history, "val_loss")
+    index = int(np.argmin([logs["val_loss"] for _, logs in log.history]))
+    epoch, logs = log.history[index]
+    return epoch + 1, logs
+
+
+def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int, epochs: int, seed: int, report,
+                                  fit=_keras_fit, time_limit_seconds: float | None = None,
+                                  compute: ComputeSettings | None = None):
+    """A fresh model trained on train+validation for a fixed number of epochs (no
+    validation data is left to stop on). `build` should adapt preprocessing on the same rows.
+    Where it trained: describe(compute, batch_size)."""
+    run = _Compute(compute, batch_size)
+    keras.utils.set_random_seed(seed)
+    train = run.training(np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val]),
+                         seed=seed)
+    log = EpochReport(report)
+    time_limit = TimeLimit(time_limit_seconds)
+    with run.scope():
+        model = run.build(build)
+        _fit(fit, model, **train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
+             verbose=0)
+    time_limit.check()
+    if log.cancelled:
+        raise TrialCancelled()
+    _check_history(log.history, "loss")
+    return model
+
+
+def _build(build):
+    try:
+        return build()
+    except Exception as exc:
+        raise TrialFailed(f"Building the model failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _fit(fit, model, **kwargs) -> None:
+    try:
+        with warnings.catch_warnings():
+            # Keras warns that fit's default shuffle=True does nothing for a tf.data dataset:
+            # ours shuffle themselves, each epoch.
+            warnings.filterwarnings("ignore", message="`shuffle=True` was passed", category=UserWarning)
+            fit(model, **kwargs)
+    except Exception as exc:
+        raise TrialFailed(f"Training failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _check_history(history: list[tuple[int, dict]], objective: str) -> None:
+    if not history:
+        raise TrialFailed("Training ran no epoch.")
+    for epoch, logs in history:
+        loss = logs.get("loss")
+        if loss is not None and not math.isfinite(loss):
+            raise TrialFailed(f"The loss became {loss} at epoch {epoch + 1}; try a lower learning rate.")
+    reported = history[-1][1]
+    if objective not in reported:
+        raise TrialFailed(
+            f"The model does not report the objective {objective!r}; it reports: {', '.join(sorted(reported))}."
+        )
+    if any(not math.isfinite(logs.get(objective, 0.0)) for _, logs in history):
+        raise TrialFailed(f"The objective {objective!r} became NaN or infinite.")
