@@ -5,7 +5,7 @@ undoes the event (a model's completion, a study's end)."""
 
 from django.dispatch import Signal
 
-# Sent inside the transaction that finished the model: model_pk, status (ModelStatus), error.
+# Sent inside the transaction that finished the model: model_pk, status (JobStatus), error.
 model_finished = Signal()
 # Sent inside the transaction that moved the study to COMPLETED (its lock held): study_id.
 study_completed = Signal()

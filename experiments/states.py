@@ -28,7 +28,7 @@ class TrialStatus(models.TextChoices):
     PRUNED = "pruned", "Pruned"
 
 
-class ModelStatus(models.TextChoices):
+class JobStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     COMPLETED = "completed", "Completed"
@@ -57,18 +57,18 @@ TRIAL_MOVES = {
     TrialStatus.LOST: set(),
 }
 
-MODEL_MOVES = {
-    ModelStatus.QUEUED: {ModelStatus.RUNNING, ModelStatus.CANCELLED, ModelStatus.FAILED},
+JOB_MOVES = {
+    JobStatus.QUEUED: {JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED},
     # RUNNING -> QUEUED: its worker stopped heartbeating and the reaper queues it again
     # (the next claim is a new attempt; the old worker's writes are refused from then on).
-    ModelStatus.RUNNING: {ModelStatus.COMPLETED, ModelStatus.FAILED, ModelStatus.CANCELLED, ModelStatus.QUEUED},
-    ModelStatus.COMPLETED: set(),
-    ModelStatus.FAILED: set(),
-    ModelStatus.CANCELLED: set(),
+    JobStatus.RUNNING: {JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.QUEUED},
+    JobStatus.COMPLETED: set(),
+    JobStatus.FAILED: set(),
+    JobStatus.CANCELLED: set(),
 }
 
 TRIAL_FINISHED = tuple(status for status, moves in TRIAL_MOVES.items() if not moves)
-MODEL_ACTIVE = (ModelStatus.QUEUED, ModelStatus.RUNNING)
+JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 def sources(moves: dict, target) -> list:

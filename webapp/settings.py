@@ -422,7 +422,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # Choice sets used by more than one component keep the names they had with one: trained
     # models and trial re-runs share a lifecycle, a trial's detail extends the trial.
-    "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.ModelStatus",
+    "ENUM_NAME_OVERRIDES": {"TrainedModelStatusEnum": "experiments.states.JobStatus",
                             "TrialStatusEnum": "experiments.states.TrialStatus",
                             "DirectionEnum": "experiments.forms.recipes.Direction",
                             "RecipeMethodEnum": "experiments.forms.recipes.RecipeMethod",

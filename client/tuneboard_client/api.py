@@ -23,7 +23,7 @@ PAGE_SIZE = 100
 
 STUDY_ACTIVE = ("created", "running")
 STUDY_ENDED = ("completed", "failed", "cancelled")
-MODEL_ACTIVE = ("queued", "running")
+JOB_ACTIVE = ("queued", "running")
 MODEL_FORMATS = ("keras", "savedmodel", "tflite", "tflite_int8")
 ENSEMBLE_METHODS = ("mean", "nelder_mead", "greedy", "stacking")
 
@@ -299,7 +299,7 @@ class Client:
             current = self.get(path)
             if on_poll:
                 on_poll(current)
-            if current.get("status") not in MODEL_ACTIVE:
+            if current.get("status") not in JOB_ACTIVE:
                 return current
             if deadline is not None and time.monotonic() > deadline:
                 raise TuneboardAPIError(f"Model {current.get('id')} is still {current.get('status')} "
@@ -383,7 +383,7 @@ class Client:
             current = self.get(current.get("url") or f"predictions/{int(current['id'])}/")
             if on_poll:
                 on_poll(current)
-            if current.get("status") not in MODEL_ACTIVE:
+            if current.get("status") not in JOB_ACTIVE:
                 return current
             sleep(interval)
 

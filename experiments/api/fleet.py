@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 
 from experiments.api.errors import ERRORS
-from experiments.selectors.queueing import fleet_rows
+from experiments.selectors.fleet import fleet_rows
 
 
 class WorkerTrialSerializer(serializers.Serializer):

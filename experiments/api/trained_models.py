@@ -22,7 +22,7 @@ from experiments.services.conversions import CONVERTIBLE_FORMATS
 from experiments.services.trained_models import ModelFileUnavailable, trained_models_request
 from experiments.tuning.bounds import parse_id
 from experiments.views.access import get_model_for_user, get_study_for_user, get_trial_for_user
-from experiments.views.models import model_file_response
+from experiments.views.trained_models import model_file_response
 
 
 class ModelFileSerializer(serializers.Serializer):

@@ -1,21 +1,17 @@
-"""The columns every job a worker claims besides trials shares: trained models (retrains,
-promotions, ensembles) and trial re-runs. One abstract model, so the job lifecycle
-(experiments/services/jobs.py) moves any of them the same way: claim with a new attempt,
-fenced writes, heartbeat, release, reap, re-send."""
+"""The columns every job a worker claims besides trials shares, so experiments/services/jobs.py
+moves all five kinds (trained models, re-runs, conversions, serving exports, batch predictions) alike."""
 
 from django.db import models
 from django.utils import timezone
 
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 
 
 class Job(models.Model):
-    Status = ModelStatus
+    Status = JobStatus
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)
-    best_epoch = models.PositiveIntegerField(null=True, blank=True)
-    compute = models.JSONField(default=dict, blank=True)
     environment = models.JSONField(default=dict, blank=True)  # as Trial.environment
     # Each claim is a new attempt; every write of the worker carries it (the fence).
     attempts = models.PositiveIntegerField(default=0)

@@ -19,6 +19,8 @@ class TrialRerun(Job):
     seed = models.IntegerField()
     score = models.FloatField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:

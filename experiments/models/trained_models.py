@@ -48,6 +48,8 @@ class TrainedModel(Job):
     report = models.JSONField(default=dict, blank=True)
     epoch_source = models.CharField(max_length=10, choices=EpochSource.choices, blank=True)
     epoch_cap = models.PositiveIntegerField(default=100)
+    best_epoch = models.PositiveIntegerField(null=True, blank=True)
+    compute = models.JSONField(default=dict, blank=True)
     seed = models.IntegerField()
     hyperparameters = models.JSONField(default=dict)
     epochs = models.PositiveIntegerField(null=True, blank=True)

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from experiments.models import Artifact, ModelConversion, ModelFile, ModelVersion, RegisteredModel, ServingExport, Team
-from experiments.states import MODEL_ACTIVE, ModelStatus
+from experiments.states import JOB_ACTIVE, JobStatus
 
 NO_SAVEDMODEL = "Its trained model has no SavedModel file."
 CONVERSION_PENDING = "Its SavedModel is still being made (a conversion is queued or running); the next export adds it."
@@ -46,7 +46,7 @@ def serving_base_path(*, team: Team) -> str:
 
 
 def _missing_reason(model) -> str:
-    if any(conversion.status in MODEL_ACTIVE for conversion in model.conversions.all()):
+    if any(conversion.status in JOB_ACTIVE for conversion in model.conversions.all()):
         return CONVERSION_PENDING
     unavailable = (model.signature or {}).get("unavailable") or {}
     return unavailable.get(ModelFile.Format.SAVEDMODEL) or NO_SAVEDMODEL
@@ -82,7 +82,7 @@ def serving_status(*, team: Team) -> dict:
     exports = ServingExport.objects.filter(team=team).order_by("-created", "-id")
     base_path = serving_base_path(team=team)
     folder = serving_folder(team=team)
-    written_here = exports.filter(status=ModelStatus.COMPLETED, report__folder=str(Path(folder).absolute()))
+    written_here = exports.filter(status=JobStatus.COMPLETED, report__folder=str(Path(folder).absolute()))
     return {"team_folder": serving_team_folder(team=team), "folder": str(folder),
             "base_path": base_path, "model_config_file": f"{base_path}/models.config",
             "last": exports.first(), "last_finished": written_here.first()}

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import comparison, figures, importance, study_charts
-from experiments.selectors.queueing import study_capacity
+from experiments.selectors.fleet import study_capacity
 from experiments.selectors.trials import WITH_RESULTS, pareto_chart
 from experiments.tuning.space_values import default_initial_random_trials
 from experiments.tuning.tuners import GUIDED_TUNERS

@@ -4,7 +4,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from experiments.models import Invitation, Membership, Study, Team
-from experiments.selectors.queueing import fleet_rows
+from experiments.selectors.fleet import fleet_rows
 from experiments.selectors.ranking import team_best_models
 from experiments.selectors.studies import with_progress
 

@@ -25,7 +25,7 @@ from experiments.services.jobs import (
     jobs_reap,
 )
 from experiments.services.queueing import conversion_task_enqueue
-from experiments.states import MODEL_ACTIVE, ModelStatus
+from experiments.states import JOB_ACTIVE, JobStatus
 from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
 # TensorFlow's workers serve the accelerator queues under their own names (compute_options),
@@ -52,7 +52,7 @@ def conversion_request(*, model: TrainedModel, formats) -> ModelConversion:
         raise ValueError(f"A conversion makes some of {', '.join(CONVERTIBLE_FORMATS)}; asked for {wanted}.")
     with transaction.atomic():
         TrainedModel.objects.select_for_update().only("pk").get(pk=model.pk)  # one request at a time per model
-        active = ModelConversion.objects.filter(model_id=model.pk, status__in=MODEL_ACTIVE).first()
+        active = ModelConversion.objects.filter(model_id=model.pk, status__in=JOB_ACTIVE).first()
         if active is not None:
             return active
         conversion = ModelConversion.objects.create(model_id=model.pk, formats=wanted)
@@ -108,7 +108,7 @@ def conversion_complete(*, conversion_pk: int, attempt: int, files: dict[str, Ar
         missing = [fmt for fmt in row.formats if fmt not in stored and fmt not in present and fmt not in unavailable]
         unavailable = {**{fmt: why for fmt, why in unavailable.items() if fmt in row.formats},
                        **dict.fromkeys(missing, NO_FILE_REASON)}
-        if not job_move(table=ModelConversion, pk=conversion_pk, target=ModelStatus.COMPLETED, attempt=attempt,
+        if not job_move(table=ModelConversion, pk=conversion_pk, target=JobStatus.COMPLETED, attempt=attempt,
                         unavailable=unavailable, duration_seconds=duration_seconds, environment=environment or {},
                         finished=timezone.now()):
             return False

@@ -25,7 +25,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from experiments.states import MODEL_MOVES, ModelStatus, sources
+from experiments.states import JOB_MOVES, JobStatus, sources
 
 log = logging.getLogger(__name__)
 # A job whose worker died is queued again this many times before it is FAILED.
@@ -52,7 +52,7 @@ def job_unsent(table, pk: int):
     pass sends it) and the attempt is not a resend that went unanswered (no backoff)."""
 
     def unsent(_count: int) -> None:
-        table.objects.filter(pk=pk, status=ModelStatus.QUEUED).update(
+        table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
             last_sent=None, resends=Greatest(F("resends") - 1, 0))
 
     return unsent
@@ -61,24 +61,24 @@ def job_unsent(table, pk: int):
 def job_move(*, table, pk: int, target: str, attempt: int | None = None, **fields) -> bool:
     """One conditional UPDATE from any state that may reach `target` (and, with `attempt`,
     only while that attempt still owns the row)."""
-    rows = table.objects.filter(pk=pk, status__in=sources(MODEL_MOVES, target))
+    rows = table.objects.filter(pk=pk, status__in=sources(JOB_MOVES, target))
     if attempt is not None:
-        rows = rows.filter(status=ModelStatus.RUNNING, attempts=attempt)
+        rows = rows.filter(status=JobStatus.RUNNING, attempts=attempt)
     return bool(rows.update(status=target, **fields))
 
 
 def job_claim(*, table, pk: int, worker_host: str) -> bool:
     """QUEUED -> RUNNING for exactly one worker, as a new attempt."""
     now = timezone.now()
-    return bool(table.objects.filter(pk=pk, status=ModelStatus.QUEUED).update(
-        status=ModelStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
+    return bool(table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
+        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
         started=Coalesce(F("started"), now), error="", resends=0,
     ))
 
 
 def job_heartbeat(*, table, pk: int, attempt: int) -> bool:
     """False when this attempt no longer owns the job: its worker stops."""
-    return bool(table.objects.filter(pk=pk, status=ModelStatus.RUNNING, attempts=attempt)
+    return bool(table.objects.filter(pk=pk, status=JobStatus.RUNNING, attempts=attempt)
                 .update(heartbeat=timezone.now()))
 
 
@@ -95,7 +95,7 @@ def job_record_epoch(*, table, pk: int, attempt: int, row, unique_fields: list[s
 
 
 def job_fail(*, table, pk: int, attempt: int, error: str, **fields) -> bool:
-    return job_move(table=table, pk=pk, target=ModelStatus.FAILED, attempt=attempt, error=error,
+    return job_move(table=table, pk=pk, target=JobStatus.FAILED, attempt=attempt, error=error,
                     finished=timezone.now(), **fields)
 
 
@@ -104,7 +104,7 @@ def job_release(*, table, pk: int, attempt: int, send: Callable) -> bool:
     as a lost attempt (the next claim is still a new attempt, so this one's writes are fenced);
     `send(pk)` sends its task again."""
     with transaction.atomic():
-        released = job_move(table=table, pk=pk, target=ModelStatus.QUEUED, attempt=attempt,
+        released = job_move(table=table, pk=pk, target=JobStatus.QUEUED, attempt=attempt,
                             releases=F("releases") + 1, error="", worker_host="")
         if released:
             send(pk)
@@ -113,7 +113,7 @@ def job_release(*, table, pk: int, attempt: int, send: Callable) -> bool:
 
 def job_cancel(*, table, pk: int) -> bool:
     """A user stops a queued or running job; a running worker stops at its next fenced write."""
-    return job_move(table=table, pk=pk, target=ModelStatus.CANCELLED, error="Cancelled by a user.",
+    return job_move(table=table, pk=pk, target=JobStatus.CANCELLED, error="Cancelled by a user.",
                     finished=timezone.now())
 
 
@@ -125,32 +125,32 @@ def jobs_reap(*, jobs, send: Callable, on_lost: Callable | None = None, now=None
     table = jobs.model
     stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     counts = {"requeued": 0, "failed": 0, "resent": 0}
-    for job in jobs.filter(status=ModelStatus.RUNNING, heartbeat__lt=stale_before):
+    for job in jobs.filter(status=JobStatus.RUNNING, heartbeat__lt=stale_before):
         try:
             with transaction.atomic():
-                still_lost = table.objects.filter(pk=job.pk, status=ModelStatus.RUNNING,
+                still_lost = table.objects.filter(pk=job.pk, status=JobStatus.RUNNING,
                                                   attempts=job.attempts, heartbeat__lt=stale_before)
                 if job.attempts - job.releases >= MAX_ATTEMPTS:
                     failed = still_lost.update(
-                        status=ModelStatus.FAILED, finished=now,
+                        status=JobStatus.FAILED, finished=now,
                         error=f"Lost {job.attempts} times: the worker {job.worker_host} stopped heartbeating. "
                               "Request it again to retry.")
                     counts["failed"] += failed
                     if failed and on_lost:
                         on_lost(job, False)
-                elif still_lost.update(status=ModelStatus.QUEUED):
+                elif still_lost.update(status=JobStatus.QUEUED):
                     send(job)
                     if on_lost:
                         on_lost(job, True)
                     counts["requeued"] += 1
         except Exception:
             log.exception("the reaper could not requeue %s %s; it tries again next time", table.__name__, job.pk)
-    for job in jobs.filter(status=ModelStatus.QUEUED):
+    for job in jobs.filter(status=JobStatus.QUEUED):
         if not resend_due(job.last_sent, job.resends, now):
             continue
         try:
             with transaction.atomic():
-                if table.objects.filter(pk=job.pk, status=ModelStatus.QUEUED, last_sent=job.last_sent
+                if table.objects.filter(pk=job.pk, status=JobStatus.QUEUED, last_sent=job.last_sent
                                         ).update(resends=F("resends") + 1):
                     send(job)
                     counts["resent"] += 1

@@ -25,7 +25,7 @@ from experiments.services.jobs import (
 from experiments.services.notifications import notify_model_lost, notify_model_ready
 from experiments.services.queueing import model_task_enqueue
 from experiments.signals import model_finished
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
 ENSEMBLE_QUEUE = "cpu"  # ensembles only predict and fit a few weights
@@ -80,7 +80,7 @@ def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epoch
     worker could not make (no TensorFlow there), queued as a conversion of its `.keras` file on a
     TensorFlow worker (services/conversions.py) in the same transaction."""
     with transaction.atomic():
-        done = job_move(table=TrainedModel, pk=model_pk, target=ModelStatus.COMPLETED, attempt=attempt,
+        done = job_move(table=TrainedModel, pk=model_pk, target=JobStatus.COMPLETED, attempt=attempt,
                         best_epoch=best_epoch, epochs=epochs, val_metrics=val_metrics, test_metrics=test_metrics,
                         signature=signature, versions=versions, duration_seconds=duration_seconds, report=report or {},
                         compute=compute or {}, environment=environment or {}, finished=timezone.now())
@@ -96,7 +96,7 @@ def model_complete(*, model_pk: int, attempt: int, best_epoch: int | None, epoch
                 conversion_request(model=TrainedModel(pk=model_pk), formats=pending_formats)
             notify_model_ready(model_pk=model_pk)
             # Recipe runs waiting on this retrain, or building this ensemble, move with it.
-            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=ModelStatus.COMPLETED)
+            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=JobStatus.COMPLETED)
     return done
 
 
@@ -104,7 +104,7 @@ def model_fail(*, model_pk: int, attempt: int, error: str) -> bool:
     with transaction.atomic():
         failed = job_fail(table=TrainedModel, pk=model_pk, attempt=attempt, error=error)
         if failed:
-            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=ModelStatus.FAILED, error=error)
+            model_finished.send(sender=TrainedModel, model_pk=model_pk, status=JobStatus.FAILED, error=error)
     return failed
 
 
@@ -129,7 +129,7 @@ def model_cancel(*, model: TrainedModel) -> None:
         raise ModelCancelError(f"The model is {model.get_status_display().lower()}; only a queued or running "
                                "model can be cancelled.")
     audit_record(verb="model.cancel", obj=model, team_id=model.team_id)
-    model_finished.send(sender=TrainedModel, model_pk=model.pk, status=ModelStatus.CANCELLED,
+    model_finished.send(sender=TrainedModel, model_pk=model.pk, status=JobStatus.CANCELLED,
                         error="Cancelled by a user.")
 
 
@@ -139,7 +139,7 @@ def models_reap(*, now=None) -> dict:
     def on_lost(model: TrainedModel, requeued: bool) -> None:
         notify_model_lost(model=model, requeued=requeued)
         if not requeued:  # failed for good: recipe runs waiting on it fail too
-            model_finished.send(sender=TrainedModel, model_pk=model.pk, status=ModelStatus.FAILED,
+            model_finished.send(sender=TrainedModel, model_pk=model.pk, status=JobStatus.FAILED,
                                 error=f"lost {model.attempts} times (its worker stopped heartbeating)")
 
     return jobs_reap(jobs=TrainedModel.objects.select_related("study"), send=lambda model: model_send(model=model),

@@ -33,7 +33,7 @@ from experiments.services.jobs import (
 )
 from experiments.services.model_runs import model_queue
 from experiments.services.queueing import prediction_task_enqueue
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 
 
 class PredictionRequestError(TuneboardError):
@@ -112,14 +112,14 @@ def prediction_heartbeat(*, prediction_pk: int, attempt: int) -> bool:
 def prediction_progress(*, prediction_pk: int, attempt: int, rows_done: int) -> bool:
     """Rows predicted so far (and a heartbeat); False when this attempt no longer owns the job
     (cancelled, or queued again): its worker stops at once."""
-    return bool(PredictionJob.objects.filter(pk=prediction_pk, status=ModelStatus.RUNNING, attempts=attempt)
+    return bool(PredictionJob.objects.filter(pk=prediction_pk, status=JobStatus.RUNNING, attempts=attempt)
                 .update(rows_done=rows_done, heartbeat=timezone.now()))
 
 
 def prediction_complete(*, prediction_pk: int, attempt: int, predictions_csv: Artifact, predictions_npz: Artifact,
                         preview: list[dict], duration_seconds: float, environment: dict | None = None) -> bool:
     """The predictions at once; False (and nothing written) when this attempt no longer owns the job."""
-    return job_move(table=PredictionJob, pk=prediction_pk, target=ModelStatus.COMPLETED, attempt=attempt,
+    return job_move(table=PredictionJob, pk=prediction_pk, target=JobStatus.COMPLETED, attempt=attempt,
                     predictions_csv=predictions_csv, predictions_npz=predictions_npz, preview=preview,
                     rows_done=F("rows"), duration_seconds=duration_seconds, environment=environment or {},
                     finished=timezone.now())

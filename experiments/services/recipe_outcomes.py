@@ -25,7 +25,7 @@ from experiments.presentation import figures
 from experiments.selectors.recipe_lists import ACTS_ONLY
 from experiments.selectors.teams import editor_problem
 from experiments.services.registry import RegistryError, registry_alias_set, registry_register
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 
 log = logging.getLogger(__name__)
 METRIC = "loss"
@@ -238,7 +238,7 @@ def recipe_run_finish(*, run: RecipeRun, status: str, error: str = "") -> None:
     """BUILDING -> COMPLETED (the comparison recorded, champion/challenger done) or FAILED with
     the ensemble's error. The caller holds the run's lock, inside the ensemble's finish."""
     run.finished = timezone.now()
-    if status != ModelStatus.COMPLETED:
+    if status != JobStatus.COMPLETED:
         run.status, run.error = RecipeRun.Status.FAILED, f"The ensemble {status}: {error or 'no reason recorded'}"
         run.save(update_fields=["status", "error", "finished"])
         return

@@ -33,11 +33,11 @@ from experiments.services.recipe_outcomes import (
     registered_twin,
 )
 from experiments.services.trained_models import MAX_MODEL_NAME, ModelRequestError, trained_models_request
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 
 log = logging.getLogger(__name__)
 Status = RecipeRun.Status
-UNFINISHED = (ModelStatus.QUEUED, ModelStatus.RUNNING)
+UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 class RecipeRunError(TuneboardError):
@@ -199,10 +199,10 @@ def recipe_runs_on_model_finished(*, model_pk: int, status: str, error: str = ""
         run = RecipeRun.objects.select_for_update().select_related("recipe__team").get(pk=run_id)
         if run.status != Status.WAITING:
             continue  # another finish moved it first
-        if status != ModelStatus.COMPLETED:
+        if status != JobStatus.COMPLETED:
             model = TrainedModel.objects.get(pk=model_pk)
             _fail(run, f"The retrain {model} {status}: {error or 'no reason recorded'}")
-        elif not run.waiting_on.exclude(status=ModelStatus.COMPLETED).exists():
+        elif not run.waiting_on.exclude(status=JobStatus.COMPLETED).exists():
             _build(run, run.recipe)
     for run in RecipeRun.objects.select_for_update().filter(ensemble_id=model_pk, status=Status.BUILDING):
         recipe_run_finish(run=run, status=status, error=error)

@@ -35,7 +35,7 @@ from experiments.services.jobs import (
 )
 from experiments.services.queueing import serving_export_task_enqueue
 from experiments.serving.layout import PlannedModel, PlannedVersion, layout_write
-from experiments.states import ModelStatus
+from experiments.states import JobStatus
 from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
 # Unzipping SavedModels needs no TensorFlow and no accelerator: the cpu queue, whose workers
@@ -53,7 +53,7 @@ def serving_export_send(*, export: ServingExport) -> None:
 def _queued(*, team: Team, reason: str, user) -> tuple[ServingExport, bool]:
     """The team's queued export, or a new one (True); one request at a time per team."""
     Team.objects.select_for_update().only("pk").get(pk=team.pk)
-    queued = ServingExport.objects.filter(team_id=team.pk, status=ModelStatus.QUEUED).first()
+    queued = ServingExport.objects.filter(team_id=team.pk, status=JobStatus.QUEUED).first()
     if queued is not None:
         return queued, False
     return ServingExport.objects.create(team_id=team.pk, reason=reason[:REASON_LENGTH], created_by=user), True
@@ -107,7 +107,7 @@ def serving_export_write(*, export: ServingExport, folder: Path | None = None, b
     writes older aliases over newer ones."""
 
     def still_current() -> bool:
-        return ServingExport.objects.filter(pk=export.pk, status=ModelStatus.RUNNING,
+        return ServingExport.objects.filter(pk=export.pk, status=JobStatus.RUNNING,
                                             attempts=export.attempts).exists()
 
     def plan() -> list[PlannedModel]:
@@ -121,7 +121,7 @@ def serving_export_write(*, export: ServingExport, folder: Path | None = None, b
 
 def serving_export_complete(*, export_pk: int, attempt: int, report: dict, duration_seconds: float,
                             environment: dict | None = None) -> bool:
-    return job_move(table=ServingExport, pk=export_pk, target=ModelStatus.COMPLETED, attempt=attempt, report=report,
+    return job_move(table=ServingExport, pk=export_pk, target=JobStatus.COMPLETED, attempt=attempt, report=report,
                     duration_seconds=duration_seconds, environment=environment or {}, finished=timezone.now())
 
 

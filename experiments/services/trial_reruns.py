@@ -24,7 +24,7 @@ from experiments.services.jobs import (
     jobs_reap,
 )
 from experiments.services.queueing import rerun_task_enqueue
-from experiments.states import MODEL_ACTIVE, ModelStatus
+from experiments.states import JOB_ACTIVE, JobStatus
 from experiments.tuning.reproducibility import trial_seed
 
 
@@ -46,7 +46,7 @@ def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:
     with transaction.atomic():
         trial = Trial.objects.select_for_update().select_related("study").get(pk=trial.pk)  # numbers without gaps
         reruns = TrialRerun.objects.filter(trial=trial)
-        if reruns.filter(status__in=MODEL_ACTIVE).exists():
+        if reruns.filter(status__in=JOB_ACTIVE).exists():
             raise RerunRequestError("A re-run of this trial is already queued or running; wait for it to finish.")
         number = (reruns.aggregate(n=Max("number"))["n"] or 0) + 1
         rerun = TrialRerun.objects.create(trial=trial, number=number, seed=trial_seed(trial), created_by=user)
@@ -78,7 +78,7 @@ def rerun_record_epoch(*, rerun_pk: int, attempt: int, execution: int, epoch: in
 def rerun_complete(*, rerun_pk: int, attempt: int, score: float, best_epoch: int | None, metrics: dict,
                    compute: dict, environment: dict, duration_seconds: float) -> bool:
     """The result, once; False (and nothing written) when this attempt no longer owns the re-run."""
-    return job_move(table=TrialRerun, pk=rerun_pk, target=ModelStatus.COMPLETED, attempt=attempt, score=score,
+    return job_move(table=TrialRerun, pk=rerun_pk, target=JobStatus.COMPLETED, attempt=attempt, score=score,
                     best_epoch=best_epoch, metrics=metrics, compute=compute, environment=environment,
                     duration_seconds=duration_seconds, finished=timezone.now())
 

@@ -1,6 +1,6 @@
 from django.shortcuts import render
 
-from experiments.selectors.queueing import fleet_rows
+from experiments.selectors.fleet import fleet_rows
 from experiments.views.access import team_required
 
 

@@ -21,7 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
-from experiments.states import ModelStatus, StudyStatus, TrialStatus
+from experiments.states import JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import TASK_QUEUES, task_queue
 
 BROKER_TIMEOUT_SECONDS = 1.0
@@ -193,7 +193,7 @@ class DatabaseCollector:
             model_counts = {(row["kind"], row["status"]): row["n"]
                             for row in TrainedModel.objects.values("kind", "status").annotate(n=Count("id"))}
             for kind in TrainedModel.Kind.values:
-                for state in ModelStatus.values:
+                for state in JobStatus.values:
                     models.add_metric([kind, state], model_counts.get((kind, state), 0))
 
             # Queued work per accelerator class: free trial slots of running studies plus
@@ -204,17 +204,17 @@ class DatabaseCollector:
                 busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
             for queue, backend, parallelism, busy in running.values_list("queue", "backend", "parallelism", "busy"):
                 depth[task_queue(queue, backend)] += max(0, parallelism - busy)
-            for queue, backend, n in (TrainedModel.objects.filter(status=ModelStatus.QUEUED)
+            for queue, backend, n in (TrainedModel.objects.filter(status=JobStatus.QUEUED)
                                       .values_list("study__queue", "study__backend").annotate(n=Count("id"))):
                 queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE
                 depth[queue] = depth.get(queue, 0) + n
-            for queue, backend, n in (TrialRerun.objects.filter(status=ModelStatus.QUEUED)
+            for queue, backend, n in (TrialRerun.objects.filter(status=JobStatus.QUEUED)
                                       .values_list("trial__study__queue", "trial__study__backend")
                                       .annotate(n=Count("id"))):
                 depth[task_queue(queue, backend)] += n
-            depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=ModelStatus.QUEUED).count()
-            depth[SERVING_EXPORT_QUEUE] += ServingExport.objects.filter(status=ModelStatus.QUEUED).count()
-            for queue, backend, n in (PredictionJob.objects.filter(status=ModelStatus.QUEUED)
+            depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=JobStatus.QUEUED).count()
+            depth[SERVING_EXPORT_QUEUE] += ServingExport.objects.filter(status=JobStatus.QUEUED).count()
+            for queue, backend, n in (PredictionJob.objects.filter(status=JobStatus.QUEUED)
                                       .values_list("model__study__queue", "model__study__backend")
                                       .annotate(n=Count("id"))):
                 queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from experiments.models import Trial, TrialRerun
-from experiments.selectors.queueing import queue_has_live_worker
+from experiments.selectors.fleet import queue_has_live_worker
 from experiments.selectors.trial_reruns import trial_reruns
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.tuning.reproducibility import inputs_changed_since

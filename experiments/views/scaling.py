@@ -47,7 +47,7 @@ from experiments.services.conversions import CONVERSION_QUEUE
 from experiments.services.model_runs import ENSEMBLE_QUEUE
 from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
 from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
-from experiments.states import DeliveryStatus, ModelStatus, StudyStatus, TrialStatus
+from experiments.states import DeliveryStatus, JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import JAX_SUFFIX, TASK_QUEUES, queue_backend
 
 TOKEN_ENV = "TUNEBOARD_SCALING_TOKEN"
@@ -61,7 +61,7 @@ def _authorized(request: HttpRequest) -> bool:
 
 def _by_status(table) -> dict:
     """Active jobs of a table whose tasks all go to one queue, by status."""
-    return dict(table.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+    return dict(table.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
                 .order_by().values_list("status").annotate(n=Count("id")))
 
 
@@ -78,7 +78,7 @@ def scaling_counts(queue: str) -> dict:
     )
     for study in studies:
         queued_trials += max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started))
-    models = TrainedModel.objects.filter(status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+    models = TrainedModel.objects.filter(status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
     models = models.filter(studies_here | Q(study__isnull=True)) if queue == ENSEMBLE_QUEUE \
         else models.filter(studies_here)
     by_status = dict(models.order_by().values_list("status").annotate(n=Count("id")))
@@ -86,11 +86,11 @@ def scaling_counts(queue: str) -> dict:
     predictions_here = Q(model__study__queue=accelerator, model__study__backend=backend)
     if queue == ENSEMBLE_QUEUE:
         predictions_here |= Q(model__study__isnull=True)
-    predictions = dict(PredictionJob.objects.filter(predictions_here, status__in=(ModelStatus.QUEUED,
-                                                                                  ModelStatus.RUNNING))
+    predictions = dict(PredictionJob.objects.filter(predictions_here, status__in=(JobStatus.QUEUED,
+                                                                                  JobStatus.RUNNING))
                        .order_by().values_list("status").annotate(n=Count("id")))
     reruns = dict(TrialRerun.objects.filter(trial__study__queue=accelerator, trial__study__backend=backend,
-                                            status__in=(ModelStatus.QUEUED, ModelStatus.RUNNING))
+                                            status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
                   .order_by().values_list("status").annotate(n=Count("id")))
     conversions = _by_status(ModelConversion) if queue == CONVERSION_QUEUE else {}
     exports = _by_status(ServingExport) if queue == SERVING_EXPORT_QUEUE else {}
@@ -98,16 +98,16 @@ def scaling_counts(queue: str) -> dict:
         "queue": queue,
         "queued_trials": queued_trials,
         "running_trials": running_trials,
-        "queued_models": by_status.get(ModelStatus.QUEUED, 0),
-        "running_models": by_status.get(ModelStatus.RUNNING, 0),
-        "queued_reruns": reruns.get(ModelStatus.QUEUED, 0),
-        "running_reruns": reruns.get(ModelStatus.RUNNING, 0),
-        "queued_conversions": conversions.get(ModelStatus.QUEUED, 0),
-        "running_conversions": conversions.get(ModelStatus.RUNNING, 0),
-        "queued_serving_exports": exports.get(ModelStatus.QUEUED, 0),
-        "running_serving_exports": exports.get(ModelStatus.RUNNING, 0),
-        "queued_predictions": predictions.get(ModelStatus.QUEUED, 0),
-        "running_predictions": predictions.get(ModelStatus.RUNNING, 0),
+        "queued_models": by_status.get(JobStatus.QUEUED, 0),
+        "running_models": by_status.get(JobStatus.RUNNING, 0),
+        "queued_reruns": reruns.get(JobStatus.QUEUED, 0),
+        "running_reruns": reruns.get(JobStatus.RUNNING, 0),
+        "queued_conversions": conversions.get(JobStatus.QUEUED, 0),
+        "running_conversions": conversions.get(JobStatus.RUNNING, 0),
+        "queued_serving_exports": exports.get(JobStatus.QUEUED, 0),
+        "running_serving_exports": exports.get(JobStatus.RUNNING, 0),
+        "queued_predictions": predictions.get(JobStatus.QUEUED, 0),
+        "running_predictions": predictions.get(JobStatus.RUNNING, 0),
     }
     counts["work"] = sum(v for k, v in counts.items() if k != "queue")
     counts["due_deliveries"] = NotificationDelivery.objects.filter(

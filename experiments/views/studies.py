@@ -10,7 +10,7 @@ from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import Study, Trial
 from experiments.presentation import figures
 from experiments.presentation.csv_export import csv_response
-from experiments.selectors.queueing import study_capacity
+from experiments.selectors.fleet import study_capacity
 from experiments.selectors.studies import study_chart_data as study_chart_data_for
 from experiments.selectors.studies import study_eta_seconds, study_progress, study_pruning_savings, team_studies
 from experiments.selectors.trained_models import study_models

@@ -12,7 +12,7 @@ import typer
 
 from tuneboard_client.api import (
     ENSEMBLE_METHODS,
-    MODEL_ACTIVE,
+    JOB_ACTIVE,
     MODEL_FORMATS,
     Client,
     TuneboardAPIError,
@@ -61,7 +61,7 @@ def _wait_all(ctx: typer.Context, client: Client, models: list[dict], as_json: b
 
 def _report_models(ctx: typer.Context, output: str | None, models: list[dict], waited: bool) -> None:
     _emit(ctx, output, models, lambda: _table(models, MODEL_COLUMNS))
-    failed = [m for m in models if waited and m.get("status") not in ("completed", *MODEL_ACTIVE)]
+    failed = [m for m in models if waited and m.get("status") not in ("completed", *JOB_ACTIVE)]
     for model in failed:
         typer.echo(f"Error: model {model.get('id')} {model.get('status')}: {model.get('error') or 'no reason given'}",
                    err=True)

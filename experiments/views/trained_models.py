@@ -10,7 +10,7 @@ from experiments.models import ModelConversion, ModelFile, TrainedModel, Trained
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
 from experiments.selectors.ensembles import ensemble_members
-from experiments.selectors.queueing import queue_has_live_worker
+from experiments.selectors.fleet import queue_has_live_worker
 from experiments.selectors.trained_models import (
     downloads_unavailable,
     model_conversion,
@@ -28,7 +28,7 @@ from experiments.services.trained_models import (
     model_file_download,
     trained_models_request,
 )
-from experiments.states import MODEL_ACTIVE
+from experiments.states import JOB_ACTIVE
 from experiments.views.access import (
     editor_required,
     get_model_for_user,
@@ -105,7 +105,7 @@ def model_live(request, model_id: int):
     """The part of the model page that htmx refreshes while the model trains."""
     context = _detail_context(get_model_for_user(request, model_id))
     # The page last saw the job in progress: swap in what its end makes possible (Register, Predict).
-    context["just_ended"] = not context["model"].is_active and request.GET.get("seen") in MODEL_ACTIVE
+    context["just_ended"] = not context["model"].is_active and request.GET.get("seen") in JOB_ACTIVE
     return render(request, "models/_live.html", context)
 
 
