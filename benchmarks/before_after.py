@@ -1,0 +1,99 @@
+"""The same benchmarks on two commits, same host, one window, interleaved rounds: does a
+restructuring slow the pages, the API or the orchestration down?
+
+    python -m benchmarks.before_after BEFORE [AFTER] [--rounds 3] [--out NAME]
+
+Each commit is checked out into a temporary git worktree and each benchmark runs there as its
+own process against its own database (so neither side sees the other's code or rows); the
+order alternates each round so drift in the machine's load hits both sides alike. Writes
+benchmarks/results/NAME.json (default before-after.json): per figure the rounds of each side,
+their medians and `change_pct` (after over before, + is slower for times)."""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.harness import RESULTS, ROOT
+
+# (module, arguments, the figures compared): times and query counts the restructure may change.
+BENCHMARKS = [
+    ("benchmarks.pages", [], ["study_page_p95_ms", "study_page_queries", "chart_data_p95_ms", "chart_data_queries",
+                              "leaderboard_p95_ms", "leaderboard_queries"]),
+    ("benchmarks.api", [], None),  # every time and query count it prints
+    ("benchmarks.orchestration", ["overhead", "pickup"], ["overhead_ms_per_trial", "overhead_vs_sleep_ms_per_trial",
+                                                          "pickup_ms_p95"]),
+]
+
+
+def _flatten(result: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in result.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _run(checkout: Path, module: str, args: list[str], side: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(checkout), "TUNEBOARD_BENCH_DATABASE": f"tuneboard_bench_{side}"}
+    done = subprocess.run([sys.executable, "-m", module, *args], cwd=checkout, env=env, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{module} failed on {side}:\n{done.stderr[-3000:]}")
+    return _flatten(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _worktree(commit: str, where: Path) -> Path:
+    subprocess.run(["git", "worktree", "add", "--detach", str(where), commit], cwd=ROOT, check=True,
+                   capture_output=True)
+    return where
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before")
+    parser.add_argument("after", nargs="?", default="HEAD")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default="before-after")
+    options = parser.parse_args()
+    commits = {side: subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True,
+                                    text=True).stdout.strip()
+               for side, ref in (("before", options.before), ("after", options.after))}
+    rounds: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        checkouts = {side: _worktree(commit, Path(tmp) / side) for side, commit in commits.items()}
+        try:
+            for number in range(options.rounds):
+                order = ("before", "after") if number % 2 == 0 else ("after", "before")
+                for module, args, keys in BENCHMARKS:
+                    for side in order:
+                        figures = _run(checkouts[side], module, args, side)
+                        for key in keys or [k for k in figures if ("_ms" in k or "queries" in k)
+                                                               and not k.startswith("targets.")]:
+                            if key in figures:
+                                rounds.setdefault(f"{module.split('.')[-1]}.{key}", {"before": [], "after": []}
+                                                  )[side].append(figures[key])
+                        print(f"round {number + 1} {module} {side} done", file=sys.stderr)
+        finally:
+            for where in checkouts.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=ROOT, check=False)
+    figures = {}
+    for key, sides in rounds.items():
+        before, after = statistics.median(sides["before"]), statistics.median(sides["after"])
+        figures[key] = {**sides, "before_median": before, "after_median": after,
+                        "change_pct": round(100 * (after - before) / before, 1) if before else None}
+    result = {"before": commits["before"], "after": commits["after"], "rounds": options.rounds,
+              "cores": os.cpu_count(), "load_average_at_end": os.getloadavg()[0], "figures": figures}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{options.out}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
