@@ -145,11 +145,6 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
 )}
 
 
-def job_kind_of(table) -> JobKind:
-    """The kind whose rows live in `table` (a Job subclass)."""
-    return next(kind for kind in JOB_KINDS.values() if kind.table is table)
-
-
 def _unsent(kind: JobKind, pk: int):
     """What a send the broker refused undoes: the job counts as never sent (the reaper's next
     pass sends it) and the attempt is not a resend that went unanswered (no backoff)."""

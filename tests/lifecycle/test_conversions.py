@@ -204,18 +204,6 @@ def test_a_failed_conversion_keeps_its_reason_and_the_model_its_keras_file(conve
     assert list(model.files.values_list("format", flat=True)) == ["keras"]
 
 
-def test_a_conversion_released_by_a_stopping_worker_is_requeued_without_penalty(conversion,
-                                                                                django_capture_on_commit_callbacks):
-    old = claim(conversion, "a").attempts
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        assert jobs.job_release(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=old)
-    assert len(sent) == 1
-    row = ModelConversion.objects.get(pk=conversion.pk)
-    assert (row.status, row.releases, row.worker_host) == (ModelConversion.Status.QUEUED, 1, "")
-    assert not jobs.job_release(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=old)
-    assert claim(conversion, "b").attempts == old + 1
-
-
 def test_deleting_the_model_deletes_its_conversion_and_refuses_the_workers_completion(conversion):
     attempt = claim(conversion).attempts
     ModelFile.objects.filter(model=conversion.model).delete()

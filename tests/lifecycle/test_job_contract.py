@@ -130,6 +130,7 @@ def test_a_job_handed_back_on_stop_loses_no_attempt_and_is_sent_again(kind, row,
     assert after.attempts - after.releases == old - 1  # the released attempt is not counted as lost
     assert [(task, args) for task, args, _queue in sent] == [(kind.task, [row.pk])]
     assert not jobs.job_release(kind=kind, pk=row.pk, attempt=old)  # only the owner releases, once
+    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="b").attempts == old + 1
 
 
 def test_a_lost_job_is_retried_then_failed_with_the_reason(kind, row):

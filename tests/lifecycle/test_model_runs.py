@@ -84,15 +84,6 @@ def test_a_completed_model_cannot_be_cancelled(model):
     assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED
 
 
-def test_a_model_lost_on_its_last_attempt_fails_with_the_reason(model):
-    for _ in range(jobs.MAX_ATTEMPTS):
-        assert claim(model)
-        lose(model)
-        jobs.jobs_reap(kind=JOB_KINDS["models"])
-    row = TrainedModel.objects.get(pk=model.pk)
-    assert row.status == TrainedModel.Status.FAILED and f"Lost {jobs.MAX_ATTEMPTS} times" in row.error
-
-
 def test_a_model_released_by_a_stopping_worker_is_requeued_without_penalty(model, django_capture_on_commit_callbacks):
     old = claim(model, "a").attempts
     with django_capture_on_commit_callbacks(execute=False) as sent:

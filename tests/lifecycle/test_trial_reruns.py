@@ -121,16 +121,6 @@ def test_a_rerun_lost_twice_fails_with_the_reason_and_an_unsent_one_is_sent_agai
     assert rerun.status == TrialRerun.Status.FAILED and rerun.error.startswith("Lost 2 times: the worker a")
 
 
-def test_a_failed_rerun_keeps_its_reason_and_environment(trial, alice):
-    rerun = trial_rerun_request(trial=trial, user=alice)
-    attempt = claim(rerun).attempts
-    assert jobs.job_fail(kind=JOB_KINDS["reruns"], pk=rerun.pk, attempt=attempt, error="Training failed: boom",
-                                   environment={"host": "a"})
-    rerun.refresh_from_db()
-    assert (rerun.status, rerun.error, rerun.environment) == (TrialRerun.Status.FAILED, "Training failed: boom",
-                                                              {"host": "a"})
-
-
 @pytest.mark.parametrize("status", ["completed", "failed"])
 def test_a_finished_trial_keeps_the_environment_its_worker_recorded(make_study, status):
     study = studies.study_start(study=make_study(parallelism=1))
