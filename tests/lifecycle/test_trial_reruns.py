@@ -132,3 +132,18 @@ def test_a_finished_trial_keeps_the_environment_its_worker_recorded(make_study, 
                       environment=environment)
     trial_runs.finish_trial(trial_pk=claimed.pk, outcome=outcome, oracles=ORACLES)
     assert Trial.objects.get(pk=claimed.pk).environment == environment
+
+
+def test_a_rerun_stops_at_the_next_epoch_end_once_its_worker_is_stopping(trial, alice):
+    from workers.host import shutdown
+    from workers.jobs.reruns import _FencedReporter
+
+    rerun = trial_rerun_request(trial=trial, user=alice)
+    reporter = _FencedReporter(rerun.pk, claim(rerun).attempts)
+    assert reporter.epoch_end(0, 0, {"loss": 1.0})  # owned, not stopping: it trains on
+    shutdown.request_stop()
+    try:
+        assert not reporter.epoch_end(0, 1, {"loss": 0.9})  # recorded, then it stops and the runner hands it back
+    finally:
+        shutdown._FLAG[0] = 0
+    assert TrialRerunEpoch.objects.filter(rerun=rerun).count() == 2
