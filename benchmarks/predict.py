@@ -83,14 +83,15 @@ def measure() -> dict:
     import keras
 
     from experiments.datasets.inputs import ModelInputs
-    from experiments.services.predictions import prediction_claim, prediction_progress, prediction_request
+    from experiments.services.jobs import JOB_KINDS, job_claim
+    from experiments.services.predictions import prediction_progress, prediction_request
     from workers.jobs.predictions import STEP_ROWS, STEPS_PER_CHUNK, _load, predict_batch, predict_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         team, user, row, x, path = _saved_model_row(Path(tmp))
         model = _load(keras, path)
         job = prediction_request(team=team, user=user, model=row, inputs=ModelInputs(x=x[:10]))
-        claimed = prediction_claim(prediction_pk=job.pk, worker_host="bench")
+        claimed = job_claim(kind=JOB_KINDS["predictions"], pk=job.pk, worker_host="bench")
 
         def progress(done: int) -> bool:
             return prediction_progress(prediction_pk=job.pk, attempt=claimed.attempts, rows_done=done)

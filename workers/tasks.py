@@ -12,6 +12,8 @@ from celery.signals import (
 )
 
 from experiments.services.connections import DATABASE_UNAVAILABLE
+from experiments.services.jobs import JOB_KINDS
+from experiments.services.queueing import RUN_TRIAL_TASK
 
 # Imported here, in the main process before the pool forks, so the children share its flag.
 from workers.host.shutdown import request_stop, stop_at_epoch_end_on_sigterm, stop_requested
@@ -83,7 +85,7 @@ def _hand_over_if_stopping(task) -> None:
         raise task.retry(countdown=0, max_retries=None)
 
 
-@shared_task(name="workers.tasks.run_trial", **JOB_TASK)
+@shared_task(name=RUN_TRIAL_TASK, **JOB_TASK)
 def run_trial(self, study_id: int) -> str:
     _hand_over_if_stopping(self)
     from workers.jobs.trials import run_next_trial
@@ -93,50 +95,48 @@ def run_trial(self, study_id: int) -> str:
                               worker_name=self.request.hostname or "")
 
 
-@shared_task(name="workers.tasks.train_model", **JOB_TASK)
+def _run_job(task, run, **ids) -> str:
+    """What every job kind's task does: hand a message back if the worker is stopping, else run
+    the kind's job (workers/jobs/runner.py), stopping at its next step or epoch end on SIGTERM."""
+    _hand_over_if_stopping(task)
+    with stop_at_epoch_end_on_sigterm():
+        return run(**ids)
+
+
+# One task per job kind, named by its row of JOB_KINDS (the only place the names are written).
+@shared_task(name=JOB_KINDS["models"].task, **JOB_TASK)
 def train_model(self, model_pk: int) -> str:
-    _hand_over_if_stopping(self)
     from workers.jobs.trained_models import make_trained_model
 
-    with stop_at_epoch_end_on_sigterm():
-        return make_trained_model(model_pk=model_pk)
+    return _run_job(self, make_trained_model, model_pk=model_pk)
 
 
-@shared_task(
-    name="workers.tasks.rerun_trial",
-    autoretry_for=DATABASE_UNAVAILABLE,
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=None,
-)
-def rerun_trial(rerun_pk: int) -> str:
+@shared_task(name=JOB_KINDS["reruns"].task, **JOB_TASK)
+def rerun_trial(self, rerun_pk: int) -> str:
     from workers.jobs.reruns import rerun_trial as run
 
-    return run(rerun_pk=rerun_pk)
+    return _run_job(self, run, rerun_pk=rerun_pk)
 
 
-@shared_task(name="workers.tasks.convert_model", **JOB_TASK)
+@shared_task(name=JOB_KINDS["conversions"].task, **JOB_TASK)
 def convert_model(self, conversion_pk: int) -> str:
-    _hand_over_if_stopping(self)
     from workers.jobs.conversions import convert_model as run
 
-    return run(conversion_pk=conversion_pk)
+    return _run_job(self, run, conversion_pk=conversion_pk)
 
 
-@shared_task(name="workers.tasks.export_serving", **JOB_TASK)
+@shared_task(name=JOB_KINDS["serving_exports"].task, **JOB_TASK)
 def export_serving(self, export_pk: int) -> str:
-    _hand_over_if_stopping(self)
     from workers.jobs.serving_exports import export_serving as run
 
-    return run(export_pk=export_pk)
+    return _run_job(self, run, export_pk=export_pk)
 
 
-@shared_task(name="workers.tasks.predict_batch", **JOB_TASK)
+@shared_task(name=JOB_KINDS["predictions"].task, **JOB_TASK)
 def predict_batch(self, prediction_pk: int) -> str:
-    _hand_over_if_stopping(self)
     from workers.jobs.predictions import predict_batch as run
 
-    return run(prediction_pk=prediction_pk)
+    return _run_job(self, run, prediction_pk=prediction_pk)
 
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)

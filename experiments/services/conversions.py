@@ -14,33 +14,13 @@ from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
 from experiments.services.artifacts import artifacts_delete
-from experiments.services.jobs import (
-    job_claim,
-    job_fail,
-    job_heartbeat,
-    job_move,
-    job_release,
-    job_sent,
-    job_unsent,
-    jobs_reap,
-)
-from experiments.services.queueing import conversion_task_enqueue
+from experiments.services.jobs import CONVERSION_QUEUE, JOB_KINDS, job_move, job_send
 from experiments.states import JOB_ACTIVE, JobStatus
-from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
-# TensorFlow's workers serve the accelerator queues under their own names (compute_options),
-# and converting is light: the CPU queue.
-CONVERSION_QUEUE = task_queue("cpu", DEFAULT_BACKEND)
+__all__ = ["CONVERSION_QUEUE", "conversion_complete", "conversion_request"]
 # What a conversion may make: every format but the `.keras` file it starts from.
 CONVERTIBLE_FORMATS = tuple(fmt for fmt in ModelFile.Format.values if fmt != ModelFile.Format.KERAS)
 NO_FILE_REASON = "The TensorFlow worker that converted the .keras file made no file in this format."
-
-
-def conversion_send(*, conversion: ModelConversion) -> None:
-    """Send the conversion's task on the cpu queue once the transaction commits, and note when."""
-    job_sent(table=ModelConversion, pk=conversion.pk)
-    conversion_task_enqueue(conversion_pk=conversion.pk, queue=CONVERSION_QUEUE,
-                            unsent=job_unsent(ModelConversion, conversion.pk))
 
 
 def conversion_request(*, model: TrainedModel, formats) -> ModelConversion:
@@ -56,24 +36,8 @@ def conversion_request(*, model: TrainedModel, formats) -> ModelConversion:
         if active is not None:
             return active
         conversion = ModelConversion.objects.create(model_id=model.pk, formats=wanted)
-        conversion_send(conversion=conversion)
+        job_send(kind=JOB_KINDS["conversions"], row=conversion)
     return conversion
-
-
-def conversion_claim(*, conversion_pk: int, worker_host: str) -> ModelConversion | None:
-    """QUEUED -> RUNNING for exactly one worker; the returned row's `attempts` is the fence. It
-    carries what the worker needs: `model` (name, version, team) and `keras_artifact`, the
-    model's `.keras` file (None when the model has none)."""
-    if not job_claim(table=ModelConversion, pk=conversion_pk, worker_host=worker_host):
-        return None
-    row = ModelConversion.objects.select_related("model__team").get(pk=conversion_pk)
-    file = row.model.files.filter(format=ModelFile.Format.KERAS).select_related("artifact").first()
-    row.keras_artifact = None if file is None else file.artifact
-    return row
-
-
-def conversion_heartbeat(*, conversion_pk: int, attempt: int) -> bool:
-    return job_heartbeat(table=ModelConversion, pk=conversion_pk, attempt=attempt)
 
 
 def _merged_signature(current: dict, made: dict, *, formats: list[str], files: set[str],
@@ -108,7 +72,7 @@ def conversion_complete(*, conversion_pk: int, attempt: int, files: dict[str, Ar
         missing = [fmt for fmt in row.formats if fmt not in stored and fmt not in present and fmt not in unavailable]
         unavailable = {**{fmt: why for fmt, why in unavailable.items() if fmt in row.formats},
                        **dict.fromkeys(missing, NO_FILE_REASON)}
-        if not job_move(table=ModelConversion, pk=conversion_pk, target=JobStatus.COMPLETED, attempt=attempt,
+        if not job_move(kind=JOB_KINDS["conversions"], pk=conversion_pk, target=JobStatus.COMPLETED, attempt=attempt,
                         unavailable=unavailable, duration_seconds=duration_seconds, environment=environment or {},
                         finished=timezone.now()):
             return False
@@ -121,23 +85,3 @@ def conversion_complete(*, conversion_pk: int, attempt: int, files: dict[str, Ar
         if unused:
             transaction.on_commit(lambda: artifacts_delete(artifacts=unused))
     return True
-
-
-def conversion_fail(*, conversion_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
-    return job_fail(table=ModelConversion, pk=conversion_pk, attempt=attempt, error=error,
-                    environment=environment or {})
-
-
-def _send_by_pk(conversion_pk: int) -> None:
-    conversion_send(conversion=ModelConversion.objects.get(pk=conversion_pk))
-
-
-def conversion_release(*, conversion_pk: int, attempt: int) -> bool:
-    """Its worker is shutting down: queued again at once, not counted as lost (services/jobs.py)."""
-    return job_release(table=ModelConversion, pk=conversion_pk, attempt=attempt, send=_send_by_pk)
-
-
-def conversions_reap(*, now=None) -> dict:
-    """Lost conversions queued again (failed after the last attempt), unsent ones sent again."""
-    return jobs_reap(jobs=ModelConversion.objects.all(),
-                     send=lambda conversion: conversion_send(conversion=conversion), now=now)

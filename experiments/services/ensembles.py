@@ -5,7 +5,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from experiments.models import Dataset, EnsembleMember, Team, TrainedModel, Trial
-from experiments.services.model_runs import model_send
+from experiments.services.jobs import JOB_KINDS, job_send
 from experiments.services.trained_models import (
     MAX_MODEL_NAME,
     ModelRequestError,
@@ -98,6 +98,6 @@ def ensemble_create(*, team: Team, user, members: list, method: str, rounds: int
                            trial=m if isinstance(m, Trial) else None)
             for i, m in enumerate(members)
         ])
-        model_send(model=ensemble)
+        job_send(kind=JOB_KINDS["models"], row=ensemble)
     return ensemble
 

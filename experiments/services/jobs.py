@@ -1,7 +1,7 @@
-"""The job lifecycle: the moves every job a worker claims besides trials shares — trained models
-(retrains, promotions, ensembles; services/model_runs.py), trial re-runs
-(services/trial_reruns.py) and conversions (services/conversions.py), all rows of an
-`experiments.models.jobs.Job` table.
+"""The job-kind table and the lifecycle every job a worker claims besides trials shares: one
+`JobKind` row per kind (its table, its task name, how its queue is found, what a claim hands the
+worker, what a loss tells), so the reaper, the probes, the scaling endpoint, the queueing and
+the worker's runner (workers/jobs/runner.py) iterate one table instead of listing kinds by hand.
 
 A request saves one QUEUED row and sends its task once the transaction commits. A worker claims
 the row with a conditional update (a duplicated delivery finds nothing to claim); each claim is
@@ -11,12 +11,14 @@ and it stops. States and their moves: `experiments/states.py`.
 
 The reaper re-sends QUEUED jobs whose task never reached a worker (a Redis restart, the broker
 down at request time), with a back-off while nobody picks them up, and queues RUNNING jobs whose
-worker stopped heartbeating again, once, before failing them with the reason. Every function
-takes the job's table (`table`, a Job subclass) or a queryset of it; what differs per kind of
-job (its queue, what a claim loads, whom a loss is told) is passed in by its own module."""
+worker stopped heartbeating again, once, before failing them with the reason. Every move takes
+the kind's row (`kind`, from JOB_KINDS); what only one kind does at completion (files, members,
+signatures) stays in its own module (model_runs, trial_reruns, conversions, serving_exports,
+predictions)."""
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,104 +27,221 @@ from django.db.models import F
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from experiments.models import (
+    ModelConversion,
+    ModelFile,
+    PredictionJob,
+    ServingExport,
+    TrainedModel,
+    TrainedModelEpoch,
+    TrialRerun,
+    TrialRerunEpoch,
+)
+from experiments.models.jobs import Job
+from experiments.selectors.serving_exports import serving_base_path, serving_folder, serving_plan
+from experiments.services.notifications import notify_model_lost
+from experiments.services.queueing import job_task_enqueue
+from experiments.services.resends import MAX_RESEND_DOUBLINGS, resend_due  # noqa: F401  (re-exported)
+from experiments.signals import model_finished
 from experiments.states import JOB_MOVES, JobStatus, sources
+from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
 log = logging.getLogger(__name__)
 # A job whose worker died is queued again this many times before it is FAILED.
 MAX_ATTEMPTS = 2
-# The wait before a re-send doubles with each unanswered one, up to 2**this times.
-MAX_RESEND_DOUBLINGS = 5
+# Ensembles only predict and fit a few weights.
+ENSEMBLE_QUEUE = "cpu"
+# Converting (SavedModel, TFLite from a .keras file) is light and needs TensorFlow, whose workers
+# serve the accelerator queues under their own names (compute_options): the CPU queue.
+CONVERSION_QUEUE = task_queue("cpu", DEFAULT_BACKEND)
+# Unzipping SavedModels needs no TensorFlow and no accelerator: the cpu queue, whose workers
+# mount the serving volume (docker-compose.yml, deploy/kubernetes/overlays/serving).
+SERVING_EXPORT_QUEUE = task_queue("cpu", DEFAULT_BACKEND)
 
 
-def resend_due(last_sent, resends: int, now) -> bool:
-    """True when a message sent at `last_sent` and still not picked up counts as lost. The wait
-    doubles with each unanswered resend (capped), so a queue nobody serves does not fill up.
-    Used for job tasks, study wake-ups and webhook deliveries alike."""
-    wait = settings.RESEND_AFTER_SECONDS * 2 ** min(resends, MAX_RESEND_DOUBLINGS)
-    return last_sent is None or last_sent < now - timedelta(seconds=wait)
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of job: everything the shared moves, the reaper, the probes and the worker's
+    runner need to know about it. `task` is the only place its Celery task name is written."""
+
+    name: str  # its key in JOB_KINDS, the reaper's counts and the scaling endpoint's fields
+    label: str  # how a person names one row ("conversion 7")
+    table: type[Job]
+    task: str
+    queue_of: Callable[[Job], str]  # a row's queue (the row loaded with send_related)
+    # Where its queue comes from, for counting by queue: the path from a row to the study it
+    # follows (None: none), and the queue of rows that follow no study.
+    study: str | None = None
+    queue: str | None = None
+    send_related: tuple[str, ...] = ()
+    claim_related: tuple[str, ...] = ()
+    reset: Callable[[int], None] | None = None  # in the claim's transaction: an earlier attempt's output goes
+    prepare: Callable[[Job], Job] | None = None  # what a claim adds to the row the worker gets
+    on_lost: Callable[[Job, bool], None] | None = None  # (row, requeued) once the reaper moved it
+    on_fail: Callable[[int, str], None] | None = None  # (pk, error) in the transaction that failed it
 
 
-def job_sent(*, table, pk: int) -> None:
-    """Note when the job's task was sent (the reaper re-sends it if nobody claims it)."""
-    table.objects.filter(pk=pk).update(last_sent=timezone.now())
+def model_queue(model: TrainedModel) -> str:
+    """Single models train where their study ran; ensembles (no study) on the CPU queue, of JAX
+    workers when every member comes from a JAX study (so a fleet without TensorFlow builds them)."""
+    if model.study_id:
+        return model.study.task_queue
+    members = model.members.select_related("model__study", "trial__study")
+    backends = {(member.trial.study if member.trial_id else member.model.study).backend
+                if member.trial_id or member.model.study_id else DEFAULT_BACKEND for member in members}
+    return task_queue(ENSEMBLE_QUEUE, backends.pop()) if len(backends) == 1 else ENSEMBLE_QUEUE
 
 
-def job_unsent(table, pk: int):
+def _with_keras_file(row):
+    """`keras_artifact`: the model's `.keras` file, or None when it has none."""
+    file = row.model.files.filter(format=ModelFile.Format.KERAS).select_related("artifact").first()
+    row.keras_artifact = None if file is None else file.artifact
+    return row
+
+
+def _with_plan(export: ServingExport) -> ServingExport:
+    """`plan` (serving_plan as it stands now; serving_export_write reads it again once the folder
+    is locked), `folder` and `base_path`."""
+    export.plan = serving_plan(team=export.team)
+    export.folder = serving_folder(team=export.team)
+    export.base_path = serving_base_path(team=export.team)
+    return export
+
+
+def _model_lost(model: TrainedModel, requeued: bool) -> None:
+    notify_model_lost(model=model, requeued=requeued)
+    if not requeued:  # failed for good: recipe runs waiting on it fail too
+        model_finished.send(sender=TrainedModel, model_pk=model.pk, status=JobStatus.FAILED,
+                            error=f"lost {model.attempts} times (its worker stopped heartbeating)")
+
+
+def _model_failed(pk: int, error: str) -> None:
+    model_finished.send(sender=TrainedModel, model_pk=pk, status=JobStatus.FAILED, error=error)
+
+
+# In the order the reaper's counts and the scaling endpoint's fields list them.
+JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
+    JobKind(name="models", label="model", table=TrainedModel, task="workers.tasks.train_model",
+            queue_of=model_queue, study="study", queue=ENSEMBLE_QUEUE, send_related=("study",),
+            claim_related=("study", "trial__checkpoint", "dataset__arrays", "dataset__upload", "team"),
+            reset=lambda pk: TrainedModelEpoch.objects.filter(model_id=pk).delete(),
+            on_lost=_model_lost, on_fail=_model_failed),
+    JobKind(name="reruns", label="re-run", table=TrialRerun, task="workers.tasks.rerun_trial",
+            queue_of=lambda rerun: rerun.trial.study.task_queue, study="trial__study",
+            send_related=("trial__study",),
+            claim_related=("trial__study__dataset__arrays", "trial__study__dataset__upload", "trial__study__team"),
+            reset=lambda pk: TrialRerunEpoch.objects.filter(rerun_id=pk).delete()),
+    JobKind(name="conversions", label="conversion", table=ModelConversion, task="workers.tasks.convert_model",
+            queue_of=lambda _row: CONVERSION_QUEUE, queue=CONVERSION_QUEUE,
+            claim_related=("model__team",), prepare=_with_keras_file),
+    JobKind(name="serving_exports", label="serving export", table=ServingExport,
+            task="workers.tasks.export_serving", queue_of=lambda _row: SERVING_EXPORT_QUEUE,
+            queue=SERVING_EXPORT_QUEUE, claim_related=("team",), prepare=_with_plan),
+    # A prediction runs where its model trained.
+    JobKind(name="predictions", label="prediction", table=PredictionJob, task="workers.tasks.predict_batch",
+            queue_of=lambda job: model_queue(job.model), study="model__study", queue=ENSEMBLE_QUEUE,
+            send_related=("model",), claim_related=("model__dataset", "model__team", "inputs"),
+            reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file),
+)}
+
+
+def _unsent(kind: JobKind, pk: int):
     """What a send the broker refused undoes: the job counts as never sent (the reaper's next
     pass sends it) and the attempt is not a resend that went unanswered (no backoff)."""
 
     def unsent(_count: int) -> None:
-        table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
+        kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
             last_sent=None, resends=Greatest(F("resends") - 1, 0))
 
     return unsent
 
 
-def job_move(*, table, pk: int, target: str, attempt: int | None = None, **fields) -> bool:
+def job_send(*, kind: JobKind, row: Job) -> None:
+    """Send the job's task on its queue once the transaction commits, and note when (the reaper
+    re-sends it if nobody claims it). `row` loaded with the kind's send_related."""
+    kind.table.objects.filter(pk=row.pk).update(last_sent=timezone.now())
+    job_task_enqueue(kind=kind, pk=row.pk, queue=kind.queue_of(row), unsent=_unsent(kind, row.pk))
+
+
+def job_move(*, kind: JobKind, pk: int, target: str, attempt: int | None = None, **fields) -> bool:
     """One conditional UPDATE from any state that may reach `target` (and, with `attempt`,
     only while that attempt still owns the row)."""
-    rows = table.objects.filter(pk=pk, status__in=sources(JOB_MOVES, target))
+    rows = kind.table.objects.filter(pk=pk, status__in=sources(JOB_MOVES, target))
     if attempt is not None:
         rows = rows.filter(status=JobStatus.RUNNING, attempts=attempt)
     return bool(rows.update(status=target, **fields))
 
 
-def job_claim(*, table, pk: int, worker_host: str) -> bool:
-    """QUEUED -> RUNNING for exactly one worker, as a new attempt."""
+def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
+    """QUEUED -> RUNNING for exactly one worker, as a new attempt; None when someone else has it
+    (or it is not queued). The returned row's `attempts` is the fence every later write passes,
+    and it carries what the worker needs (the kind's claim_related and prepare)."""
     now = timezone.now()
-    return bool(table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
-        started=Coalesce(F("started"), now), error="", resends=0,
-    ))
+    with transaction.atomic():
+        if not kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
+                status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
+                started=Coalesce(F("started"), now), error="", resends=0):
+            return None
+        if kind.reset is not None:
+            kind.reset(pk)
+    row = kind.table.objects.select_related(*kind.claim_related).get(pk=pk)
+    return kind.prepare(row) if kind.prepare is not None else row
 
 
-def job_heartbeat(*, table, pk: int, attempt: int) -> bool:
+def job_heartbeat(*, kind: JobKind, pk: int, attempt: int) -> bool:
     """False when this attempt no longer owns the job: its worker stops."""
-    return bool(table.objects.filter(pk=pk, status=JobStatus.RUNNING, attempts=attempt)
+    return bool(kind.table.objects.filter(pk=pk, status=JobStatus.RUNNING, attempts=attempt)
                 .update(heartbeat=timezone.now()))
 
 
-def job_record_epoch(*, table, pk: int, attempt: int, row, unique_fields: list[str]) -> bool:
+def job_record_epoch(*, kind: JobKind, pk: int, attempt: int, row, unique_fields: list[str]) -> bool:
     """Store `row` (an epoch of the job, unsaved; a re-reported epoch replaces the earlier one,
     `unique_fields` say which) and bump the heartbeat; False when this attempt no longer owns
     the job (stop)."""
     with transaction.atomic():
-        if not job_heartbeat(table=table, pk=pk, attempt=attempt):
+        if not job_heartbeat(kind=kind, pk=pk, attempt=attempt):
             return False
         type(row).objects.bulk_create([row], update_conflicts=True, unique_fields=unique_fields,
                                       update_fields=["metrics"])
     return True
 
 
-def job_fail(*, table, pk: int, attempt: int, error: str, **fields) -> bool:
-    return job_move(table=table, pk=pk, target=JobStatus.FAILED, attempt=attempt, error=error,
-                    finished=timezone.now(), **fields)
-
-
-def job_release(*, table, pk: int, attempt: int, send: Callable) -> bool:
-    """Its worker is shutting down: the job goes back to the queue at once, without counting
-    as a lost attempt (the next claim is still a new attempt, so this one's writes are fenced);
-    `send(pk)` sends its task again."""
+def job_fail(*, kind: JobKind, pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
+    """FAILED with the reason a person reads; False when this attempt no longer owns the job."""
+    fields = {} if environment is None else {"environment": environment}
     with transaction.atomic():
-        released = job_move(table=table, pk=pk, target=JobStatus.QUEUED, attempt=attempt,
+        failed = job_move(kind=kind, pk=pk, target=JobStatus.FAILED, attempt=attempt, error=error,
+                          finished=timezone.now(), **fields)
+        if failed and kind.on_fail is not None:
+            kind.on_fail(pk, error)
+    return failed
+
+
+def job_release(*, kind: JobKind, pk: int, attempt: int) -> bool:
+    """Its worker is shutting down: the job goes back to the queue at once, without counting
+    as a lost attempt (the next claim is still a new attempt, so this one's writes are fenced),
+    and its task is sent again."""
+    with transaction.atomic():
+        released = job_move(kind=kind, pk=pk, target=JobStatus.QUEUED, attempt=attempt,
                             releases=F("releases") + 1, error="", worker_host="")
         if released:
-            send(pk)
+            job_send(kind=kind, row=kind.table.objects.select_related(*kind.send_related).get(pk=pk))
     return released
 
 
-def job_cancel(*, table, pk: int) -> bool:
+def job_cancel(*, kind: JobKind, pk: int) -> bool:
     """A user stops a queued or running job; a running worker stops at its next fenced write."""
-    return job_move(table=table, pk=pk, target=JobStatus.CANCELLED, error="Cancelled by a user.",
+    return job_move(kind=kind, pk=pk, target=JobStatus.CANCELLED, error="Cancelled by a user.",
                     finished=timezone.now())
 
 
-def jobs_reap(*, jobs, send: Callable, on_lost: Callable | None = None, now=None) -> dict:
-    """Lost RUNNING jobs are queued again (or failed after MAX_ATTEMPTS); QUEUED jobs whose task
-    was sent long ago and never claimed are sent again. Each row on its own. `jobs` is the
-    table's queryset (with what `send(row)` and `on_lost(row, requeued)` read)."""
+def jobs_reap(*, kind: JobKind, now=None) -> dict:
+    """Lost RUNNING jobs are queued again (or failed after MAX_ATTEMPTS, the kind's on_lost told
+    either way); QUEUED jobs whose task was sent long ago and never claimed are sent again. Each
+    row on its own."""
     now = now or timezone.now()
-    table = jobs.model
+    table = kind.table
+    jobs = table.objects.select_related(*kind.send_related)
     stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     counts = {"requeued": 0, "failed": 0, "resent": 0}
     for job in jobs.filter(status=JobStatus.RUNNING, heartbeat__lt=stale_before):
@@ -136,12 +255,12 @@ def jobs_reap(*, jobs, send: Callable, on_lost: Callable | None = None, now=None
                         error=f"Lost {job.attempts} times: the worker {job.worker_host} stopped heartbeating. "
                               "Request it again to retry.")
                     counts["failed"] += failed
-                    if failed and on_lost:
-                        on_lost(job, False)
+                    if failed and kind.on_lost:
+                        kind.on_lost(job, False)
                 elif still_lost.update(status=JobStatus.QUEUED):
-                    send(job)
-                    if on_lost:
-                        on_lost(job, True)
+                    job_send(kind=kind, row=job)
+                    if kind.on_lost:
+                        kind.on_lost(job, True)
                     counts["requeued"] += 1
         except Exception:
             log.exception("the reaper could not requeue %s %s; it tries again next time", table.__name__, job.pk)
@@ -152,7 +271,7 @@ def jobs_reap(*, jobs, send: Callable, on_lost: Callable | None = None, now=None
             with transaction.atomic():
                 if table.objects.filter(pk=job.pk, status=JobStatus.QUEUED, last_sent=job.last_sent
                                         ).update(resends=F("resends") + 1):
-                    send(job)
+                    job_send(kind=kind, row=job)
                     counts["resent"] += 1
         except Exception:
             log.exception("the reaper could not re-send %s %s; it tries again next time", table.__name__, job.pk)

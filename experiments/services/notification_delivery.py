@@ -21,7 +21,7 @@ from django.utils import timezone
 from experiments.models import NotificationDelivery
 from experiments.security import egress
 from experiments.security.webhook_signing import body_bytes, signed_headers
-from experiments.services.jobs import resend_due
+from experiments.services.resends import resend_due
 from experiments.states import DeliveryStatus
 
 log = logging.getLogger(__name__)

@@ -20,19 +20,7 @@ from experiments.datasets.inputs import ModelInputs
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, ModelFile, ModelVersion, PredictionJob, Team, TrainedModel
 from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error
-from experiments.services.jobs import (
-    job_cancel,
-    job_claim,
-    job_fail,
-    job_heartbeat,
-    job_move,
-    job_release,
-    job_sent,
-    job_unsent,
-    jobs_reap,
-)
-from experiments.services.model_runs import model_queue
-from experiments.services.queueing import prediction_task_enqueue
+from experiments.services.jobs import JOB_KINDS, job_cancel, job_move, job_send
 from experiments.states import JobStatus
 
 
@@ -52,13 +40,6 @@ def prediction_model_problem(model: TrainedModel) -> str:
     if not model.files.filter(format=ModelFile.Format.KERAS).exists():
         return f"Model {model} has no .keras file to predict with."
     return ""
-
-
-def prediction_send(*, job: PredictionJob) -> None:
-    """Send the job's task on its model's queue once the transaction commits, and note when."""
-    job_sent(table=PredictionJob, pk=job.pk)
-    prediction_task_enqueue(prediction_pk=job.pk, queue=model_queue(job.model),
-                            unsent=job_unsent(PredictionJob, job.pk))
 
 
 def _inputs_file(inputs: ModelInputs):
@@ -87,26 +68,8 @@ def prediction_request(*, team: Team, user, model: TrainedModel, inputs: ModelIn
         job = PredictionJob.objects.create(
             team=team, model=model, requested_as=requested_as, registry_version=registry_version,
             input_filename=filename[:255], inputs=stored, rows=inputs.rows, is_try=is_try, created_by=user)
-        prediction_send(job=job)
+        job_send(kind=JOB_KINDS["predictions"], row=job)
     return job
-
-
-def prediction_claim(*, prediction_pk: int, worker_host: str) -> PredictionJob | None:
-    """QUEUED -> RUNNING for exactly one worker; the returned row's `attempts` is the fence. It
-    carries what the worker needs: `model__dataset` (task, classes), `inputs` and
-    `keras_artifact`, the model's `.keras` file."""
-    with transaction.atomic():
-        if not job_claim(table=PredictionJob, pk=prediction_pk, worker_host=worker_host):
-            return None
-        PredictionJob.objects.filter(pk=prediction_pk).update(rows_done=0)  # an earlier attempt's count
-    row = PredictionJob.objects.select_related("model__dataset", "model__team", "inputs").get(pk=prediction_pk)
-    file = row.model.files.filter(format=ModelFile.Format.KERAS).select_related("artifact").first()
-    row.keras_artifact = None if file is None else file.artifact
-    return row
-
-
-def prediction_heartbeat(*, prediction_pk: int, attempt: int) -> bool:
-    return job_heartbeat(table=PredictionJob, pk=prediction_pk, attempt=attempt)
 
 
 def prediction_progress(*, prediction_pk: int, attempt: int, rows_done: int) -> bool:
@@ -119,34 +82,13 @@ def prediction_progress(*, prediction_pk: int, attempt: int, rows_done: int) -> 
 def prediction_complete(*, prediction_pk: int, attempt: int, predictions_csv: Artifact, predictions_npz: Artifact,
                         preview: list[dict], duration_seconds: float, environment: dict | None = None) -> bool:
     """The predictions at once; False (and nothing written) when this attempt no longer owns the job."""
-    return job_move(table=PredictionJob, pk=prediction_pk, target=JobStatus.COMPLETED, attempt=attempt,
+    return job_move(kind=JOB_KINDS["predictions"], pk=prediction_pk, target=JobStatus.COMPLETED, attempt=attempt,
                     predictions_csv=predictions_csv, predictions_npz=predictions_npz, preview=preview,
                     rows_done=F("rows"), duration_seconds=duration_seconds, environment=environment or {},
                     finished=timezone.now())
 
 
-def prediction_fail(*, prediction_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
-    return job_fail(table=PredictionJob, pk=prediction_pk, attempt=attempt, error=error,
-                    environment=environment or {})
-
-
-def _send_by_pk(prediction_pk: int) -> None:
-    prediction_send(job=PredictionJob.objects.select_related("model").get(pk=prediction_pk))
-
-
-def prediction_release(*, prediction_pk: int, attempt: int) -> bool:
-    """Its worker is shutting down: queued again at once, not counted as lost (services/jobs.py)."""
-    return job_release(table=PredictionJob, pk=prediction_pk, attempt=attempt, send=_send_by_pk)
-
-
 def prediction_cancel(*, job: PredictionJob) -> None:
     """A user stops a queued or running prediction; a running worker stops after its current batch."""
-    if not job_cancel(table=PredictionJob, pk=job.pk):
+    if not job_cancel(kind=JOB_KINDS["predictions"], pk=job.pk):
         raise PredictionCancelError(f"Prediction {job.pk} has already finished ({job.get_status_display().lower()}).")
-
-
-def predictions_reap(*, now=None) -> dict:
-    """Lost predictions queued again (failed after the last attempt), unsent ones sent again."""
-    return jobs_reap(jobs=PredictionJob.objects.select_related("model"),
-                     send=lambda job: prediction_send(job=job), now=now)
-

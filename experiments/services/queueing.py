@@ -1,4 +1,5 @@
-"""Wake-ups for workers. The broker only carries ids; the database decides what runs."""
+"""Wake-ups for workers. The broker only carries ids; the database decides what runs. A job's
+task name is its JobKind's (services/jobs.py), so a kind's name is written once."""
 
 import logging
 from collections.abc import Callable
@@ -8,11 +9,6 @@ from django.db import transaction
 
 log = logging.getLogger(__name__)
 RUN_TRIAL_TASK = "workers.tasks.run_trial"
-TRAIN_MODEL_TASK = "workers.tasks.train_model"
-RERUN_TRIAL_TASK = "workers.tasks.rerun_trial"
-CONVERT_MODEL_TASK = "workers.tasks.convert_model"
-EXPORT_SERVING_TASK = "workers.tasks.export_serving"
-PREDICT_TASK = "workers.tasks.predict_batch"
 
 
 def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countdown: float | None = None,
@@ -46,21 +42,6 @@ def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown:
     _send_on_commit(RUN_TRIAL_TASK, args=[study_id], queue=queue, count=count, countdown=countdown, unsent=unsent)
 
 
-def model_task_enqueue(*, model_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    _send_on_commit(TRAIN_MODEL_TASK, args=[model_pk], queue=queue, unsent=unsent)
-
-
-def rerun_task_enqueue(*, rerun_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    _send_on_commit(RERUN_TRIAL_TASK, args=[rerun_pk], queue=queue, unsent=unsent)
-
-
-def conversion_task_enqueue(*, conversion_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    _send_on_commit(CONVERT_MODEL_TASK, args=[conversion_pk], queue=queue, unsent=unsent)
-
-
-def serving_export_task_enqueue(*, export_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    _send_on_commit(EXPORT_SERVING_TASK, args=[export_pk], queue=queue, unsent=unsent)
-
-
-def prediction_task_enqueue(*, prediction_pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    _send_on_commit(PREDICT_TASK, args=[prediction_pk], queue=queue, unsent=unsent)
+def job_task_enqueue(*, kind, pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+    """Wake a worker of `queue` for the job `pk` of `kind` (a services.jobs.JobKind)."""
+    _send_on_commit(kind.task, args=[pk], queue=queue, unsent=unsent)

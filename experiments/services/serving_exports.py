@@ -21,33 +21,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.models import ServingExport, Team
-from experiments.selectors.serving_exports import serving_base_path, serving_folder, serving_plan
+from experiments.selectors.serving_exports import serving_plan
 from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.jobs import (
-    job_claim,
-    job_fail,
-    job_heartbeat,
-    job_move,
-    job_release,
-    job_sent,
-    job_unsent,
-    jobs_reap,
-)
-from experiments.services.queueing import serving_export_task_enqueue
+from experiments.services.jobs import JOB_KINDS, SERVING_EXPORT_QUEUE, job_claim, job_fail, job_move, job_send
 from experiments.serving.layout import PlannedModel, PlannedVersion, layout_write
 from experiments.states import JobStatus
-from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
 
-# Unzipping SavedModels needs no TensorFlow and no accelerator: the cpu queue, whose workers
-# mount the serving volume (docker-compose.yml, deploy/kubernetes/overlays/serving).
-SERVING_EXPORT_QUEUE = task_queue("cpu", DEFAULT_BACKEND)
+__all__ = ["SERVING_EXPORT_QUEUE", "serving_export_complete", "serving_export_here", "serving_export_request",
+           "serving_export_write"]
 REASON_LENGTH = ServingExport._meta.get_field("reason").max_length
-
-
-def serving_export_send(*, export: ServingExport) -> None:
-    job_sent(table=ServingExport, pk=export.pk)
-    serving_export_task_enqueue(export_pk=export.pk, queue=SERVING_EXPORT_QUEUE,
-                                unsent=job_unsent(ServingExport, export.pk))
 
 
 def _queued(*, team: Team, reason: str, user) -> tuple[ServingExport, bool]:
@@ -65,28 +47,8 @@ def serving_export_request(*, team: Team, reason: str, user=None) -> ServingExpo
     with transaction.atomic():
         export, created = _queued(team=team, reason=reason, user=user)
         if created:
-            serving_export_send(export=export)
+            job_send(kind=JOB_KINDS["serving_exports"], row=export)
     return export
-
-
-def _with_plan(export: ServingExport) -> ServingExport:
-    export.plan = serving_plan(team=export.team)
-    export.folder = serving_folder(team=export.team)
-    export.base_path = serving_base_path(team=export.team)
-    return export
-
-
-def serving_export_claim(*, export_pk: int, worker_host: str) -> ServingExport | None:
-    """QUEUED -> RUNNING for exactly one worker; the row's `attempts` is the fence. It carries
-    what the worker writes: `plan` (serving_plan as it stands now; serving_export_write reads it
-    again once the folder is locked), `folder` and `base_path`."""
-    if not job_claim(table=ServingExport, pk=export_pk, worker_host=worker_host):
-        return None
-    return _with_plan(ServingExport.objects.select_related("team").get(pk=export_pk))
-
-
-def serving_export_heartbeat(*, export_pk: int, attempt: int) -> bool:
-    return job_heartbeat(table=ServingExport, pk=export_pk, attempt=attempt)
 
 
 def _planned(plan) -> list[PlannedModel]:
@@ -121,26 +83,9 @@ def serving_export_write(*, export: ServingExport, folder: Path | None = None, b
 
 def serving_export_complete(*, export_pk: int, attempt: int, report: dict, duration_seconds: float,
                             environment: dict | None = None) -> bool:
-    return job_move(table=ServingExport, pk=export_pk, target=JobStatus.COMPLETED, attempt=attempt, report=report,
-                    duration_seconds=duration_seconds, environment=environment or {}, finished=timezone.now())
-
-
-def serving_export_fail(*, export_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
-    return job_fail(table=ServingExport, pk=export_pk, attempt=attempt, error=error, environment=environment or {})
-
-
-def _send_by_pk(export_pk: int) -> None:
-    serving_export_send(export=ServingExport.objects.get(pk=export_pk))
-
-
-def serving_export_release(*, export_pk: int, attempt: int) -> bool:
-    """Its worker is shutting down: queued again at once, not counted as lost (services/jobs.py)."""
-    return job_release(table=ServingExport, pk=export_pk, attempt=attempt, send=_send_by_pk)
-
-
-def serving_exports_reap(*, now=None) -> dict:
-    """Lost exports queued again (failed after the last attempt), unsent ones sent again."""
-    return jobs_reap(jobs=ServingExport.objects.all(), send=lambda export: serving_export_send(export=export), now=now)
+    return job_move(kind=JOB_KINDS["serving_exports"], pk=export_pk, target=JobStatus.COMPLETED, attempt=attempt,
+                    report=report, duration_seconds=duration_seconds, environment=environment or {},
+                    finished=timezone.now())
 
 
 def serving_export_here(*, team: Team, user=None, folder: Path | None = None,
@@ -151,12 +96,14 @@ def serving_export_here(*, team: Team, user=None, folder: Path | None = None,
     export FAILED."""
     with transaction.atomic():  # claimed before anyone sees it queued (the reaper would send it to a worker)
         export = ServingExport.objects.create(team_id=team.pk, reason="command", created_by=user)
-        export = serving_export_claim(export_pk=export.pk, worker_host=f"{socket.gethostname()} (export_serving)")
+        export = job_claim(kind=JOB_KINDS["serving_exports"], pk=export.pk,
+                           worker_host=f"{socket.gethostname()} (export_serving)")
     started = time.monotonic()
     try:
         report = serving_export_write(export=export, folder=folder, base_path=base_path)
     except Exception as exc:
-        serving_export_fail(export_pk=export.pk, attempt=export.attempts, error=f"{type(exc).__name__}: {exc}")
+        job_fail(kind=JOB_KINDS["serving_exports"], pk=export.pk, attempt=export.attempts,
+                 error=f"{type(exc).__name__}: {exc}")
         raise
     serving_export_complete(export_pk=export.pk, attempt=export.attempts, report=report,
                             duration_seconds=time.monotonic() - started)

@@ -12,7 +12,7 @@ from experiments.errors import TuneboardError
 from experiments.models import ModelFile, Study, Team, TrainedModel, Trial
 from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.audit import audit_record
-from experiments.services.model_runs import model_send
+from experiments.services.jobs import JOB_KINDS, job_send
 
 MAX_EPOCH_CAP = 1000
 
@@ -96,7 +96,7 @@ def trained_models_request(*, study: Study, user, trials: list[Trial], method: s
             for trial, model_name in zip(trials, names, strict=True)
         ]
         for model in models:
-            model_send(model=model)
+            job_send(kind=JOB_KINDS["models"], row=model)
     return models
 
 

@@ -13,29 +13,13 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
-from experiments.services.jobs import (
-    job_claim,
-    job_fail,
-    job_heartbeat,
-    job_move,
-    job_record_epoch,
-    job_sent,
-    job_unsent,
-    jobs_reap,
-)
-from experiments.services.queueing import rerun_task_enqueue
+from experiments.services.jobs import JOB_KINDS, job_move, job_record_epoch, job_send
 from experiments.states import JOB_ACTIVE, JobStatus
 from experiments.tuning.reproducibility import trial_seed
 
 
 class RerunRequestError(TuneboardError):
     """Why a re-run cannot be requested; str(exc) is shown to the user."""
-
-
-def rerun_send(*, rerun: TrialRerun) -> None:
-    """Send the re-run's task on its study's queue once the transaction commits, and note when."""
-    job_sent(table=TrialRerun, pk=rerun.pk)
-    rerun_task_enqueue(rerun_pk=rerun.pk, queue=rerun.trial.study.task_queue, unsent=job_unsent(TrialRerun, rerun.pk))
 
 
 def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:
@@ -50,44 +34,20 @@ def trial_rerun_request(*, trial: Trial, user) -> TrialRerun:
             raise RerunRequestError("A re-run of this trial is already queued or running; wait for it to finish.")
         number = (reruns.aggregate(n=Max("number"))["n"] or 0) + 1
         rerun = TrialRerun.objects.create(trial=trial, number=number, seed=trial_seed(trial), created_by=user)
-        rerun_send(rerun=rerun)
+        job_send(kind=JOB_KINDS["reruns"], row=rerun)
     return rerun
-
-
-def rerun_claim(*, rerun_pk: int, worker_host: str) -> TrialRerun | None:
-    """QUEUED -> RUNNING for exactly one worker; the row's `attempts` is the fence."""
-    with transaction.atomic():
-        if not job_claim(table=TrialRerun, pk=rerun_pk, worker_host=worker_host):
-            return None
-        TrialRerunEpoch.objects.filter(rerun_id=rerun_pk).delete()  # an earlier attempt's curves
-    return TrialRerun.objects.select_related("trial__study__dataset__arrays", "trial__study__dataset__upload",
-                                             "trial__study__team").get(pk=rerun_pk)
-
-
-def rerun_heartbeat(*, rerun_pk: int, attempt: int) -> bool:
-    return job_heartbeat(table=TrialRerun, pk=rerun_pk, attempt=attempt)
 
 
 def rerun_record_epoch(*, rerun_pk: int, attempt: int, execution: int, epoch: int, metrics: dict) -> bool:
     """Store one epoch's metrics; False when this attempt no longer owns the re-run (stop)."""
     return job_record_epoch(
-        table=TrialRerun, pk=rerun_pk, attempt=attempt, unique_fields=["rerun", "execution", "epoch"],
+        kind=JOB_KINDS["reruns"], pk=rerun_pk, attempt=attempt, unique_fields=["rerun", "execution", "epoch"],
         row=TrialRerunEpoch(rerun_id=rerun_pk, execution=execution, epoch=epoch, metrics=metrics))
 
 
 def rerun_complete(*, rerun_pk: int, attempt: int, score: float, best_epoch: int | None, metrics: dict,
                    compute: dict, environment: dict, duration_seconds: float) -> bool:
     """The result, once; False (and nothing written) when this attempt no longer owns the re-run."""
-    return job_move(table=TrialRerun, pk=rerun_pk, target=JobStatus.COMPLETED, attempt=attempt, score=score,
+    return job_move(kind=JOB_KINDS["reruns"], pk=rerun_pk, target=JobStatus.COMPLETED, attempt=attempt, score=score,
                     best_epoch=best_epoch, metrics=metrics, compute=compute, environment=environment,
                     duration_seconds=duration_seconds, finished=timezone.now())
-
-
-def rerun_fail(*, rerun_pk: int, attempt: int, error: str, environment: dict | None = None) -> bool:
-    return job_fail(table=TrialRerun, pk=rerun_pk, attempt=attempt, error=error, environment=environment or {})
-
-
-def reruns_reap(*, now=None) -> dict:
-    """Lost re-runs queued again (failed after the last attempt), unsent ones sent again."""
-    return jobs_reap(jobs=TrialRerun.objects.select_related("trial__study"),
-                     send=lambda rerun: rerun_send(rerun=rerun), now=now)

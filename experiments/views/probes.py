@@ -12,17 +12,23 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Q, Sum
+from django.db.models import Q
 from django.http import HttpResponse, JsonResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
+from experiments.selectors.workload import (
+    live_workers,
+    model_job_counts,
+    queue_depth,
+    study_counts,
+    trial_column_buckets,
+    trial_counts,
+)
 from experiments.states import JobStatus, StudyStatus, TrialStatus
-from experiments.tuning.compute_options import TASK_QUEUES, task_queue
 
 BROKER_TIMEOUT_SECONDS = 1.0
 
@@ -129,12 +135,9 @@ class _TrialHistogram:
         self.name, self.doc, self.column, self.scale, self.buckets = name, doc, column, scale, buckets
         self.rows = only & Q(**{f"{column}__isnull": False})
 
-    def family(self, trials) -> HistogramMetricFamily:
-        # Counting the column itself (never NULL here) keeps every reference inside the index.
-        found = trials.filter(self.rows).aggregate(
-            count=Count(self.column), sum=Sum(self.column),
-            **{f"le{i}": Count(self.column, filter=Q(**{f"{self.column}__lte": bound * self.scale}))
-               for i, bound in enumerate(self.buckets)})
+    def family(self) -> HistogramMetricFamily:
+        found = trial_column_buckets(column=self.column, bounds=[bound * self.scale for bound in self.buckets],
+                                     rows=self.rows)
         buckets = [(floatToGoString(bound), found[f"le{i}"]) for i, bound in enumerate(self.buckets)]
         buckets.append(("+Inf", found["count"]))
         return HistogramMetricFamily(self.name, self.doc, buckets=buckets, sum_value=(found["sum"] or 0.0) / self.scale)
@@ -156,26 +159,14 @@ class DatabaseCollector:
         return []  # no queries at registration time
 
     def collect(self):
-        from experiments.models import (
-            ModelConversion,
-            PredictionJob,
-            ServingExport,
-            Study,
-            TrainedModel,
-            Trial,
-            TrialRerun,
-            Worker,
-        )
-        from experiments.services.conversions import CONVERSION_QUEUE
-        from experiments.services.model_runs import ENSEMBLE_QUEUE
-        from experiments.services.serving_exports import SERVING_EXPORT_QUEUE
+        from experiments.models import Study
+        from experiments.services.jobs import JOB_KINDS
 
         queues = [choice for choice, _ in Study.Queue.choices]
         up = GaugeMetricFamily("tuneboard_database_up", "1 when the metrics queries could run")
         try:
             trials = GaugeMetricFamily("tuneboard_trials", "Trial runs by state and queue", labels=["state", "queue"])
-            counts = {(row["status"], row["study__queue"]): row["n"]
-                      for row in Trial.objects.values("status", "study__queue").annotate(n=Count("id"))}
+            counts = trial_counts()
             for state in TrialStatus.values:
                 for queue in queues:
                     trials.add_metric([state, queue], counts.get((state, queue), 0))
@@ -184,66 +175,36 @@ class DatabaseCollector:
             lost.add_metric([], sum(n for (state, _), n in counts.items() if state == TrialStatus.LOST))
 
             studies = GaugeMetricFamily("tuneboard_studies", "Studies by state", labels=["state"])
-            study_counts = dict(Study.objects.values_list("status").annotate(n=Count("id")))
+            by_state = study_counts()
             for state in StudyStatus.values:
-                studies.add_metric([state], study_counts.get(state, 0))
+                studies.add_metric([state], by_state.get(state, 0))
 
             models = GaugeMetricFamily("tuneboard_model_jobs", "Model and ensemble jobs by state",
                                        labels=["kind", "state"])
-            model_counts = {(row["kind"], row["status"]): row["n"]
-                            for row in TrainedModel.objects.values("kind", "status").annotate(n=Count("id"))}
-            for kind in TrainedModel.Kind.values:
+            model_counts = model_job_counts()
+            for kind in JOB_KINDS["models"].table.Kind.values:
                 for state in JobStatus.values:
                     models.add_metric([kind, state], model_counts.get((kind, state), 0))
 
-            # Queued work per accelerator class: free trial slots of running studies plus
-            # model jobs and trial re-runs waiting for a worker.
             # Per Celery queue: a JAX study's work waits on "<queue>-jax" (compute_options.task_queue).
-            depth = {queue: 0 for queue in TASK_QUEUES}
-            running = Study.objects.filter(status=StudyStatus.RUNNING).annotate(
-                busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
-            for queue, backend, parallelism, busy in running.values_list("queue", "backend", "parallelism", "busy"):
-                depth[task_queue(queue, backend)] += max(0, parallelism - busy)
-            for queue, backend, n in (TrainedModel.objects.filter(status=JobStatus.QUEUED)
-                                      .values_list("study__queue", "study__backend").annotate(n=Count("id"))):
-                queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE
-                depth[queue] = depth.get(queue, 0) + n
-            for queue, backend, n in (TrialRerun.objects.filter(status=JobStatus.QUEUED)
-                                      .values_list("trial__study__queue", "trial__study__backend")
-                                      .annotate(n=Count("id"))):
-                depth[task_queue(queue, backend)] += n
-            depth[CONVERSION_QUEUE] += ModelConversion.objects.filter(status=JobStatus.QUEUED).count()
-            depth[SERVING_EXPORT_QUEUE] += ServingExport.objects.filter(status=JobStatus.QUEUED).count()
-            for queue, backend, n in (PredictionJob.objects.filter(status=JobStatus.QUEUED)
-                                      .values_list("model__study__queue", "model__study__backend")
-                                      .annotate(n=Count("id"))):
-                queue = task_queue(queue, backend) if queue else ENSEMBLE_QUEUE
-                depth[queue] = depth.get(queue, 0) + n
-            queue_depth = GaugeMetricFamily("tuneboard_queue_depth", "Queued work (free trial slots of running "
-                                            "studies, queued model jobs, trial re-runs, conversions, serving "
-                                            "exports and batch predictions) per queue",
-                                            labels=["queue"])
-            for queue, n in sorted(depth.items()):
-                queue_depth.add_metric([queue], n)
+            queue_depth_family = GaugeMetricFamily(
+                "tuneboard_queue_depth", "Queued work (free trial slots of running studies, queued model jobs, "
+                "trial re-runs, conversions, serving exports and batch predictions) per queue", labels=["queue"])
+            for queue, n in sorted(queue_depth(kinds=JOB_KINDS.values()).items()):
+                queue_depth_family.add_metric([queue], n)
 
-            fresh = timezone.now() - timezone.timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
-            live = {queue: 0 for queue in queues}
-            for worker_queues in Worker.objects.filter(stopped__isnull=True, last_heartbeat__gte=fresh) \
-                    .values_list("queues", flat=True):
-                for queue in worker_queues or []:
-                    live[queue] = live.get(queue, 0) + 1
             workers = GaugeMetricFamily("tuneboard_workers_live", "Workers with a fresh heartbeat, per queue",
                                         labels=["queue"])
-            for queue, n in sorted(live.items()):
+            for queue, n in sorted(live_workers(queues=queues).items()):
                 workers.add_metric([queue], n)
 
-            histograms = [histogram.family(Trial.objects) for histogram in TRIAL_HISTOGRAMS]
+            histograms = [histogram.family() for histogram in TRIAL_HISTOGRAMS]
         except Exception:
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, trials, lost, studies, models, queue_depth, workers, *histograms)
+        yield from (up, trials, lost, studies, models, queue_depth_family, workers, *histograms)
 
 
 _collector = DatabaseCollector()

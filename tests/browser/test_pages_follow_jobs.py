@@ -9,8 +9,9 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import EnsembleRecipe, RecipeRun, ServingExport, Study, TrainedModel, Trial
-from experiments.services import model_runs, serving_exports
+from experiments.services import jobs, model_runs, serving_exports
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.jobs import JOB_KINDS
 from tests.browser.conftest import OUTPUT, log_in
 from tests.conftest import PASSWORD
 from tests.integration.helpers import saved_study
@@ -39,7 +40,7 @@ def open_as_alice(page, live_server, path: str) -> list[str]:
 
 def finish(model: TrainedModel, report: dict | None = None, members: list | None = None) -> None:
     """What a worker does when a model's job ends well: claim, then complete."""
-    attempt = model_runs.model_claim(model_pk=model.pk, worker_host="w").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="w").attempts
     assert model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": 0.2, "accuracy": 0.9},
                                      test_metrics={"loss": 0.25, "accuracy": 0.88}, signature=SIGNATURE, versions={},
@@ -105,7 +106,7 @@ def test_the_serving_panel_follows_export_now_to_its_end(live_server, page, acme
     page.wait_for_selector('#serving-last[data-status="queued"]')
 
     export = ServingExport.objects.get()
-    export = serving_exports.serving_export_claim(export_pk=export.pk, worker_host="w")
+    export = jobs.job_claim(kind=JOB_KINDS["serving_exports"], pk=export.pk, worker_host="w")
     page.wait_for_selector('#serving-last[data-status="running"]')
     report = serving_exports.serving_export_write(export=export)
     assert serving_exports.serving_export_complete(export_pk=export.pk, attempt=export.attempts, report=report,

@@ -6,8 +6,10 @@ lifecycle services a worker calls (claim, epochs, complete), without training.""
 import pytest
 
 from experiments.models import TrialRerun
+from experiments.services import jobs
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.trial_reruns import rerun_claim, rerun_complete, rerun_record_epoch
+from experiments.services.jobs import JOB_KINDS
+from experiments.services.trial_reruns import rerun_complete, rerun_record_epoch
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
 from tests.integration.helpers import saved_study
@@ -36,7 +38,7 @@ def test_an_editor_reruns_a_trial_and_the_page_shows_how_close_it_came(live_serv
     assert page.locator("#rerun-trial").is_disabled()
 
     rerun = TrialRerun.objects.get(trial=trial)
-    attempt = rerun_claim(rerun_pk=rerun.pk, worker_host="cpu-host-2").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["reruns"], pk=rerun.pk, worker_host="cpu-host-2").attempts
     for epoch in range(3):
         rerun_record_epoch(rerun_pk=rerun.pk, attempt=attempt, execution=0, epoch=epoch,
                            metrics={"loss": 1 / (epoch + 1), "val_loss": 1.2 / (epoch + 1),

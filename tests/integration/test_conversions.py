@@ -16,9 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel, Trial
+from experiments.services import jobs
 from experiments.services.artifacts import artifact_copy_to_path, artifact_create, artifact_create_from_path
 from experiments.services.conversions import conversion_request
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.jobs import JOB_KINDS
 from tests.conftest import wait_for
 from tests.integration.helpers import saved_study
 from workers.jobs.conversions import convert_model
@@ -155,11 +157,11 @@ def test_a_real_worker_of_the_cpu_queue_picks_up_a_model_completed_without_tenso
                                                                                        start_worker, alice_client):
     """The whole route: the completion of a model that lacks its TensorFlow formats sends the
     conversion to the cpu queue, a TensorFlow worker process makes them, the page follows."""
-    from experiments.services.model_runs import model_claim, model_complete
+    from experiments.services.model_runs import model_complete
 
     path, _ = tiny_keras_file(tmp_path)
     TrainedModel.objects.filter(pk=jax_trained_model.pk).update(status=TrainedModel.Status.QUEUED)
-    attempt = model_claim(model_pk=jax_trained_model.pk, worker_host="jax-host").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=jax_trained_model.pk, worker_host="jax-host").attempts
     keras_file = artifact_create_from_path(team=jax_trained_model.team, kind=Artifact.Kind.MODEL, path=path)
     worker = start_worker("tf", queues="cpu")
     assert model_complete(model_pk=jax_trained_model.pk, attempt=attempt, best_epoch=1, epochs=1, val_metrics={},

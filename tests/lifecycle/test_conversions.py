@@ -15,7 +15,7 @@ from django.utils import timezone
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
 from experiments.services import conversions, jobs, model_runs
 from experiments.services.artifacts import artifact_create
-from experiments.services.queueing import CONVERT_MODEL_TASK
+from experiments.services.jobs import JOB_KINDS
 from workers.host import reaper
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def a_file(team, name: str) -> Artifact:
 
 def complete_model(model, pending=tuple(TF_FORMATS)) -> bool:
     """As a JAX worker completes a model: the .keras file only, the other formats pending."""
-    attempt = model_runs.model_claim(model_pk=model.pk, worker_host="jax-host").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="jax-host").attempts
     signature = {"keras": {"inputs": [], "outputs": []}, "input_description": {"keras": "float32 features"},
                  "unavailable": dict.fromkeys(pending, PENDING_REASON)}
     return model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
@@ -46,7 +46,7 @@ def conversion(model):
 
 
 def claim(conversion, host="tf-host"):
-    return conversions.conversion_claim(conversion_pk=conversion.pk, worker_host=host)
+    return jobs.job_claim(kind=JOB_KINDS["conversions"], pk=conversion.pk, worker_host=host)
 
 
 def lose(conversion):
@@ -78,7 +78,7 @@ def test_a_model_completed_without_tensorflow_queues_one_conversion_on_the_cpu_q
     assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED  # usable (.keras) now
     sent = [json.loads(message) for message in broker.lrange("cpu", 0, -1)]
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in sent] == [
-        (CONVERT_MODEL_TASK, f"[{conversion.pk}]")]
+        (JOB_KINDS["conversions"].task, f"[{conversion.pk}]")]
     broker.delete("cpu")
 
 
@@ -88,10 +88,10 @@ def test_a_model_with_every_format_queues_no_conversion(model):
 
 
 def test_a_superseded_model_completion_queues_no_conversion(model):
-    old = model_runs.model_claim(model_pk=model.pk, worker_host="a").attempts
+    old = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="a").attempts
     TrainedModel.objects.filter(pk=model.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    model_runs.models_reap()
-    model_runs.model_claim(model_pk=model.pk, worker_host="b")
+    jobs.jobs_reap(kind=JOB_KINDS["models"])
+    jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="b")
     assert not model_runs.model_complete(model_pk=model.pk, attempt=old, best_epoch=2, epochs=2, val_metrics={},
                                          test_metrics={}, signature={}, versions={}, files={},
                                          duration_seconds=1.0, pending_formats=TF_FORMATS)
@@ -152,13 +152,13 @@ def test_a_file_the_conversion_was_not_asked_for_is_not_stored(conversion, djang
 def test_a_stale_attempt_is_refused_and_the_new_attempt_owns_the_conversion(conversion):
     old = claim(conversion, "a").attempts
     lose(conversion)
-    assert conversions.conversions_reap()["requeued"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["conversions"])["requeued"] == 1
     new = claim(conversion, "b").attempts
     assert new == old + 1
     # The old worker wakes up: every write is refused, so it stores nothing.
-    assert not conversions.conversion_heartbeat(conversion_pk=conversion.pk, attempt=old)
+    assert not jobs.job_heartbeat(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=old)
     assert not complete(conversion, old)
-    assert not conversions.conversion_fail(conversion_pk=conversion.pk, attempt=old, error="late")
+    assert not jobs.job_fail(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=old, error="late")
     assert list(ModelFile.objects.filter(model=conversion.model).values_list("format", flat=True)) == ["keras"]
     row = ModelConversion.objects.get(pk=conversion.pk)
     assert (row.status, row.worker_host, row.error) == (ModelConversion.Status.RUNNING, "b", "")
@@ -185,17 +185,17 @@ def test_the_reaper_requeues_a_lost_conversion_and_fails_it_after_the_last_attem
 
 def test_a_conversion_whose_task_never_arrived_is_sent_again_with_backoff(conversion, settings):
     long_ago = timezone.now() - timedelta(seconds=settings.RESEND_AFTER_SECONDS + 1)
-    assert conversions.conversions_reap()["resent"] == 0  # just sent: it may still arrive
+    assert jobs.jobs_reap(kind=JOB_KINDS["conversions"])["resent"] == 0  # just sent: it may still arrive
     ModelConversion.objects.filter(pk=conversion.pk).update(last_sent=long_ago)
     assert reaper.reap()["conversions"]["resent"] == 1
     ModelConversion.objects.filter(pk=conversion.pk).update(last_sent=long_ago)
-    assert conversions.conversions_reap()["resent"] == 0  # the second resend waits twice as long
+    assert jobs.jobs_reap(kind=JOB_KINDS["conversions"])["resent"] == 0  # the second resend waits twice as long
     assert claim(conversion).resends == 0
 
 
 def test_a_failed_conversion_keeps_its_reason_and_the_model_its_keras_file(conversion):
     attempt = claim(conversion).attempts
-    assert conversions.conversion_fail(conversion_pk=conversion.pk, attempt=attempt, error="ValueError: bad file")
+    assert jobs.job_fail(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=attempt, error="ValueError: bad file")
     row = ModelConversion.objects.get(pk=conversion.pk)
     assert (row.status, row.error) == (ModelConversion.Status.FAILED, "ValueError: bad file")
     assert not complete(conversion, attempt)
@@ -204,22 +204,10 @@ def test_a_failed_conversion_keeps_its_reason_and_the_model_its_keras_file(conve
     assert list(model.files.values_list("format", flat=True)) == ["keras"]
 
 
-def test_a_conversion_released_by_a_stopping_worker_is_requeued_without_penalty(conversion,
-                                                                                django_capture_on_commit_callbacks):
-    old = claim(conversion, "a").attempts
-    with django_capture_on_commit_callbacks(execute=False) as sent:
-        assert conversions.conversion_release(conversion_pk=conversion.pk, attempt=old)
-    assert len(sent) == 1
-    row = ModelConversion.objects.get(pk=conversion.pk)
-    assert (row.status, row.releases, row.worker_host) == (ModelConversion.Status.QUEUED, 1, "")
-    assert not conversions.conversion_release(conversion_pk=conversion.pk, attempt=old)
-    assert claim(conversion, "b").attempts == old + 1
-
-
 def test_deleting_the_model_deletes_its_conversion_and_refuses_the_workers_completion(conversion):
     attempt = claim(conversion).attempts
     ModelFile.objects.filter(model=conversion.model).delete()
     TrainedModel.objects.filter(pk=conversion.model_id).delete()
     assert not ModelConversion.objects.exists()
-    assert not conversions.conversion_heartbeat(conversion_pk=conversion.pk, attempt=attempt)
+    assert not jobs.job_heartbeat(kind=JOB_KINDS["conversions"], pk=conversion.pk, attempt=attempt)
     assert not complete(conversion, attempt)

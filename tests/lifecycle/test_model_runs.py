@@ -8,12 +8,13 @@ from django.utils import timezone
 
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.services import jobs, model_runs
+from experiments.services.jobs import JOB_KINDS
 
 pytestmark = pytest.mark.django_db
 
 
 def claim(model, host="a"):
-    return model_runs.model_claim(model_pk=model.pk, worker_host=host)
+    return jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host=host)
 
 
 def lose(model):
@@ -37,15 +38,15 @@ def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_model(model
     old = claim(model, "a").attempts
     assert model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=0, metrics={"loss": 1})
     lose(model)
-    assert model_runs.models_reap()["requeued"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["requeued"] == 1
     new = claim(model, "b").attempts
     assert new == old + 1
     assert not TrainedModelEpoch.objects.filter(model=model).exists()  # the old attempt's curve is gone
     # The old worker wakes up: every write is refused, so it stops and stores nothing.
-    assert not model_runs.model_heartbeat(model_pk=model.pk, attempt=old)
+    assert not jobs.job_heartbeat(kind=JOB_KINDS["models"], pk=model.pk, attempt=old)
     assert not model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=1, metrics={})
     assert not complete(model, old)
-    assert not model_runs.model_fail(model_pk=model.pk, attempt=old, error="late")
+    assert not jobs.job_fail(kind=JOB_KINDS["models"], pk=model.pk, attempt=old, error="late")
     row = TrainedModel.objects.get(pk=model.pk)
     assert (row.status, row.worker_host, row.error) == (TrainedModel.Status.RUNNING, "b", "")
     assert complete(model, new)
@@ -54,13 +55,13 @@ def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_model(model
 
 def test_a_model_whose_task_never_arrived_is_sent_again_with_backoff(model, settings):
     long_ago = timezone.now() - timedelta(seconds=settings.RESEND_AFTER_SECONDS + 1)
-    assert model_runs.models_reap()["resent"] == 0  # just sent: it may still arrive
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["resent"] == 0  # just sent: it may still arrive
     TrainedModel.objects.filter(pk=model.pk).update(last_sent=long_ago)
-    assert model_runs.models_reap()["resent"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["resent"] == 1
     row = TrainedModel.objects.get(pk=model.pk)
     assert row.resends == 1 and row.last_sent > long_ago
     TrainedModel.objects.filter(pk=model.pk).update(last_sent=long_ago)
-    assert model_runs.models_reap()["resent"] == 0  # the second resend waits twice as long
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["resent"] == 0  # the second resend waits twice as long
     assert claim(model) is not None
     assert TrainedModel.objects.get(pk=model.pk).resends == 0
 
@@ -83,26 +84,17 @@ def test_a_completed_model_cannot_be_cancelled(model):
     assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED
 
 
-def test_a_model_lost_on_its_last_attempt_fails_with_the_reason(model):
-    for _ in range(jobs.MAX_ATTEMPTS):
-        assert claim(model)
-        lose(model)
-        model_runs.models_reap()
-    row = TrainedModel.objects.get(pk=model.pk)
-    assert row.status == TrainedModel.Status.FAILED and f"Lost {jobs.MAX_ATTEMPTS} times" in row.error
-
-
 def test_a_model_released_by_a_stopping_worker_is_requeued_without_penalty(model, django_capture_on_commit_callbacks):
     old = claim(model, "a").attempts
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        assert model_runs.model_release(model_pk=model.pk, attempt=old)
+        assert jobs.job_release(kind=JOB_KINDS["models"], pk=model.pk, attempt=old)
     assert len(sent) == 1  # its task goes back to the broker at once, not after the resend delay
     row = TrainedModel.objects.get(pk=model.pk)
     assert (row.status, row.releases, row.worker_host) == (TrainedModel.Status.QUEUED, 1, "")
-    assert not model_runs.model_release(model_pk=model.pk, attempt=old)  # only the owner releases, once
+    assert not jobs.job_release(kind=JOB_KINDS["models"], pk=model.pk, attempt=old)  # only the owner releases, once
     # The next attempt is fenced as usual, and being lost on it still leaves one retry:
     # the release did not use up an attempt.
     new = claim(model, "b").attempts
-    assert new == old + 1 and not model_runs.model_heartbeat(model_pk=model.pk, attempt=old)
+    assert new == old + 1 and not jobs.job_heartbeat(kind=JOB_KINDS["models"], pk=model.pk, attempt=old)
     lose(model)
-    assert model_runs.models_reap()["requeued"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["requeued"] == 1

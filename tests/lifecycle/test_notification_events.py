@@ -18,7 +18,8 @@ from experiments.models import (
     TrainedModel,
     Trial,
 )
-from experiments.services import model_runs, notifications, studies, trial_runs
+from experiments.services import jobs, model_runs, notifications, studies, trial_runs
+from experiments.services.jobs import JOB_KINDS
 from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.teams import membership_add
 from experiments.services.trained_models import trained_models_request
@@ -188,12 +189,12 @@ def complete(model, attempt):
 
 def test_a_completed_model_sends_model_ready_and_a_lost_one_worker_lost(requested_model, acme, alice):
     opt_in(alice, acme)
-    attempt = model_runs.model_claim(model_pk=requested_model.pk, worker_host="gpu-1").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=requested_model.pk, worker_host="gpu-1").attempts
     TrainedModel.objects.filter(pk=requested_model.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert model_runs.models_reap()["requeued"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["models"])["requeued"] == 1
     (lost,) = deliveries(EventKind.WORKER_LOST)
     assert "Worker gpu-1 stopped heartbeating" in lost.event.text and "queued again" in lost.event.text
-    attempt = model_runs.model_claim(model_pk=requested_model.pk, worker_host="gpu-2").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=requested_model.pk, worker_host="gpu-2").attempts
     assert not complete(requested_model, attempt - 1)  # a superseded attempt announces nothing
     assert not deliveries(EventKind.MODEL_READY)
     assert complete(requested_model, attempt)
@@ -205,11 +206,11 @@ def test_a_completed_model_sends_model_ready_and_a_lost_one_worker_lost(requeste
 
 def test_a_completed_ensemble_sends_ensemble_ready(requested_model, acme, alice):
     opt_in(alice, acme, events=[EventKind.ENSEMBLE_READY])
-    complete(requested_model, model_runs.model_claim(model_pk=requested_model.pk, worker_host="h").attempts)
+    complete(requested_model, jobs.job_claim(kind=JOB_KINDS["models"], pk=requested_model.pk, worker_host="h").attempts)
     ensemble = TrainedModel.objects.create(team=acme, kind=TrainedModel.Kind.ENSEMBLE, dataset=requested_model.dataset,
                                            name="blend", version=1, method=TrainedModel.Method.MEAN, seed=0,
                                            created_by=alice)
-    assert complete(ensemble, model_runs.model_claim(model_pk=ensemble.pk, worker_host="h").attempts)
+    assert complete(ensemble, jobs.job_claim(kind=JOB_KINDS["models"], pk=ensemble.pk, worker_host="h").attempts)
     (ready,) = deliveries(EventKind.ENSEMBLE_READY)
     assert ready.event.text == "Ensemble blend v1 is ready: test accuracy 0.875."
     assert ready.event.payload["model"]["kind"] == "ensemble"

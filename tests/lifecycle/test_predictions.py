@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from experiments.datasets.inputs import ModelInputs
 from experiments.models import Artifact, ModelFile, PredictionJob, TrainedModel
-from experiments.services import predictions
+from experiments.services import jobs, predictions
 from experiments.services.artifacts import artifact_create
+from experiments.services.jobs import JOB_KINDS
 from workers.host import reaper
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +36,7 @@ def job(model, alice):
 
 
 def claim(job):
-    return predictions.prediction_claim(prediction_pk=job.pk, worker_host="w").attempts
+    return jobs.job_claim(kind=JOB_KINDS["predictions"], pk=job.pk, worker_host="w").attempts
 
 
 def complete(job, attempt) -> bool:
@@ -55,7 +56,7 @@ def test_a_model_that_has_not_finished_is_refused_and_nothing_is_stored(model, a
 
 def test_progress_and_completion_are_fenced_by_the_attempt(job):
     attempt = claim(job)
-    assert predictions.prediction_claim(prediction_pk=job.pk, worker_host="other") is None
+    assert jobs.job_claim(kind=JOB_KINDS["predictions"], pk=job.pk, worker_host="other") is None
     assert predictions.prediction_progress(prediction_pk=job.pk, attempt=attempt, rows_done=2)
     assert not predictions.prediction_progress(prediction_pk=job.pk, attempt=attempt + 1, rows_done=3)
     job.refresh_from_db()

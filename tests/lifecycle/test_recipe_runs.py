@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from experiments.models import EnsembleRecipe, ModelAlias, RecipeRun, Study, TrainedModel
-from experiments.services import model_runs
+from experiments.services import jobs, model_runs
+from experiments.services.jobs import JOB_KINDS
 from experiments.services.recipe_runs import RecipeRunError, recipe_run_start
 from tests.lifecycle.recipe_rows import trial
 
@@ -26,7 +27,7 @@ def recipe_of(acme, alice, studies, **options):
 
 
 def finish(model, val_loss=0.1, report=None, members=None):
-    attempt = model_runs.model_claim(model_pk=model.pk, worker_host="w").attempts
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="w").attempts
     assert model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": val_loss}, test_metrics={"loss": val_loss + 0.05},
                                      signature=SIGNATURE, versions={}, files={}, duration_seconds=1.0,
@@ -34,8 +35,8 @@ def finish(model, val_loss=0.1, report=None, members=None):
 
 
 def fail(model, error="out of memory"):
-    attempt = model_runs.model_claim(model_pk=model.pk, worker_host="w").attempts
-    assert model_runs.model_fail(model_pk=model.pk, attempt=attempt, error=error)
+    attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="w").attempts
+    assert jobs.job_fail(kind=JOB_KINDS["models"], pk=model.pk, attempt=attempt, error=error)
 
 
 def test_a_run_picks_one_per_hypermodel_and_waits_for_the_retrains(acme, alice, two_studies):

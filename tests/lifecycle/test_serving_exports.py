@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from experiments.models import ModelConversion, ServingExport
 from experiments.selectors.serving_exports import CONVERSION_PENDING, serving_status
-from experiments.services import serving_exports
-from experiments.services.queueing import EXPORT_SERVING_TASK
+from experiments.services import jobs, serving_exports
+from experiments.services.jobs import JOB_KINDS
 from experiments.serving.layout import LayoutSuperseded
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
 from workers.host import reaper
@@ -39,7 +39,7 @@ def digits(acme, iris):
 
 
 def claim(export, host="cpu-host"):
-    return serving_exports.serving_export_claim(export_pk=export.pk, worker_host=host)
+    return jobs.job_claim(kind=JOB_KINDS["serving_exports"], pk=export.pk, worker_host=host)
 
 
 def test_a_request_queues_one_export_per_team_on_the_cpu_queue(acme, globex, django_capture_on_commit_callbacks):
@@ -52,7 +52,7 @@ def test_a_request_queues_one_export_per_team_on_the_cpu_queue(acme, globex, dja
     assert again.pk == first.pk and other.pk != first.pk
     sent = [json.loads(message)["headers"] for message in broker.lrange("cpu", 0, -1)]
     assert sorted((m["task"], m["argsrepr"]) for m in sent) == sorted(
-        [(EXPORT_SERVING_TASK, f"[{first.pk}]"), (EXPORT_SERVING_TASK, f"[{other.pk}]")])
+        [(JOB_KINDS["serving_exports"].task, f"[{first.pk}]"), (JOB_KINDS["serving_exports"].task, f"[{other.pk}]")])
     broker.delete("cpu")
     # While it runs, a request (an alias moved meanwhile) queues a new one: the move gets exported.
     claim(first)
@@ -92,7 +92,7 @@ def test_a_stale_attempt_is_refused_and_the_reaper_requeues_a_lost_export(acme, 
     assert reaper.reap()["serving_exports"]["requeued"] == 1
     new = claim(export, "b")
     assert new.attempts == old + 1 and [m.name for m in new.plan] == ["digits"]
-    assert not serving_exports.serving_export_heartbeat(export_pk=export.pk, attempt=old)
+    assert not jobs.job_heartbeat(kind=JOB_KINDS["serving_exports"], pk=export.pk, attempt=old)
     assert not serving_exports.serving_export_complete(export_pk=export.pk, attempt=old, report={"late": True},
                                                        duration_seconds=1)
     assert serving_exports.serving_export_complete(export_pk=export.pk, attempt=new.attempts, report={"x": 1},

@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial, TrialRerun, TrialRerunEpoch
-from experiments.services import studies, trial_reruns, trial_runs
+from experiments.services import jobs, studies, trial_reruns, trial_runs
+from experiments.services.jobs import JOB_KINDS
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.services.trial_runs import Claimant, Outcome
 from workers.tuners.oracle import KerasTunerOracles
@@ -27,7 +28,7 @@ def trial(make_study):
 
 
 def claim(rerun, host="a"):
-    return trial_reruns.rerun_claim(rerun_pk=rerun.pk, worker_host=host)
+    return jobs.job_claim(kind=JOB_KINDS["reruns"], pk=rerun.pk, worker_host=host)
 
 
 def complete(rerun, attempt, score=0.9):
@@ -94,13 +95,13 @@ def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_rerun(trial
     assert claim(rerun, "b") is None  # a duplicated delivery finds nothing
     assert trial_reruns.rerun_record_epoch(rerun_pk=rerun.pk, attempt=old, execution=0, epoch=0, metrics={"loss": 1})
     TrialRerun.objects.filter(pk=rerun.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_reruns.reruns_reap()["requeued"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["reruns"])["requeued"] == 1
     new = claim(rerun, "b").attempts
     assert new == old + 1 and not TrialRerunEpoch.objects.filter(rerun=rerun).exists()
-    assert not trial_reruns.rerun_heartbeat(rerun_pk=rerun.pk, attempt=old)
+    assert not jobs.job_heartbeat(kind=JOB_KINDS["reruns"], pk=rerun.pk, attempt=old)
     assert not trial_reruns.rerun_record_epoch(rerun_pk=rerun.pk, attempt=old, execution=0, epoch=1, metrics={})
     assert not complete(rerun, old)
-    assert not trial_reruns.rerun_fail(rerun_pk=rerun.pk, attempt=old, error="late")
+    assert not jobs.job_fail(kind=JOB_KINDS["reruns"], pk=rerun.pk, attempt=old, error="late")
     assert complete(rerun, new, score=0.88)
     rerun.refresh_from_db()
     assert (rerun.status, rerun.worker_host, rerun.score, rerun.environment["host"]) == (
@@ -111,23 +112,13 @@ def test_a_rerun_lost_twice_fails_with_the_reason_and_an_unsent_one_is_sent_agai
     rerun = trial_rerun_request(trial=trial, user=alice)
     long_ago = timezone.now() - timedelta(seconds=settings.RESEND_AFTER_SECONDS + 1)
     TrialRerun.objects.filter(pk=rerun.pk).update(last_sent=long_ago)
-    assert trial_reruns.reruns_reap()["resent"] == 1
+    assert jobs.jobs_reap(kind=JOB_KINDS["reruns"])["resent"] == 1
     for _ in range(2):
         claim(rerun)
         TrialRerun.objects.filter(pk=rerun.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-        trial_reruns.reruns_reap()
+        jobs.jobs_reap(kind=JOB_KINDS["reruns"])
     rerun.refresh_from_db()
     assert rerun.status == TrialRerun.Status.FAILED and rerun.error.startswith("Lost 2 times: the worker a")
-
-
-def test_a_failed_rerun_keeps_its_reason_and_environment(trial, alice):
-    rerun = trial_rerun_request(trial=trial, user=alice)
-    attempt = claim(rerun).attempts
-    assert trial_reruns.rerun_fail(rerun_pk=rerun.pk, attempt=attempt, error="Training failed: boom",
-                                   environment={"host": "a"})
-    rerun.refresh_from_db()
-    assert (rerun.status, rerun.error, rerun.environment) == (TrialRerun.Status.FAILED, "Training failed: boom",
-                                                              {"host": "a"})
 
 
 @pytest.mark.parametrize("status", ["completed", "failed"])
@@ -141,3 +132,18 @@ def test_a_finished_trial_keeps_the_environment_its_worker_recorded(make_study, 
                       environment=environment)
     trial_runs.finish_trial(trial_pk=claimed.pk, outcome=outcome, oracles=ORACLES)
     assert Trial.objects.get(pk=claimed.pk).environment == environment
+
+
+def test_a_rerun_stops_at_the_next_epoch_end_once_its_worker_is_stopping(trial, alice):
+    from workers.host import shutdown
+    from workers.jobs.reruns import _FencedReporter
+
+    rerun = trial_rerun_request(trial=trial, user=alice)
+    reporter = _FencedReporter(rerun.pk, claim(rerun).attempts)
+    assert reporter.epoch_end(0, 0, {"loss": 1.0})  # owned, not stopping: it trains on
+    shutdown.request_stop()
+    try:
+        assert not reporter.epoch_end(0, 1, {"loss": 0.9})  # recorded, then it stops and the runner hands it back
+    finally:
+        shutdown._FLAG[0] = 0
+    assert TrialRerunEpoch.objects.filter(rerun=rerun).count() == 2

@@ -1,18 +1,15 @@
 """The periodic job that keeps every kind of job moving: lost trials, studies with free slots
-no wake-up covers, lost and unsent model jobs, re-runs, conversions, serving exports and
-predictions, notification deliveries whose task was lost. Database and broker only (no
+no wake-up covers, lost and unsent jobs of every kind (services/jobs.py's JOB_KINDS),
+notification deliveries whose task was lost. Database and broker only (no
 TensorFlow, no KerasTuner), so the reaper-leader worker runs it in its main process
 (workers/host/fleet.py) beside busy children: a loaded host, whose pool has no free slot for a task,
 still reaps on time. Beat may also send it as a task."""
 
 import logging
+from functools import partial
 
-from experiments.services.conversions import conversions_reap
-from experiments.services.model_runs import models_reap
+from experiments.services.jobs import JOB_KINDS, jobs_reap
 from experiments.services.notification_delivery import deliveries_resend_due
-from experiments.services.predictions import predictions_reap
-from experiments.services.serving_exports import serving_exports_reap
-from experiments.services.trial_reruns import reruns_reap
 from experiments.services.trial_runs import studies_refill, trials_reap_stale
 
 log = logging.getLogger(__name__)
@@ -21,9 +18,8 @@ log = logging.getLogger(__name__)
 def reap() -> dict:
     """Each part, and each row within it, on its own: one failure is logged and never stops
     the rest."""
-    parts = {"trials_reaped": trials_reap_stale, "wakeups_sent": studies_refill, "models": models_reap,
-             "reruns": reruns_reap, "conversions": conversions_reap,
-             "serving_exports": serving_exports_reap, "predictions": predictions_reap,
+    parts = {"trials_reaped": trials_reap_stale, "wakeups_sent": studies_refill,
+             **{name: partial(jobs_reap, kind=kind) for name, kind in JOB_KINDS.items()},  # every job kind
              "deliveries_resent": deliveries_resend_due}
     done = {}
     for name, part in parts.items():

@@ -4,10 +4,7 @@ formats its worker could not (SavedModel, TFLite), as that worker would have mad
 
 import socket
 import tempfile
-import time
 from pathlib import Path
-
-from django.conf import settings
 
 from experiments.errors import TuneboardError
 from experiments.services.artifacts import (
@@ -16,19 +13,10 @@ from experiments.services.artifacts import (
     artifact_create_from_path,
     artifacts_delete,
 )
-from experiments.services.connections import connections_close_expired, with_db_retry
-from experiments.services.conversions import (
-    conversion_claim,
-    conversion_complete,
-    conversion_fail,
-    conversion_heartbeat,
-    conversion_release,
-)
-from workers.host.heartbeat import Heartbeat
-from workers.host.memory import release_memory
-from workers.host.shutdown import stop_requested
-from workers.host.versions import package_versions
-from workers.jobs.failures import failure_reason
+from experiments.services.connections import with_db_retry
+from experiments.services.conversions import conversion_complete
+from experiments.services.jobs import JOB_KINDS
+from workers.jobs.runner import JobRun, host_environment, run_job
 
 
 class ConversionImpossible(TuneboardError):
@@ -58,38 +46,21 @@ def _convert(row, workdir: Path):
     return exported
 
 
-def convert_model(*, conversion_pk: int) -> str:
-    import keras
+def _work(run: JobRun) -> bool:
+    row = run.row
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "export").mkdir()
+        exported = _convert(row, Path(tmp))
+        files = {fmt: artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=path)
+                 for fmt, path in exported.files.items() if fmt in row.formats}
+        if with_db_retry(conversion_complete, conversion_pk=run.pk, attempt=run.attempt, files=files,
+                         signature=exported.signature, unavailable=exported.unavailable,
+                         environment=run.environment, duration_seconds=run.seconds()):
+            return True
+        # Requeued after a stale heartbeat, or its model deleted, while we worked: not ours to store.
+        artifacts_delete(artifacts=files.values())
+        return False
 
-    connections_close_expired()
-    row = with_db_retry(conversion_claim, conversion_pk=conversion_pk, worker_host=socket.gethostname())
-    if row is None:
-        return "nothing to do"  # a duplicated delivery, or another worker has it
-    attempt = row.attempts
-    if stop_requested() and with_db_retry(conversion_release, conversion_pk=conversion_pk, attempt=attempt):
-        return "released"  # claimed as its worker began to stop: another worker makes it
-    environment = {"host": socket.gethostname(), "versions": package_versions()}
-    started = time.monotonic()
-    heartbeat = Heartbeat(lambda: conversion_heartbeat(conversion_pk=conversion_pk, attempt=attempt),
-                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-conversion-{conversion_pk}")
-    heartbeat.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "export").mkdir()
-            exported = _convert(row, Path(tmp))
-            files = {fmt: artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=path)
-                     for fmt, path in exported.files.items() if fmt in row.formats}
-            if with_db_retry(conversion_complete, conversion_pk=conversion_pk, attempt=attempt, files=files,
-                             signature=exported.signature, unavailable=exported.unavailable,
-                             environment=environment, duration_seconds=time.monotonic() - started):
-                return "completed"
-            # Requeued after a stale heartbeat, or its model deleted, while we worked: not ours to store.
-            artifacts_delete(artifacts=files.values())
-            return "superseded"
-    except Exception as exc:  # any crash becomes a readable FAILED conversion
-        with_db_retry(conversion_fail, conversion_pk=conversion_pk, attempt=attempt, environment=environment,
-                      error=failure_reason(exc, job=f"conversion {conversion_pk}"))
-    finally:
-        heartbeat.stop()
-        release_memory(keras, trial_seconds=time.monotonic() - started)
-    return "failed"
+
+def convert_model(*, conversion_pk: int) -> str:
+    return run_job(JOB_KINDS["conversions"], conversion_pk, _work, environment=host_environment)

@@ -4,15 +4,12 @@ where a cancel stops it), and store the predictions as CSV and NPZ."""
 
 import io
 import logging
-import socket
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 
 from experiments.datasets.arrays import strings_from_arrays
 from experiments.errors import TuneboardError
@@ -24,20 +21,12 @@ from experiments.services.artifacts import (
     artifact_read_bytes,
     artifacts_delete,
 )
-from experiments.services.connections import connection_close, connections_close_expired, with_db_retry
-from experiments.services.predictions import (
-    prediction_claim,
-    prediction_complete,
-    prediction_fail,
-    prediction_heartbeat,
-    prediction_progress,
-    prediction_release,
-)
-from workers.host.heartbeat import Heartbeat
-from workers.host.memory import release_memory
+from experiments.services.connections import connection_close, with_db_retry
+from experiments.services.jobs import JOB_KINDS
+from experiments.services.predictions import prediction_complete, prediction_progress
 from workers.host.shutdown import stop_requested
-from workers.host.versions import package_versions
-from workers.jobs.failures import failure_reason
+from workers.jobs.runner import JobRun, host_environment, run_job
+from workers.trial_stops import TrialCancelled
 
 log = logging.getLogger(__name__)
 # Rows per predict step: large enough that a small model's per-step overhead vanishes, small
@@ -48,8 +37,8 @@ STEP_ROWS = 512
 STEPS_PER_CHUNK = 8
 
 
-class PredictionStopped(TuneboardError):
-    """Cancelled by a user, or queued again by the reaper, while predicting."""
+class PredictionStopped(TrialCancelled):
+    """Cancelled by a user, queued again by the reaper, or its worker stopping, while predicting."""
 
 
 class NoModelFile(TuneboardError):
@@ -107,10 +96,13 @@ class ProgressWriter(threading.Thread):
 
 def _progress_callback(keras, writer: ProgressWriter, rows: int, step_rows: int):
     """Reports the rows done every STEPS_PER_CHUNK steps; stops predicting (at the end of the
-    current step) once the writer heard the job is no longer this worker's."""
+    current step) once the writer heard the job is no longer this worker's, or the worker is
+    shutting down (the runner hands the job back)."""
 
     class Progress(keras.callbacks.Callback):
         def on_predict_batch_end(self, batch, logs=None):
+            if stop_requested():
+                writer.stopped = True
             if writer.stopped:
                 self.model.stop_predicting = True
             elif (batch + 1) % STEPS_PER_CHUNK == 0:
@@ -167,41 +159,24 @@ def _store(row, outputs: np.ndarray, names: list[str], workdir: Path) -> dict:
     }
 
 
-def predict_batch(*, prediction_pk: int) -> str:
+def _work(run: JobRun) -> bool:
     import keras
 
-    connections_close_expired()
-    row = with_db_retry(prediction_claim, prediction_pk=prediction_pk, worker_host=socket.gethostname())
-    if row is None:
-        return "nothing to do"  # a duplicated delivery, or another worker has it
-    attempt = row.attempts
-    if stop_requested() and with_db_retry(prediction_release, prediction_pk=prediction_pk, attempt=attempt):
-        return "released"
-    environment = {"host": socket.gethostname(), "versions": package_versions()}
-    started = time.monotonic()
-    heartbeat = Heartbeat(lambda: prediction_heartbeat(prediction_pk=prediction_pk, attempt=attempt),
-                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-prediction-{prediction_pk}")
-    heartbeat.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            if row.keras_artifact is None:
-                raise NoModelFile(f"Model {row.model} has no .keras file to predict with.")
-            model = _load(keras, artifact_copy_to_path(artifact=row.keras_artifact, path=Path(tmp) / "model.keras"))
-            x, names = _inputs(row)
-            outputs = predict_rows(model, x, progress=lambda done: with_db_retry(
-                prediction_progress, prediction_pk=prediction_pk, attempt=attempt, rows_done=done))
-            stored = _store(row, outputs, names, Path(tmp))
-            if with_db_retry(prediction_complete, prediction_pk=prediction_pk, attempt=attempt, **stored,
-                             environment=environment, duration_seconds=time.monotonic() - started):
-                return "completed"
-            artifacts_delete(artifacts=[stored["predictions_csv"], stored["predictions_npz"]])
-            return "superseded"  # cancelled or requeued while the files were written
-    except PredictionStopped:
-        return "stopped"  # cancelled or requeued: the row already says so
-    except Exception as exc:  # any crash becomes a readable FAILED prediction
-        with_db_retry(prediction_fail, prediction_pk=prediction_pk, attempt=attempt, environment=environment,
-                      error=failure_reason(exc, job=f"prediction {prediction_pk}"))
-    finally:
-        heartbeat.stop()
-        release_memory(keras, trial_seconds=time.monotonic() - started)
-    return "failed"
+    row = run.row
+    with tempfile.TemporaryDirectory() as tmp:
+        if row.keras_artifact is None:
+            raise NoModelFile(f"Model {row.model} has no .keras file to predict with.")
+        model = _load(keras, artifact_copy_to_path(artifact=row.keras_artifact, path=Path(tmp) / "model.keras"))
+        x, names = _inputs(row)
+        outputs = predict_rows(model, x, progress=lambda done: with_db_retry(
+            prediction_progress, prediction_pk=run.pk, attempt=run.attempt, rows_done=done))
+        stored = _store(row, outputs, names, Path(tmp))
+        if with_db_retry(prediction_complete, prediction_pk=run.pk, attempt=run.attempt, **stored,
+                         environment=run.environment, duration_seconds=run.seconds()):
+            return True
+        artifacts_delete(artifacts=[stored["predictions_csv"], stored["predictions_npz"]])
+        return False  # cancelled or requeued while the files were written
+
+
+def predict_batch(*, prediction_pk: int) -> str:
+    return run_job(JOB_KINDS["predictions"], prediction_pk, _work, environment=host_environment)

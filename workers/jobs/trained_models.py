@@ -5,41 +5,30 @@ int(1.2 x best epoch) epochs, evaluate once on the test split. Promoting skips t
 exports the trial's own best-epoch weights."""
 
 import logging
-import socket
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
 
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
-from experiments.services.connections import connections_close_expired, with_db_retry
-from experiments.services.model_runs import (
-    model_claim,
-    model_complete,
-    model_fail,
-    model_heartbeat,
-    model_record_epoch,
-    model_release,
-)
+from experiments.services.connections import with_db_retry
+from experiments.services.jobs import JOB_KINDS
+from experiments.services.model_runs import model_complete, model_record_epoch
 from experiments.services.training_inputs import TrainingPhase
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
 from workers.ensembles.build import build_ensemble
 from workers.export.formats import export_model
 from workers.host.environment import environment_record
-from workers.host.heartbeat import Heartbeat
-from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
 from workers.hypermodels.base import DataInfo
-from workers.jobs.failures import failure_reason
+from workers.jobs.runner import JobRun, run_job
 from workers.training.dataset_cache import load_dataset
 from workers.training.fitting import describe, detect_best_epoch, train_on_train_and_validation
 from workers.training.inference import evaluate
 from workers.training.model_building import build_model, model_from_trial_checkpoint, study_hyperparameters
-from workers.trial_stops import TrialCancelled
 
 log = logging.getLogger(__name__)
 RETRAIN_EPOCH_FACTOR = 1.2
@@ -114,50 +103,34 @@ def _environment(row, compute: dict) -> dict:
     return record
 
 
-def make_trained_model(*, model_pk: int) -> str:
+def _work(run: JobRun) -> bool:
     import keras
 
-    connections_close_expired()
-    row = with_db_retry(model_claim, model_pk=model_pk, worker_host=socket.gethostname())
-    if row is None:
-        return "nothing to do"  # a duplicated delivery, or another worker has it
-    attempt = row.attempts
-    started = time.monotonic()
-    heartbeat = Heartbeat(lambda: model_heartbeat(model_pk=model_pk, attempt=attempt),
-                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-model-{model_pk}")
-    heartbeat.start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            workdir = Path(tmp)
-            keras.utils.set_random_seed(row.seed)
-            if row.is_ensemble:
-                built = build_ensemble(row, workdir=workdir)
-                exported = built.pop("exported")
-                result = {"best_epoch": None, "epochs": None, "compute": describe(None), **built}
-            else:
-                result = _single_model(row, workdir)
-                exported = result.pop("exported")
-            files = {
-                fmt: artifact_create_from_path(team=row.team, kind=ArtifactKind.MODEL, path=path)
-                for fmt, path in exported.files.items()
-            }
-            signature = {**exported.signature, "unavailable": exported.unavailable}
-            if with_db_retry(model_complete, model_pk=model_pk, attempt=attempt, signature=signature,
-                             pending_formats=exported.pending,
-                             versions=package_versions(), files=files, environment=_environment(row, result["compute"]),
-                             duration_seconds=time.monotonic() - started, **result):
-                return "completed"
-            # Requeued after a stale heartbeat, or cancelled, while we worked: not ours to store.
-            artifacts_delete(artifacts=files.values())
-            return "superseded"
-    except TrialCancelled:
-        if stop_requested() and with_db_retry(model_release, model_pk=model_pk, attempt=attempt):
-            return "released"  # its worker is shutting down: another one makes it
-        return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
-    except Exception as exc:  # any crash becomes a readable FAILED model
-        with_db_retry(model_fail, model_pk=model_pk, attempt=attempt,
-                      error=failure_reason(exc, job=f"model {model_pk}"))
-    finally:
-        heartbeat.stop()
-        release_memory(keras, trial_seconds=time.monotonic() - started)
-    return "failed"
+    row = run.row
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        keras.utils.set_random_seed(row.seed)
+        if row.is_ensemble:
+            built = build_ensemble(row, workdir=workdir)
+            exported = built.pop("exported")
+            result = {"best_epoch": None, "epochs": None, "compute": describe(None), **built}
+        else:
+            result = _single_model(row, workdir)
+            exported = result.pop("exported")
+        files = {
+            fmt: artifact_create_from_path(team=row.team, kind=ArtifactKind.MODEL, path=path)
+            for fmt, path in exported.files.items()
+        }
+        signature = {**exported.signature, "unavailable": exported.unavailable}
+        if with_db_retry(model_complete, model_pk=run.pk, attempt=run.attempt, signature=signature,
+                         pending_formats=exported.pending,
+                         versions=package_versions(), files=files, environment=_environment(row, result["compute"]),
+                         duration_seconds=run.seconds(), **result):
+            return True
+        # Requeued after a stale heartbeat, or cancelled, while we worked: not ours to store.
+        artifacts_delete(artifacts=files.values())
+        return False
+
+
+def make_trained_model(*, model_pk: int) -> str:
+    return run_job(JOB_KINDS["models"], model_pk, _work)

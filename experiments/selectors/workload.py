@@ -1,0 +1,109 @@
+"""How much work waits for or occupies the workers, per queue: the figures the metrics probe and
+the scaling endpoint show, read here so the views run no query. Job kinds come from the caller
+(services/jobs.py's JOB_KINDS; a selector does not import services), each counted alike."""
+
+from django.conf import settings
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, Worker
+from experiments.states import DeliveryStatus, JobStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import JAX_SUFFIX, TASK_QUEUES, queue_backend, task_queue
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+def trial_counts() -> dict[tuple[str, str], int]:
+    """Trial runs by (state, study queue)."""
+    return {(row["status"], row["study__queue"]): row["n"]
+            for row in Trial.objects.values("status", "study__queue").annotate(n=Count("id"))}
+
+
+def study_counts() -> dict[str, int]:
+    return dict(Study.objects.values_list("status").annotate(n=Count("id")))
+
+
+def model_job_counts() -> dict[tuple[str, str], int]:
+    """Trained-model jobs by (kind: retrain, promotion, ensemble; state)."""
+    return {(row["kind"], row["status"]): row["n"]
+            for row in TrainedModel.objects.values("kind", "status").annotate(n=Count("id"))}
+
+
+def queue_depth(*, kinds) -> dict[str, int]:
+    """Queued work per Celery queue: free trial slots of running studies plus queued jobs of every
+    kind, on the queue of the study a job follows (`kind.study`) or the kind's own queue."""
+    depth = {queue: 0 for queue in TASK_QUEUES}
+    running = Study.objects.filter(status=StudyStatus.RUNNING).annotate(
+        busy=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
+    for queue, backend, parallelism, busy in running.values_list("queue", "backend", "parallelism", "busy"):
+        depth[task_queue(queue, backend)] += max(0, parallelism - busy)
+    for kind in kinds:
+        queued = kind.table.objects.filter(status=JobStatus.QUEUED)
+        if kind.study is None:
+            depth[kind.queue] = depth.get(kind.queue, 0) + queued.count()
+            continue
+        for queue, backend, n in (queued.values_list(f"{kind.study}__queue", f"{kind.study}__backend")
+                                  .annotate(n=Count("id"))):
+            queue = task_queue(queue, backend) if queue else kind.queue
+            depth[queue] = depth.get(queue, 0) + n
+    return depth
+
+
+def live_workers(*, queues) -> dict[str, int]:
+    """Workers with a fresh heartbeat, per queue they serve."""
+    fresh = timezone.now() - timezone.timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+    live = {queue: 0 for queue in queues}
+    for worker_queues in Worker.objects.filter(stopped__isnull=True, last_heartbeat__gte=fresh) \
+            .values_list("queues", flat=True):
+        for queue in worker_queues or []:
+            live[queue] = live.get(queue, 0) + 1
+    return live
+
+
+def trial_column_buckets(*, column: str, bounds: list[float], rows: Q) -> dict:
+    """One aggregate over a float column of the trial rows `rows` (keep `rows` those of a partial
+    index on the column): "count", "sum" and "le<i>", the rows at most bounds[i]."""
+    # Counting the column itself (never NULL here) keeps every reference inside the index.
+    return Trial.objects.filter(rows).aggregate(
+        count=Count(column), sum=Sum(column),
+        **{f"le{i}": Count(column, filter=Q(**{f"{column}__lte": bound})) for i, bound in enumerate(bounds)})
+
+
+def _kind_on_queue(kind, queue: str, accelerator: str, backend: str) -> dict:
+    """Active jobs of `kind` whose tasks go to `queue`, by status."""
+    rows = kind.table.objects.filter(status__in=ACTIVE)
+    if kind.study is None:
+        if queue != kind.queue:
+            return {}
+    else:
+        here = Q(**{f"{kind.study}__queue": accelerator, f"{kind.study}__backend": backend})
+        if queue == kind.queue:  # rows that follow no study go to the kind's own queue
+            here |= Q(**{f"{kind.study}__isnull": True})
+        rows = rows.filter(here)
+    return dict(rows.order_by().values_list("status").annotate(n=Count("id")))
+
+
+def scaling_counts(*, queue: str, kinds, delivery_queue: str) -> dict:
+    """Work waiting for the workers of one Celery queue ("gpu", or "gpu-jax" for JAX studies):
+    the fields views/scaling.py documents, one queued_/running_ pair per job kind."""
+    backend = queue_backend(queue)
+    accelerator = queue.removesuffix(JAX_SUFFIX)
+    running_trials = Trial.objects.filter(study__queue=accelerator, study__backend=backend,
+                                          status=TrialStatus.RUNNING).count()
+    queued_trials = 0
+    studies = Study.objects.filter(queue=accelerator, backend=backend, status=StudyStatus.RUNNING).annotate(
+        n_running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
+        n_started=Count("trials__trial_id", distinct=True),
+    )
+    for study in studies:
+        queued_trials += max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started))
+    counts = {"queue": queue, "queued_trials": queued_trials, "running_trials": running_trials}
+    for kind in kinds:
+        by_status = _kind_on_queue(kind, queue, accelerator, backend)
+        counts[f"queued_{kind.name}"] = by_status.get(JobStatus.QUEUED, 0)
+        counts[f"running_{kind.name}"] = by_status.get(JobStatus.RUNNING, 0)
+    counts["work"] = sum(v for k, v in counts.items() if k != "queue")
+    counts["due_deliveries"] = NotificationDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, next_attempt__lte=timezone.now()).count() if queue == delivery_queue else 0
+    counts["work"] += min(1, counts["due_deliveries"])
+    return counts

@@ -1,0 +1,84 @@
+"""The one lifecycle every job kind but trials runs on a worker (claim, hand back when stopping,
+heartbeat, work, fenced completion, failure with its reason, memory released), so the kinds'
+modules hold only their work and cannot drift apart again. The kinds: services/jobs.py's JOB_KINDS."""
+
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from experiments.services.connections import connections_close_expired, with_db_retry
+from experiments.services.jobs import JobKind, job_claim, job_fail, job_heartbeat, job_release
+from workers.host.heartbeat import Heartbeat
+from workers.host.memory import release_memory
+from workers.host.shutdown import stop_requested
+from workers.host.versions import package_versions
+from workers.jobs.failures import failure_reason
+from workers.trial_stops import TrialCancelled
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobRun:
+    """One claimed attempt, as the kind's work sees it. `environment`: what a failure records
+    (None: nothing); the work may replace it once it knows more."""
+
+    kind: JobKind
+    row: object
+    attempt: int
+    started: float
+    environment: dict | None = None
+
+    @property
+    def pk(self) -> int:
+        return self.row.pk
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+
+def host_environment() -> dict:
+    """Where a job that trains nothing ran: the host and the package versions."""
+    return {"host": socket.gethostname(), "versions": package_versions()}
+
+
+def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bool = True,
+            environment: Callable[[], dict] | None = None) -> str:
+    """Claim the job `pk` of `kind` and run `work(run)`, which returns whether its completion was
+    accepted (False: this attempt no longer owns the row, and the work removed what it made).
+    The work raises TrialCancelled to stop (a fenced write refused, or the worker stopping at the
+    next step or epoch end): a stopping worker hands the job back without a lost attempt.
+    Any other exception fails the job with its reason. `keras`: the work loads Keras, whose
+    memory is released after it; `environment()`: what a failure records from the start."""
+    connections_close_expired()
+    row = with_db_retry(job_claim, kind=kind, pk=pk, worker_host=socket.gethostname())
+    if row is None:
+        return "nothing to do"  # a duplicated delivery, or another worker has it
+    attempt = row.attempts
+    if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
+        return "released"  # claimed as its worker began to stop: another worker runs it
+    run = JobRun(kind=kind, row=row, attempt=attempt, started=time.monotonic(),
+                 environment=environment() if environment else None)
+    heartbeat = Heartbeat(lambda: job_heartbeat(kind=kind, pk=pk, attempt=attempt),
+                          settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-{kind.name}-{pk}")
+    heartbeat.start()
+    try:
+        return "completed" if work(run) else "superseded"  # refused: requeued or cancelled while it worked
+    except TrialCancelled:
+        if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
+            return "released"  # its worker is shutting down: another one runs it
+        return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
+    except Exception as exc:  # any crash becomes a readable FAILED job
+        with_db_retry(job_fail, kind=kind, pk=pk, attempt=attempt, environment=run.environment,
+                      error=failure_reason(exc, job=f"{kind.label} {pk}"))
+        return "failed"
+    finally:
+        heartbeat.stop()
+        if keras:
+            import keras as keras_module
+
+            release_memory(keras_module, trial_seconds=run.seconds())
