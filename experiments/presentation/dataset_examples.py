@@ -14,6 +14,7 @@ import io
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,6 @@ from django.conf import settings
 from PIL import Image
 
 from experiments.models import Dataset
-from experiments.services.artifacts import artifact_copy_to_path
 
 EXAMPLES_PER_CLASS = 6
 MAX_CLASSES_SHOWN = 20  # a 1,000-class dataset shows its first classes, and says so
@@ -45,20 +45,21 @@ def _cache_dir(dataset: Dataset) -> Path:
     return Path(settings.VAR_DIR) / "dataset-examples" / f"{dataset.arrays.sha256}-v{FORMAT_VERSION}"
 
 
-def class_examples_png(dataset: Dataset, class_index: int) -> bytes:
-    """The PNG strip of one class's examples (drawn with every other class's on first use)."""
+def class_examples_png(dataset: Dataset, class_index: int, *, copy_arrays: Callable[[Path], Path]) -> bytes:
+    """The PNG strip of one class's examples (drawn with every other class's on first use).
+    `copy_arrays(path)` writes the dataset's stored .npz there: a read, so the caller's to make."""
     folder = _cache_dir(dataset)
     path = folder / f"{class_index}.png"
     if not path.exists():
-        _draw_all(dataset, folder)
+        _draw_all(dataset, folder, copy_arrays)
     return path.read_bytes()
 
 
-def _draw_all(dataset: Dataset, folder: Path) -> None:
+def _draw_all(dataset: Dataset, folder: Path, copy_arrays: Callable[[Path], Path]) -> None:
     classes = len(shown_classes(dataset))
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        arrays = artifact_copy_to_path(artifact=dataset.arrays, path=Path(tmp) / "splits.npz")
+        arrays = copy_arrays(Path(tmp) / "splits.npz")
         examples = _examples(arrays, classes)
         drawn = Path(tmp) / "drawn"
         drawn.mkdir()

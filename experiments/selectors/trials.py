@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 
 from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTransform
 
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import figures, study_charts
@@ -10,6 +11,20 @@ from experiments.tuning.objectives import directions, objective_values, pareto_f
 
 # Trials that produced a result (a pruned one is cut short, not failed).
 WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
+
+# The trial columns a list may be ordered by; any other name is a metric (or hp.<name>).
+ORDER_COLUMNS = ("score", "number", "started", "finished", "duration_seconds", "id")
+
+
+def trial_order(name: str, *, descending: bool):
+    """A trial list's order by a column, a hyperparameter (hp.<name>) or a metric, nulls last."""
+    if name in ORDER_COLUMNS:
+        expression = F(name)
+    elif name.startswith("hp."):
+        expression = KeyTransform(name[3:], "hyperparameters")
+    else:
+        expression = KeyTransform(name, "metrics")
+    return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
 
 
 def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -> tuple[list[Trial], int]:

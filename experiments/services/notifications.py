@@ -190,14 +190,6 @@ def notify_webhook_test(*, webhook: Webhook, user) -> NotificationEvent:
 # --- preferences -----------------------------------------------------------------------
 
 
-def notification_preferences(*, user) -> list[dict]:
-    """One row per team of the user: the team and what it sends them by e-mail."""
-    memberships = Membership.objects.filter(user=user).select_related("team").order_by("team__name")
-    saved = {p.team_id: p for p in NotificationPreference.objects.filter(user=user)}
-    return [{"team": m.team, "events": saved[m.team_id].events if m.team_id in saved else [],
-             "only_mine": saved[m.team_id].only_mine if m.team_id in saved else False} for m in memberships]
-
-
 def notification_preferences_save(*, user, choices: dict[int, dict]) -> None:
     """`choices` = {team id: {"events": [...], "only_mine": bool}} for teams of the user.
     Everything is checked first; then all is saved, or nothing."""

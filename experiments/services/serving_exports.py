@@ -21,8 +21,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.models import ServingExport, Team
+from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.selectors.serving_exports import serving_base_path, serving_folder, serving_plan
-from experiments.services.artifacts import artifact_copy_to_path
 from experiments.services.jobs import (
     job_claim,
     job_fail,

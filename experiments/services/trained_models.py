@@ -10,7 +10,7 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import ModelFile, Study, Team, TrainedModel, Trial
-from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.selectors.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.audit import audit_record
 from experiments.services.model_runs import model_send
 

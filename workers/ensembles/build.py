@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.prediction_cache import cached_predictions_read, cached_predictions_store
-from experiments.services.training_inputs import ensemble_members, model_file_artifact
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.selectors.prediction_cache import cached_predictions_read
+from experiments.selectors.training_inputs import ensemble_members, model_file_artifact
+from experiments.services.prediction_cache import cached_predictions_store
 from workers.ensembles import blending
 from workers.ensembles.correlation_cap import correlation_cap
 from workers.ensembles.keras_models import has_softmax_head, stacked_model, weighted_average_model

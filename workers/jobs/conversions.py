@@ -10,12 +10,8 @@ from pathlib import Path
 from django.conf import settings
 
 from experiments.errors import TuneboardError
-from experiments.services.artifacts import (
-    ArtifactKind,
-    artifact_copy_to_path,
-    artifact_create_from_path,
-    artifacts_delete,
-)
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.conversions import (
     conversion_claim,
