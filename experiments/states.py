@@ -2,7 +2,7 @@
 
 A study runs trials; a trial run is one attempt of a KerasTuner trial (a retried trial gets
 a new row); a job makes a TrainedModel (a retrain, a promotion or an ensemble) or re-runs a
-trial. The lifecycle services (`services/studies.py`, `services/trial_runs.py`,
+trial. The lifecycle services (`services/studies.py`, `services/trial_claims.py`, `services/trial_reaper.py`,
 `services/jobs.py`) only make the moves
 listed here, each as a conditional UPDATE on the state it leaves, so two processes racing
 for the same row cannot both win."""
@@ -67,7 +67,6 @@ JOB_MOVES = {
     JobStatus.CANCELLED: set(),
 }
 
-TRIAL_FINISHED = tuple(status for status, moves in TRIAL_MOVES.items() if not moves)
 JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 

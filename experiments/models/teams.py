@@ -100,10 +100,6 @@ class Invitation(models.Model):
         return self.declined_at is not None
 
     @property
-    def is_open(self) -> bool:
-        return not (self.is_accepted or self.is_declined or self.is_expired)
-
-    @property
     def is_expired(self) -> bool:
         return not self.is_accepted and timezone.now() >= self.expires
 

@@ -165,3 +165,7 @@ def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list 
 
 def team_trial(*, team: Team, study_id: int, trial_pk: int) -> Trial | None:
     return Trial.objects.select_related("study").filter(pk=trial_pk, study_id=study_id, study__team=team).first()
+
+
+def trial_running_count(*, study: Study) -> int:
+    return Trial.objects.filter(study=study, status=Trial.Status.RUNNING).count()

@@ -1,5 +1,5 @@
 """Studies: create, start, resume, cancel and change budgets, and the wake-ups that fill a running
-study's slots. Running its trials (claims, finishes, the reaper) is services/trial_runs.py, which
+study's slots. Running its trials (claims, finishes, the reaper) is services/trial_claims.py and trial_reaper.py, which
 builds on this module."""
 
 from collections.abc import Iterable

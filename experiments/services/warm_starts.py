@@ -1,5 +1,5 @@
 """Warm starts: the best configurations of earlier studies, fitted to a new study's search
-space, become its seeds. The claim (services/trial_runs.py) runs them first, in order, and
+space, become its seeds. The claim (services/trial_claims.py) runs them first, in order, and
 registers each with the tuner as its own proposal, so the tuner learns from their results."""
 
 import json

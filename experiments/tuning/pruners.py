@@ -1,6 +1,6 @@
 """Whether a running trial should stop at the end of an epoch: pure, deterministic functions of
 the study's pruning settings and values read from PostgreSQL, so every worker of the fleet
-decides alike (the per-epoch record call in services/trial_runs.py gathers the values).
+decides alike (the per-epoch record call in services/trial_claims.py gathers the values).
 
 What is compared, at one (execution, epoch):
 - the trial's *best value so far* of the objective in this execution, and

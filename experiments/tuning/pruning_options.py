@@ -2,7 +2,7 @@
 
 Pruning stops a trial at the end of an epoch when it is clearly behind the study's finished
 trials at the same epoch (experiments/tuning/pruners.py decides, the per-epoch record call in
-services/trial_runs.py asks). No TensorFlow here: the web validates with it.
+services/trial_claims.py asks). No TensorFlow here: the web validates with it.
 """
 
 import math

@@ -1,7 +1,7 @@
 """A study's stopping rules: end the search once the objective reaches a target, or once the
 best has not improved by more than a margin (δ) in a number of trials — Keras's EarlyStopping
 one level up, trials instead of epochs. Pure Python: the web validates with it, and the trial
-lifecycle (services/trial_runs.py) asks `stop_reason` under the study's lock each time a trial
+lifecycle (services/trial_claims.py) asks `stop_reason` under the study's lock each time a trial
 finishes with a result."""
 
 import math

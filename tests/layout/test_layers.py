@@ -115,7 +115,7 @@ def test_the_checker_reports_an_upward_import_by_name():
         ("experiments.services.studies", "experiments.selectors.studies", "from experiments.selectors import y"),
         ("experiments.tuning.bounds", "experiments.datasets.core", "from experiments.datasets import z"),
         ("workers.jobs.trials", "experiments.models", "from experiments.models import Study"),
-        ("workers.jobs.trials", "experiments.services.trial_runs", "from experiments.services import w"),
+        ("workers.jobs.trials", "experiments.services.trial_claims", "from experiments.services import w"),
     ]
     assert layer_breaks(imports) == [
         "experiments.presentation.cards imports experiments.services.artifacts (from experiments.services import x): "

@@ -12,8 +12,8 @@ from experiments.services.model_runs import models_reap
 from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.predictions import predictions_reap
 from experiments.services.serving_exports import serving_exports_reap
+from experiments.services.trial_reaper import studies_refill, trials_reap_stale
 from experiments.services.trial_reruns import reruns_reap
-from experiments.services.trial_runs import studies_refill, trials_reap_stale
 
 log = logging.getLogger(__name__)
 

@@ -47,11 +47,6 @@ class DatasetArrays:
     x_test: np.ndarray
     y_test: np.ndarray
 
-    @classmethod
-    def from_npz(cls, path: Path) -> "DatasetArrays":
-        with np.load(path, allow_pickle=False) as npz:
-            return cls(**{k: npz[k] for k in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")})
-
 
 @dataclass
 class TrialSpec:

@@ -1,6 +1,6 @@
 """The KerasTuner adapter: oracles whose state lives in PostgreSQL.
 
-`experiments/services/trial_runs.py` decides a trial's life and holds the Study row lock
+`experiments/services/trial_claims.py` decides a trial's life and holds the Study row lock
 (`SELECT ... FOR UPDATE`) around every call here; this module only translates: rebuild the
 study's oracle (a fresh oracle of its class, its trials from the Trial rows the service hands
 over, `set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
@@ -212,7 +212,7 @@ def _trial_from_row(space, values: dict, state: dict) -> KtTrial:
 # never rebuilds; after another worker's write it rebuilds once.
 _cache: dict[int, tuple[int, object, object]] = {}
 # Given the oracle version already rebuilt, the (hyperparameters, kt_state) of every Trial row
-# written since, oldest first: trial_runs.trial_rows_for_oracle.
+# written since, oldest first: trial_oracle.trial_rows_for_oracle.
 TrialRowsSince = Callable[[int], Iterable[tuple[dict, dict]]]
 
 
@@ -281,7 +281,7 @@ class Ended:
 
 
 class KerasTunerOracles:
-    """What `trial_runs` asks of a tuner. Every method but `keep` runs under the Study row lock;
+    """What `trial_claims` asks of a tuner. Every method but `keep` runs under the Study row lock;
     `keep` runs once the transaction that held it commits."""
 
     def load(self, study, trial_rows_since: TrialRowsSince):
