@@ -1,13 +1,5 @@
-"""Arrays as large as a dataset, kept on disk so the web process never holds one whole.
-
-An upload's arrays are written a block of rows at a time to anonymous temporary files (no
-name, so nothing is left behind whatever happens) and read back through read-only memory
-maps. Reading a mapped page makes it part of the process's resident memory until the mapping
-goes away, so every bulk read here copies one block and then tells the kernel to drop the
-mapped pages again: resident memory stays at about one block, whatever the array's size.
-Small arrays (bundled datasets, tests) are plain in-memory ndarrays and pass through the
-same functions unchanged.
-"""
+"""Arrays as large as a dataset, kept on disk and read a block at a time, so the web process never holds one
+whole."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""What every dataset reader builds on: the errors, the limits, the parsed-dataset type and the
-helpers the readers share (missing cells, numbers, labels, messages about rows).
-
-Everything here is pure (no Django, no TensorFlow) so the web process can validate an upload
-while the user waits and a worker can parse the same bytes again with identical results.
-Every problem with the data raises DatasetError, whose text is shown to the user as is.
-
-Four kinds of data share one ParsedDataset: tabular (tabular_reader), images (image_reader),
-text (text_reader) and sequences (sequence_reader); the bundled datasets live in bundled, and
-parsing picks the reader for an .npz upload. They all import this module and it imports none
-of them.
-
-An upload can be far larger in memory than on disk (a 400 KB .npz of zeros unpacks to 400 MB),
-so uploads are read a block of rows at a time and their inputs x are written to temporary
-files (arrays); only the labels and the split indices, a few bytes a row, are held in
-memory, and DatasetLimits bounds the rows, the bytes and the classes before anything large
-is unpacked.
-"""
+"""What every dataset reader builds on (errors, limits, the parsed-dataset type, shared helpers), pure so the web
+and a worker parse the same bytes alike (docs/design/datasets-and-models.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Images as uint8 arrays (n, height, width, channels): from a zip of class folders or an .npz.
-
-The zip follows the layout Keras' image_dataset_from_directory reads: one folder per class,
-named after it, holding .png, .jpg, .jpeg, .bmp or .gif files (subfolders inside a class folder
-belong to that class); a single folder wrapping the class folders, which is what zipping the
-dataset folder itself gives, is accepted too. Classes are the folder names in sorted order,
-as Keras numbers them.
-
-An upload is untrusted: everything the zip's directory declares (names, sizes, compression
-ratios, number of images) is checked before a single byte is decompressed, nothing is ever
-extracted to disk, and images are decoded one at a time and appended to the array in a
-temporary file, so memory stays bounded by one image.
-"""
+"""Images as uint8 arrays from a zip of class folders or an .npz, checked before anything is decompressed and
+decoded one at a time, since an upload is untrusted."""
 
 from __future__ import annotations
 

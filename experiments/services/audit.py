@@ -1,11 +1,5 @@
-"""The audit log: who changed membership, roles, invitations, API tokens and webhooks, who
-cancelled what and who downloaded which model — when, in which team, from which address.
-
-django-auditlog records every save and delete of the registered models from their signals,
-inside the transaction of the change (a change that rolls back leaves no row, and no code path,
-the admin included, changes them unrecorded); the other actions are recorded here by the services
-that perform them. The request (set by experiments.middleware.AuditContextMiddleware) supplies
-the actor and the address; the row's team comes from the object."""
+"""The audit log: who changed whom's access, tokens and webhooks, cancelled what or downloaded which model,
+recorded in the same transaction as the change (docs/design/job-lifecycle.md)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager

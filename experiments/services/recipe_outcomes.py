@@ -1,10 +1,5 @@
-"""How a recipe run ends: its ensemble's figures beside the best member and the mean, whether it
-collapsed to one member (and why), what changed since the recipe's last completed run, and the
-champion/challenger step — register the ensemble, and move the alias only when it beats the
-alias's current version on validation loss (the figure the ensemble's weights were chosen by).
-Registry changes are made for the member the run acts for, audited with the recipe and run, and
-only while that member is an owner or editor of the team; an ensemble the registry already holds
-(registered_twin) is not registered again."""
+"""How a recipe run ends: its ensemble's figures and the champion/challenger step that moves an alias only when
+the ensemble beats its current version on validation loss."""
 
 import logging
 from dataclasses import dataclass

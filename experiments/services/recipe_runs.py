@@ -1,17 +1,5 @@
-"""Recipe runs: an ensemble recipe applied once — its candidates picked, the retrains it needs
-requested (or reused), then its ensemble built on a worker as an ordinary TrainedModel. A run
-waits (WAITING) until its retrains finish, builds (BUILDING) exactly once, and ends when its
-ensemble does (services/recipe_outcomes.py: comparison, champion/challenger).
-
-Every step holds the recipe row (starts) or the run row (moves) lock, so a duplicate event, two
-retrains finishing at once, or two processes delivering the same study completion move a run
-once. A `trigger_key` makes a start idempotent (constraint recipe_run_trigger_once), and Run now
-is refused while a run of the recipe is waiting or building (two clicks, one run).
-
-A run acts for one member (RecipeRun.created_by: who clicked Run now, or the recipe's acts_for),
-and only while they are an owner or editor of the team: it neither starts, builds nor registers
-for anyone else. A run whose ensemble would be one the registry already holds (same members,
-method and inputs) builds nothing (recipe_outcomes.registered_twin)."""
+"""Recipe runs: an ensemble recipe applied once, from picking candidates through the retrains it waits for to
+one ensemble build, each step under a row lock so duplicate events move a run once."""
 
 import logging
 

@@ -1,8 +1,5 @@
-"""Trained models: requests from the web to retrain or promote trials, and their names. Each
-model gets its own name (study and trial); its version counts the times that name was made
-again (the same configuration retrained or promoted once more). Grouping different models as
-versions of one name is the registry's (services/registry.py), done explicitly.
-What happens to a request afterwards (claim, heartbeat, finish, requeue) is in model_runs."""
+"""Trained models: the web's requests to retrain or promote trials, and their names and versions; what happens
+to a request afterwards is services/model_runs.py."""
 
 from django.db import transaction
 from django.db.models import Max

@@ -1,7 +1,5 @@
-"""What a running trial reports, epoch by epoch: its heartbeat, each epoch's metrics and, in a
-pruning study, the pruner's verdict on the epoch (compared with the finished trials' bests at
-the same epoch, kept as pruning references when a trial finishes). Claims and finishes, which
-hold the study's lock, are in services/trial_claims.py; this path never takes that lock."""
+"""What a running trial reports each epoch (heartbeat, metrics, the pruner's verdict), on a path that never takes
+the study's lock."""
 
 import json
 from dataclasses import dataclass

@@ -1,18 +1,5 @@
-"""TF Serving's folder layout for a team's registry, written from a plan: `<name>/<version>/` (a
-SavedModel: saved_model.pb, variables/, assets/) per served version and a `models.config`
-naming those versions and their labels. Pure file work: no ORM, no TensorFlow.
-
-Incremental: each version folder holds a marker with the sha256 of the SavedModel zip it came
-from; a folder whose marker matches the plan is kept untouched, so an export after an alias
-move rewrites only `models.config`.
-
-Atomic, so a running TF Serving (which re-reads the config every few seconds) never sees half
-a version or half a config: every version is unpacked into a temporary sibling first, all of
-them before anything moves; then each is renamed into place (os.rename: one step on one file
-system) and the config is written aside and os.replace'd; only then are versions that left the
-plan removed. A failure before the config is in place undoes the renames, so the previous
-layout and config stay as they were. Names starting with TEMPORARY are never versions to TF
-Serving (it loads numeric folder names only) and are cleared by the next export."""
+"""TF Serving's folder layout for a team's registry, written from a plan incrementally and atomically, so a
+running TF Serving never sees half a version or half a config."""
 
 import fcntl
 import json

@@ -1,14 +1,5 @@
-"""Search spaces as the web stores them: validation and normalisation (grid counting, defaults
-and fitting configurations: space_values.py).
-
-A search space is a JSON list of rows, one per hyperparameter (ROW_KEYS lists the canonical
-keys of each type). This module runs in the web process, so it must never import
-TensorFlow, Keras or KerasTuner; workers/tuners/hyperparameters.py turns the rows into a
-keras_tuner.HyperParameters. The rules mirror KerasTuner 1.4.8's own checks
-(keras_tuner/src/engine/hyperparameters/hp_types/) so nothing the web accepts is rejected
-later on a worker, plus a few stricter ones that catch mistakes early (min == max, a step
-wider than the range, conditions on values the parent can never take).
-"""
+"""Search spaces as the web stores them, validated by KerasTuner 1.4.8's rules (and a few stricter) without
+importing it, so nothing accepted here fails later on a worker."""
 
 import math
 import re

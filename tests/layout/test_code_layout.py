@@ -1,8 +1,5 @@
-"""Guards for the layout rules of DESIGN.md and CONTRIBUTING.md: no import cycle among the
-project's modules, worker code that never touches the ORM, no module over 500 lines.
-
-The import graph is grimp's (import-linter's graph builder): it reads every import statement,
-those inside functions included, so a cycle cannot hide behind a deferred import."""
+"""Guards for CONTRIBUTING.md's layout rules: no import cycle (grimp reads imports inside functions too, so none
+hides), no ORM under workers/, no module over 500 lines."""
 
 from pathlib import Path
 

@@ -1,6 +1,5 @@
-"""The layers of DESIGN.md ("Dependency direction") held on grimp's import graph: inside
-experiments/ imports run one way, top to bottom, and workers reach the domain through services
-and selectors, never through the web layers or the ORM."""
+"""CONTRIBUTING.md's dependency direction held on grimp's graph: experiments/ imports run one way, top to bottom,
+and workers reach the domain only through services and selectors."""
 
 import grimp
 import pytest

@@ -1,12 +1,5 @@
-"""Build one ensemble on a worker: every member's validation and test predictions (cached
-as artifacts, shared by every ensemble that includes the member), weights fitted on the
-validation predictions only, metrics beside the mean ensemble and the best member, the
-members' correlation, and the ensemble exported as one Keras model.
-
-No leakage: a retrained member trained on the validation split, so its validation
-predictions come from its search-phase checkpoint (trained on train only); the weights found
-there are then applied to the retrained member. Test predictions enter nothing but the
-final, once-computed test metrics."""
+"""Build one ensemble on a worker: weights fitted on validation predictions only (search-phase ones for retrained
+members, so nothing leaks), metrics, correlation, one exported Keras model."""
 
 import io
 import logging

@@ -1,16 +1,5 @@
-"""An ensemble as one Keras model: the members as sub-models on a shared input, then either each
-output scaled by its fixed weight and summed (weighted_average_model), or their outputs
-concatenated (member-major, as workers.ensembles.stacking.features lays them out) into one Dense
-layer holding the meta-learner (stacked_model: softmax for classification, linear for
-regression). Built-in layers only (Rescaling, Add, Concatenate, Dense, Activation, ReLU), so
-`keras.models.load_model` opens either in safe mode with no custom code, the saved file names no
-module of Tuneboard's, and it exports like any model.
-
-Log-probability features: Keras has no layer that takes a logarithm (Activation offers
-log_softmax and log_sigmoid, neither of which is log p given p), and a Lambda or a subclassed
-layer is custom code that safe mode refuses. So the log comes from the member's logits: the
-member up to its last Dense(softmax) layer, that layer's kernel again without the softmax,
-then log_softmax(logits) = log p, clipped at log(EPSILON) as workers.ensembles.stacking clips p."""
+"""An ensemble as one Keras model of built-in layers only, so it loads in safe mode with no custom code and
+exports like any model."""
 
 import keras
 import numpy as np

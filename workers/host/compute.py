@@ -1,10 +1,5 @@
-"""A study's compute settings made real in a worker child: where a trial's replicas run, the
-dtype policy its layers are built with, the compile options Keras trains with, and the input
-pipeline that feeds it — on the Keras backend this process runs (TensorFlow or JAX; the
-backend-specific parts live in workers/host/backends/, and only the one in use is imported).
-
-experiments/tuning/compute_options.py holds the same settings as the web sees them (no Keras).
-"""
+"""A study's compute settings made real in a worker child (placement, dtype policy, compile options, input
+pipeline) on the backend this process runs; experiments/tuning/compute_options.py is the web's side."""
 
 import contextlib
 import functools

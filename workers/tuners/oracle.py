@@ -1,13 +1,5 @@
-"""The KerasTuner adapter: oracles whose state lives in PostgreSQL.
-
-`experiments/services/trial_claims.py` decides a trial's life and holds the Study row lock
-(`SELECT ... FOR UPDATE`) around every call here; this module only translates: rebuild the
-study's oracle (a fresh oracle of its class, its trials from the Trial rows the service hands
-over, `set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
-It never touches the database: the service reads the rows and says when a rebuilt oracle may
-be kept (once its transaction commits).
-The row lock, not the oracle's per-process lock, serialises claims across processes and hosts.
-"""
+"""The KerasTuner adapter: rebuilds, asks and ends oracles whose state lives in PostgreSQL, never touching the
+database itself (services/trial_claims.py holds the lock and the rows)."""
 
 import collections
 import contextlib
