@@ -1,8 +1,5 @@
-"""Typed readers for settings that come from the environment.
-
-Each raises ImproperlyConfigured with the variable's name and what was expected, so a
-typo in a deployment fails at start-up with a sentence instead of deep inside a request.
-"""
+"""Typed readers for settings from the environment, raising ImproperlyConfigured with the variable's name so a
+deployment's typo fails at start-up."""
 
 import ipaddress
 import os

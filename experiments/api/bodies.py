@@ -1,10 +1,5 @@
-"""JSON bodies turned into what the pages' forms read, so the API is validated by the very forms
-(and the bounds of experiments/tuning/bounds.py) the pages use, with the same messages.
-
-A JSON value must fit its form field's type before the form sees it: text where text belongs
-(a list sent as a name is refused, not stored as the text '["a"]'), a number or a string of
-digits where a number belongs, true/false for a checkbox, a list for a multiple choice, and any
-JSON for the fields that hold JSON (a search space)."""
+"""JSON bodies turned into what the pages' forms read, so the API is validated by the very forms the pages use,
+with the same messages (docs/design/web-and-security.md)."""
 
 import json
 

@@ -1,8 +1,5 @@
-"""The .npz entry point: reads the arrays' headers, checks them and the labels, then hands x to
-the reader of its kind (image_reader, sequence_reader or tabular_reader).
-
-The readers and core never import this module; it sits on top of them.
-"""
+"""The .npz entry point: checks the arrays' headers and labels, then hands x to the reader of its kind; the
+readers never import it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Sequences as float32 arrays (n, timesteps, features): from an .npz of independent
-sequences, or as sliding windows over one time series in a CSV.
-
-A time-series CSV holds one series, a row per time step in file order. Sample i is the window
-of rows [i, i + window) of every numeric column (the target's own past values included), and
-its label is the target `horizon` rows after the window ends, at row i + window + horizon - 1.
-Neighbouring windows share rows, so such a dataset is time_ordered: split_indices cuts it into
-blocks in time order with a gap between them instead of shuffling.
-"""
+"""Sequences as float32 arrays (n, timesteps, features): from an .npz, or as sliding windows over one time series
+in a CSV, split in time order since windows share rows."""
 
 from __future__ import annotations
 

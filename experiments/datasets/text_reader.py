@@ -1,9 +1,5 @@
-"""Text classification or regression from a CSV: one column of text, one target column.
-
-The CSV is read exactly like a tabular one (encoding, delimiter, header, missing labels, how the
-target becomes classes); only the text column is kept as input. Texts are stored as a NumPy
-unicode array, which numpy.savez writes without pickle, so workers load them safely.
-"""
+"""Text classification or regression from a CSV read like a tabular one, the texts kept as a NumPy unicode array
+so workers load them without pickle."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Example images of an image dataset, a few per class, drawn in the web process from the
-stored training split (numpy and Pillow, which already reads uploads; no TensorFlow).
-
-Each class is one PNG strip of EXAMPLES_PER_CLASS thumbnails. All strips of a dataset are
-drawn together on the first request and kept on disk, named by the arrays' hash: a dataset's
-arrays never change, so the files are never stale, and later views only read a file. Only the
-rows that are drawn are read: the training images are streamed from the stored .npz until each
-shown class has its examples, so a large dataset costs one pass over its first rows, not its
-whole size in memory."""
+"""Example images of an image dataset, drawn once per dataset in the web process and kept on disk by the arrays'
+hash, reading only the rows drawn (docs/design/datasets-and-models.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Login rate limiting on top of django-axes: who the client is (behind trusted proxies only),
-the lockout page, the backend that refuses a locked-out username + address pair, and the
-password-change form that shares the same count.
-
-Axes counts failed logins per username and client address in the database
-(settings.AXES_LOCKOUT_PARAMETERS), so every web process and pod shares the count. A wrong
-current password on /password/change/ is a failed login of that user from that address: a
-stolen session cannot guess its way to a new password, even while /login/ is locked."""
+"""Login rate limiting on django-axes, counted in the database so every web process shares it, and shared with
+the password-change form so a stolen session cannot guess a new password."""
 
 import ipaddress
 import math

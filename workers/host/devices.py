@@ -1,8 +1,5 @@
-"""What accelerators a worker host has, and which one each worker child uses.
-
-Discovery never imports TensorFlow: the main Celery process forks its children, and a
-child must be pinned (CUDA_VISIBLE_DEVICES) before TensorFlow loads in it.
-"""
+"""What accelerators a worker host has and which one each worker child uses, found without importing TensorFlow
+so a child can be pinned before TensorFlow loads."""
 
 import glob
 import logging

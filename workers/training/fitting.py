@@ -1,9 +1,5 @@
-"""Fit one trial (and a retrain's two runs): the hypermodel trained with the study's callbacks on
-its placement and input pipelines, each epoch reported.
-
-Knows nothing of the ORM: the caller passes a reporter (epoch metrics out, "keep going?"
-back) and gets a TrialResult or an exception with a readable reason.
-"""
+"""Fit one trial (and a retrain's two runs) with the study's callbacks, reporting each epoch through a reporter
+the caller passes, so it knows nothing of the ORM."""
 
 import contextlib
 import math
