@@ -1,6 +1,5 @@
-"""Comparing two to four studies of one dataset: which selections are accepted, and the page's
-and the API's figures built from trial rows (no queries here; selectors.studies_compared
-reads the rows). Trials are numbered by start order, 1-based, as everywhere."""
+"""Comparing two to four studies of one dataset: the selections accepted and the figures pages and the API show,
+built from the rows selectors.studies_compared reads."""
 
 import math
 

@@ -1,6 +1,5 @@
-"""What each figure on the pages is, in one place: a model's one validation figure and where it
-comes from (also what an ensemble's weights are fitted on for it), how trials are named, and
-the warnings for results a limit decided. Pure functions over rows (no queries)."""
+"""What each figure on the pages is, in one place (a model's validation figure, trial names, warnings for results a
+limit decided), as pure functions over rows so pages and API agree."""
 
 from dataclasses import dataclass
 

@@ -1,7 +1,5 @@
-"""The study page's chart data, computed in the web process from trial rows (numpy only, no
-TensorFlow): optimisation history with the best-so-far line, learning curves, parallel
-coordinates of the hyperparameters that vary, and a fANOVA-style importance. Long series are
-downsampled so a 10,000-trial study still answers in milliseconds."""
+"""The study page's chart data from trial rows, in the web process with numpy only, downsampled so a 10,000-trial
+study still answers in milliseconds."""
 
 import heapq
 import math

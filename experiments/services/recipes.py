@@ -1,7 +1,5 @@
-"""Ensemble recipes' writes: create, update, clone, take over and delete a recipe, and a study's
-tags (a recipe may draw from every study of a dataset with a tag). The data comes validated by
-experiments/forms/recipes.py (pages and API alike); each change is audited. Runs are
-experiments/services/recipe_runs.py's."""
+"""Ensemble recipes' writes (create, update, clone, take over, delete, a study's tags), each audited; the data comes
+validated by forms/recipes.py, and runs are recipe_runs.py's."""
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone

@@ -1,7 +1,5 @@
-"""The model registry's writes: register a finished model (or ensemble) as the next version of a
-registered model, and set, remove or roll back aliases. Every alias move is kept (AliasMove),
-audited, and asks for a serving export, as every new version does, so what TF Serving serves
-follows the registry."""
+"""The model registry's writes: register a version, set, remove or roll back aliases; every move is kept, audited
+and asks for a serving export, so TF Serving follows the registry."""
 
 from django.db import transaction
 from django.db.models import Max

@@ -1,6 +1,5 @@
-"""Trial claims and finishes: a study's trials from claim to result, each step one short
-transaction under the Study row lock, so claims, finishes and the reaper are serialised per study
-across hosts (docs/design/distributed-search.md)."""
+"""Trial claims and finishes, each one short transaction under the Study row lock, so claims, finishes and the
+reaper are serialised per study across hosts (docs/design/distributed-search.md)."""
 
 import logging
 from dataclasses import dataclass

@@ -1,6 +1,5 @@
-"""What the trial lifecycle and the tuner adapter exchange: the Oracles protocol
-(workers/tuners/oracle.py implements it), the claimant, a claim, a trial's outcome and the rows an
-oracle is rebuilt from; this side never imports KerasTuner."""
+"""What the trial lifecycle and the tuner adapter (workers/tuners/oracle.py) exchange: the Oracles protocol, claims,
+outcomes and trial rows, so this side never imports KerasTuner."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field

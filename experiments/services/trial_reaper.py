@@ -1,6 +1,5 @@
-"""The trial reaper: RUNNING trials whose worker stopped heartbeating become LOST, and running
-studies whose wake-ups went missing get new ones, so a study keeps moving whatever happens to
-workers and the broker (docs/design/distributed-search.md)."""
+"""The trial reaper: stale RUNNING trials become LOST and studies whose wake-ups went missing get new ones, so a
+study keeps moving whatever happens to workers and the broker."""
 
 import logging
 from datetime import timedelta

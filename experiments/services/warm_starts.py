@@ -1,6 +1,5 @@
-"""Warm starts: the best configurations of earlier studies, fitted to a new study's search
-space, become its seeds. The claim (services/trial_claims.py) runs them first, in order, and
-registers each with the tuner as its own proposal, so the tuner learns from their results."""
+"""Warm starts: earlier studies' best configurations, fitted to a new study's space, become its seeds, which the
+claim hands the tuner as its own proposals so it learns from them."""
 
 import json
 from collections.abc import Iterable

@@ -1,6 +1,5 @@
-"""Worker rows: a Celery worker registers when it is ready, heartbeats while alive and is
-marked stopped on a clean shutdown (selectors/worker_hosts.py: which one leads the reaper).
-The facts about the host (devices, versions) are the worker's to gather and pass in."""
+"""Worker rows: registered when ready, heartbeating while alive, stopped on a clean shutdown; the host's facts
+(devices, versions) are the worker's to gather and pass in."""
 
 from django.utils import timezone
 

@@ -1,7 +1,5 @@
-"""The bounds of everything a person types that becomes a number, an id, a name or JSON:
-one place, so every form, query parameter and API field refuses the same things with the
-same words, before anything reaches PostgreSQL (integer columns), NumPy (32-bit seeds),
-KerasTuner (grids) or an HTTP header (names in file names)."""
+"""The bounds of everything a person types that becomes a number, id, name or JSON, in one place so every form,
+query parameter and API field refuses the same things in the same words."""
 
 import json
 import math

@@ -1,6 +1,5 @@
-"""The values a validated search space admits: how many configurations its grid has, each
-hyperparameter's default, and fitting a stored configuration (a warm start, a clone) back into
-the space. Pure functions over the rows search_space.py validated; no KerasTuner."""
+"""The values a validated search space admits (grid size, defaults, fitting a stored configuration back in): pure
+functions over search_space.py's rows, without KerasTuner."""
 
 import math
 from collections import defaultdict

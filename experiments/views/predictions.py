@@ -1,5 +1,4 @@
-"""Batch predictions: asked for from the model page (an upload, or "Try it" with a few rows) or
-from /predictions/new/ (a model or a registry reference), and each job's page with its live
+"""Batch prediction pages: asking for one (from a model page or /predictions/new/) and each job's page with its live
 progress, cancel and downloads."""
 
 from django.contrib import messages

@@ -1,6 +1,5 @@
-"""A trained model's SavedModel: its inference pass as "serving_default", the inputs and outputs
-named by position (experiments/serving/contract.py), zipped in TF Serving's `<name>/<version>/`
-layout, and the signature TF Serving will show. TensorFlow is imported only when called."""
+"""A trained model's SavedModel in TF Serving's layout, inputs and outputs named by position (serving/contract.py)
+so versions stay interchangeable; TensorFlow imported only when called."""
 
 import zipfile
 from pathlib import Path

@@ -1,7 +1,5 @@
-"""A trained model's TFLite files: float32 and dynamic-range int8, converted from its SavedModel
-(from a float32 twin when the model computes in mixed precision, and for batches of one when a
-free batch size does not convert), each checked to run once in the TFLite runtime. A model TFLite
-cannot hold gets a reason instead of a file."""
+"""A trained model's TFLite files (float32, dynamic-range int8), each run once in the TFLite runtime, so a model
+TFLite cannot hold gets a reason instead of a file."""
 
 import shutil
 import warnings

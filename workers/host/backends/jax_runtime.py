@@ -1,6 +1,5 @@
-"""JAX's side of a trial's placement: the host's local devices of the study's kind, several
-of them through keras.distribution.DataParallel (the batch split across devices, weights
-replicated), and the batches fed as a keras.utils.PyDataset. No TensorFlow anywhere."""
+"""JAX's side of a trial's placement: the host's local devices through keras.distribution.DataParallel and batches
+as a PyDataset, with no TensorFlow anywhere."""
 
 import contextlib
 import math
