@@ -30,14 +30,8 @@ class DatasetError(TuneboardError, ValueError):
 
 @dataclass(frozen=True)
 class DatasetLimits:
-    """What one upload may become; the service reads them from the settings.
-
-    The arrays stay on disk, so max_bytes (their size unpacked, and the size of the stored
-    inputs) bounds disk space and the workers' memory, not the web's. What the web process
-    does hold is about 100 bytes a row (labels, split indices, and scikit-learn's stratified
-    split), so max_rows is what bounds its memory. More than max_classes classes is refused:
-    a target with that many distinct values is an identifier or a number, not a class.
-    """
+    """What one upload may become (bytes, rows, classes), read from the settings: the arrays stay on disk, so rows
+    bound the web's memory and bytes the disk's."""
 
     max_bytes: int = 2 * GB
     max_rows: int = 1_000_000

@@ -36,13 +36,8 @@ def parse_time_series_csv(
     task: str = "regression",
     limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
-    """Windows of window rows × every numeric column, each labelled with the target horizon rows
-    after it (horizon 1: the next row). Columns without any number (dates, notes) are ignored
-    and listed in details["ignored_columns"].
-
-    The file is read once, a batch of rows at a time: every column's values go to a temporary
-    file as float32 (NaN where a cell is not a number), then the windows are cut from it a
-    block at a time into another."""
+    """Sliding windows over a time-series CSV, each labelled with the target `horizon` rows after it, read once a batch
+    of rows at a time."""
     check_task(task)
     for name, value in (("window", window), ("horizon", horizon)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:

@@ -148,14 +148,8 @@ def _encoded(values: list) -> tuple[np.ndarray, list | None]:
 
 def parallel_coordinates(trials: list[dict], names: list[str], log_names: frozenset = frozenset(),
                          ranking: list[dict] | None = None) -> dict:
-    """Dimensions for Plotly's parcoords: one per varying hyperparameter, and the score apart.
-    At most MAX_PARALLEL_TRIALS trials, evenly sampled. Log-sampled ones get a log10 axis.
-
-    With a dozen hyperparameters the axes crowd each other out, so `default` names the
-    DEFAULT_PARALLEL_AXES most important (by `ranking`, importance() rows; the search space's
-    order when there is none yet) and the page lets the user add the others (`order`). Every
-    axis carries nice ticks (chart_ticks) and a title short enough not to overlap its
-    neighbours; `name` keeps the full one."""
+    """Parallel-coordinates dimensions, one per varying hyperparameter and the score, the most important shown first so
+    a dozen axes do not crowd each other out."""
     keep = downsample_indices(len(trials), MAX_PARALLEL_TRIALS)
     sample = [trials[i] for i in keep]
     dimensions = []

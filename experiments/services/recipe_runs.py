@@ -126,12 +126,8 @@ def _busy(recipe: EnsembleRecipe) -> str:
 
 def recipe_run_start(*, recipe: EnsembleRecipe, user, trigger: str = EnsembleRecipe.Trigger.MANUAL,
                      trigger_key: str = "", reason: str = "") -> RecipeRun | None:
-    """Apply the recipe now, acting for `user`. Returns the run (WAITING for retrains, BUILDING,
-    COMPLETED when the registry already holds its ensemble, or FAILED when its ensemble could not
-    be created), or None when `trigger_key` already started a run of this recipe (a duplicate
-    delivery: nothing is created). Refused with nothing saved: fewer than two picks
-    (RecipeRunError), `user` no owner or editor of the team (RecipeRunStopped), and on demand a
-    run of the recipe still waiting or building (RecipeRunBusy)."""
+    """Apply the recipe now, acting for `user`: the run, or None when `trigger_key` already started one (a duplicate
+    delivery creates nothing)."""
     with transaction.atomic():
         # The recipe row's lock serialises starts: numbers count up without clashes, a trigger
         # key is checked and taken by one start at a time, and of two Run now clicks the second

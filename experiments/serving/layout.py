@@ -229,14 +229,8 @@ def _check_current(still_current: Callable[[], bool] | None) -> None:
 
 def layout_write(*, plan: list[PlannedModel] | Callable[[], list[PlannedModel]], folder: Path,
                  base_path: str | None = None, still_current: Callable[[], bool] | None = None) -> dict:
-    """Write the layout of `plan` into `folder`; `base_path` is where TF Serving sees that folder
-    (default: its absolute path here). Returns the report: versions written, kept and removed,
-    what was skipped and why, the labels served, whether the config changed, seconds taken.
-
-    `plan` may be a callable, called once the folder is locked: an export that waited for
-    another's lock writes the registry as it stands then, never an older plan over a newer one.
-    `still_current()` is asked under the lock before the plan is read and again before anything
-    moves into place; False raises LayoutSuperseded with the layout as it was."""
+    """Write `plan`'s layout into `folder` under its lock and report what changed; a plan that is no longer current
+    raises LayoutSuperseded before anything moves."""
     started = time.monotonic()
     folder = Path(folder).absolute()
     folder.mkdir(parents=True, exist_ok=True)

@@ -59,12 +59,8 @@ def text_vocabulary(x_train: np.ndarray) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DataInfo:
-    """What a hypermodel may know about the data: shapes, task, and training-split statistics
-    so preprocessing can be part of the model (exported models take raw input).
-
-    feature_mean/feature_variance are per feature for tabular data (over the flattened row),
-    per channel for images (in raw pixel units, 0..255), per feature over all time steps for
-    sequences, and empty for text, whose statistic is its vocabulary."""
+    """What a hypermodel may know about the data (shapes, task, training-split statistics), so preprocessing is part of
+    the model and exports take raw input."""
 
     input_shape: tuple[int, ...]
     task: str  # "classification" | "regression"

@@ -159,12 +159,8 @@ def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> 
 def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
               workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
               compute: ComputeSettings | None = None) -> TrialResult:
-    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
-    KerasTuner HyperModel may bring its own; it gets x, y, batch_size and shuffle for numeric
-    rows on one TensorFlow device, else x=batches (a tf.data dataset, or a PyDataset on JAX) and no y);
-    `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
-    `compute` the study's devices, precision and compile options (None: one default device,
-    float32)."""
+    """Train one trial (its executions) with the study's callbacks, reporting each epoch; `build`, `fit`, `warm_start`
+    and `compute` come from the caller."""
     started = time.monotonic()
     run = _Compute(compute, spec.batch_size)
     validation = run.validation(data.x_val, data.y_val)

@@ -21,12 +21,8 @@ from workers.tuners.optuna_search import BROKEN, OptunaSearch
 
 
 class _StateInPostgres:
-    """KerasTuner oracles save their state and every trial to JSON files on each call;
-    ours live in PostgreSQL (written by the lifecycle service), so those writes are skipped.
-
-    KerasTuner also counts consecutive failures over the whole history and raises from inside
-    end_trial (before its own clean-up). Here only failures since the study's last start count
-    (so a FAILED study can be resumed), and reaching the limit is a flag the service reads."""
+    """Oracles whose state lives in PostgreSQL: KerasTuner's file writes are skipped, and failures in a row count from
+    the study's last start so a FAILED study resumes."""
 
     failures_counted_from = 0
     failure_limit_reached = False
@@ -65,13 +61,8 @@ OPTUNA_TUNERS = {"optuna_tpe": "tpe", "optuna_gp": "gp", "optuna_nsga2": "nsga2"
 
 
 class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
-    """GridSearchOracle keeps its place in the grid outside get_state(); a rebuilt one
-    would answer STOPPED after the first trial. Carry the grid position in the state.
-
-    Warm-start seeds run before the grid starts and stay outside its walk (a linked list of
-    trials, each leading to the next combination) until the walk reaches their values: there
-    a seed takes the place of the trial the grid would have proposed, so the grid neither
-    repeats it nor loses its way. A seed off the grid simply never joins the walk."""
+    """GridSearchOracle with its place in the grid carried in the state (a rebuilt one would stop after the first
+    trial), warm-start seeds taking their grid slot."""
 
     def populate_space(self, trial_id):
         # KerasTuner 1.4.8's GridSearchOracle.populate_space, with seeds taking their places.
@@ -239,12 +230,8 @@ class Proposal:
 
 @contextlib.contextmanager
 def _offering(oracle, seed: dict | None):
-    """While it is open, the oracle's next new trial takes `seed` as its values instead of
-    its own choice, through KerasTuner's create_trial: the trial is recorded, counted and
-    hashed against duplicates like any other. Hyperband draws a fresh bracket candidate at
-    random, so there the seed replaces that draw and the brackets' bookkeeping holds.
-    Yields a list that holds True once the seed was taken (a retry or the end of the budget
-    goes first)."""
+    """While open, the oracle's next new trial takes `seed` as its values through create_trial, so it is recorded and
+    counted like any other."""
     taken: list[bool] = []
     if seed is None:
         yield taken

@@ -76,13 +76,8 @@ def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remain
 
 
 class SplitBatches(keras.utils.PyDataset):
-    """Batches of a split's rows (memory-mapped arrays: only the rows a batch takes are read),
-    in a new order each epoch drawn from the trial's seed, gathered by a worker thread ahead of
-    the step that needs them. Text never comes here (the text hypermodel needs TensorFlow).
-
-    DataParallel splits every batch evenly over its devices, so with `multiple` devices a last,
-    smaller batch is cut to a multiple of them: at most multiple - 1 rows of the split are left
-    out, the same rows for every trial of a study (validation is never shuffled)."""
+    """Batches of a split's memory-mapped rows, reordered each epoch from the trial's seed and gathered ahead by a
+    thread; cut to a multiple of the devices."""
 
     def __init__(self, x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
                  multiple: int = 1, workers: int = 1):
