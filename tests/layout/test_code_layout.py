@@ -3,19 +3,11 @@ hides), no ORM under workers/, no module over 500 lines."""
 
 from pathlib import Path
 
-import grimp
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("webapp", "experiments", "workers")
 # The size rule also holds for the client package (client/, installed on its own).
 SIZED = (*PACKAGES, "client/tuneboard_client")
 MAX_LINES = 500
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return grimp.build_graph(*PACKAGES, include_external_packages=True, cache_dir=None)
 
 
 def own_modules(graph) -> set[str]:

@@ -1,10 +1,8 @@
 """CONTRIBUTING.md's dependency direction held on grimp's graph: experiments/ imports run one way, top to bottom,
 and workers reach the domain only through services and selectors."""
 
-import grimp
-import pytest
 
-from tests.layout.test_code_layout import PACKAGES, own_modules
+from tests.layout.test_code_layout import own_modules
 
 # experiments/'s top-level modules and packages, highest layer first. A module may import its
 # own layer and any layer below it, never one above. Entries of an independent layer (True)
@@ -58,6 +56,8 @@ def layer_breaks(imports: list[tuple[str, str, str]]) -> list[str]:
         if importer.startswith("workers") and high is not None and high not in WORKERS_REACH:
             breaks.append(f"{importer} imports {imported} ({line}): workers reach experiments only through "
                           f"{', '.join(WORKERS_REACH)}")
+        if low is not None and imported.split(".")[0] in ("webapp", "workers"):
+            breaks.append(f"{importer} imports {imported} ({line}): the domain never imports webapp or workers")
         if low is None or high is None or low == high:
             continue
         if high not in layers or low not in layers:
@@ -82,11 +82,6 @@ def query_breaks(imports: list[tuple[str, str]]) -> list[str]:
     return [f"{module} queries the ORM ({line}): ask a selector" for module, line in imports
             if area(module) in QUERYING_LAYERS and module not in QUERIES_NOT_YET_IN_SELECTORS
             and line.replace("from ", "import ").split()[1].startswith(QUERY_MACHINERY)]
-
-
-@pytest.fixture(scope="module")
-def graph():
-    return grimp.build_graph(*PACKAGES, include_external_packages=True, cache_dir=None)
 
 
 def test_every_part_of_experiments_has_a_layer(graph):
@@ -115,6 +110,7 @@ def test_the_checker_reports_an_upward_import_by_name():
         ("experiments.tuning.bounds", "experiments.datasets.core", "from experiments.datasets import z"),
         ("workers.jobs.trials", "experiments.models", "from experiments.models import Study"),
         ("workers.jobs.trials", "experiments.services.trial_claims", "from experiments.services import w"),
+        ("experiments.services.studies", "workers.tasks", "from workers.tasks import run_trial"),
     ]
     assert layer_breaks(imports) == [
         "experiments.presentation.cards imports experiments.services.artifacts (from experiments.services import x): "
@@ -123,6 +119,8 @@ def test_the_checker_reports_an_upward_import_by_name():
         "tuning and datasets are independent leaves",
         "workers.jobs.trials imports experiments.models (from experiments.models import Study): workers reach "
         f"experiments only through {', '.join(WORKERS_REACH)}",
+        "experiments.services.studies imports workers.tasks (from workers.tasks import run_trial): the domain never "
+        "imports webapp or workers",
     ]
 
 
