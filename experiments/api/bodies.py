@@ -92,11 +92,8 @@ def with_initial(form_fields: dict, data: QueryDict) -> QueryDict:
 
 
 def body_object(request) -> dict:
-    """The request body as a plain dict (a JSON object; a form or multipart body with repeated
-    fields as lists). Every API write reads its body here, so this is where a control character
-    in any of its text is refused, naming the field (fields the forms bind are checked again
-    there, one-line fields for line breaks too; fields no form binds, such as a run's reason or
-    a study's tags, and text nested in JSON rely on this)."""
+    """The request body as a plain dict; every API write reads it here, so this is where a control character in any of
+    its text is refused, naming the field."""
     data = request.data
     if isinstance(data, QueryDict):
         data = {k: (v if len(v := data.getlist(k)) > 1 else v[0]) for k in data}

@@ -43,12 +43,7 @@ DEFAULT_LIMITS = DatasetLimits()
 
 @dataclass
 class ParsedDataset:
-    """Validated arrays plus what the dataset page shows about them.
-
-    x by kind: tabular float32 (n_rows, *input_shape); image uint8 (n, height, width, channels)
-    with 1, 3 or 4 channels; text a NumPy unicode array of shape (n,) (it survives
-    numpy.savez without pickle); sequence float32 (n, timesteps, features).
-    """
+    """Validated arrays (x's dtype and shape set by the kind) plus what the dataset page shows about them."""
 
     x: np.ndarray
     y: np.ndarray  # int64 class indices for classification, float32 for regression
@@ -211,11 +206,8 @@ class Occurrences:
 
 
 class LabelColumn:
-    """A target read a batch at a time. Each cell is kept as a number (NaN when it is not one)
-    and as the index of its text among the distinct texts seen, so a column of words costs
-    12 bytes a row instead of a Python string. Only max_classes + 1 distinct texts are
-    remembered: enough to refuse more classes, and a column of distinct numbers (a regression
-    target) does not fill memory with them."""
+    """A target read a batch at a time, each cell kept as a number and as an index among the texts seen, so a column of
+    words costs 12 bytes a row."""
 
     def __init__(self, max_classes: int):
         self._numbers: list[np.ndarray] = []

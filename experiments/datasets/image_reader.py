@@ -153,11 +153,8 @@ def _checked_size(image_size: tuple[int, int] | None) -> tuple[int, int] | None:
 
 
 def _image_members(archive: zipfile.ZipFile, *, labelled: bool = True) -> tuple[list[_Member], list[dict[str, str]]]:
-    """The images to read, sorted by class and path, and the skipped files with reasons (not
-    `labelled`: every image, wherever it is, in path order).
-
-    Only the zip's directory is read here; the safety checks come first so that nothing else
-    happens to a hostile archive."""
+    """The images to read and the files skipped with reasons, from the zip's directory alone, its safety checks first
+    so nothing else happens to a hostile archive."""
     infos = archive.infolist()
     for info in infos:
         if _unsafe(info.filename):

@@ -218,11 +218,8 @@ class TrialEpoch(models.Model):
 
 
 class PruningReference(models.Model):
-    """A finished (completed or pruned) trial's best-so-far objective at one epoch of a pruning
-    study, copied from its TrialEpoch rows when it finishes: what the pruner compares a running
-    trial with (experiments/tuning/pruners.py). Kept apart so one index-only read per epoch report
-    finds them, however many epochs and trials the study has; rows of finished trials never
-    change, so neither do these."""
+    """A finished trial's best-so-far objective at one epoch, what the pruner compares with, kept apart so one
+    index-only read per epoch report finds them."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="+")

@@ -16,11 +16,7 @@ LOCKED_TEMPLATE = "registration/login.html"
 
 
 class LoginLimitBackend(AxesStandaloneBackend):
-    """Refuses a login while its username + address pair is locked out; authenticates no one.
-
-    authenticate() without a request comes from code inside this process (the test client, a
-    shell), never from a client over the network, so there is no one to count: it is passed
-    on to the next backend instead of raising as axes does."""
+    """Refuses a login while its username + address pair is locked out, and authenticates no one itself."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None:

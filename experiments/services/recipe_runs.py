@@ -87,11 +87,8 @@ def _fail(run: RecipeRun, error: str) -> None:
 
 
 def _build(run: RecipeRun, recipe: EnsembleRecipe) -> None:
-    """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker; the recipe's
-    correlation cap travels in its report (workers/ensembles/build.py drops members too alike). Not
-    for a member who has left or been demoted since the run started (FAILED), nor when the
-    registry already holds this very ensemble (COMPLETED at once, nothing built: it would only
-    be registered again)."""
+    """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker with the recipe's correlation cap in
+    its report."""
     problem = editor_problem(user=run.created_by, team_id=recipe.team_id)
     if problem:
         _fail(run, f"The run stopped before building its ensemble: {problem}. {ACTS_ONLY}")

@@ -63,12 +63,8 @@ def _text_kind(text: str) -> str:
 
 
 def parse_choice_values(text: str) -> list:
-    """Comma-separated text -> a typed list, with one type for the whole list.
-
-    All true/false -> bools; all whole numbers -> ints; numbers with at least one decimal
-    -> all floats (KerasTuner refuses a Choice mixing int and float); anything else keeps
-    every item as a string, so "relu, 1" is two strings. Blank items are dropped.
-    """
+    """Comma-separated text -> a typed list with one type for the whole list, since KerasTuner refuses a Choice mixing
+    types."""
     items = [item.strip() for item in str(text).split(",")]
     items = [item for item in items if item]
     kinds = {_text_kind(item) for item in items}

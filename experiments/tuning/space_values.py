@@ -157,11 +157,8 @@ def _fit_value(row: dict, value: object) -> object:
 
 
 def fit_configuration(rows: list[dict], values: dict) -> FittedConfiguration:
-    """A configuration (a trial's values) brought into a validated space: every value must be
-    one the space can take; active hyperparameters it lacks take the space's default, and
-    values of hyperparameters its own choices switch off are dropped, as KerasTuner's
-    ensure_active_values does. ConfigurationError names every hyperparameter that does not fit.
-    KerasTuner's bookkeeping values (tuner/epochs, ... from Hyperband) are not hyperparameters."""
+    """A configuration brought into a validated space as KerasTuner's ensure_active_values would; ConfigurationError
+    names every hyperparameter that does not fit."""
     by_name = {row["name"]: row for row in rows}
     given = {name: value for name, value in values.items() if not name.startswith("tuner/")}
     problems = [f"{name} is not a hyperparameter of the new search space." for name in given if name not in by_name]

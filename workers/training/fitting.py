@@ -92,11 +92,8 @@ class _Compute:
         return self.placement.record(self.settings, batch_size=self.batch_size)
 
     def _arrays(self, *arrays) -> bool:
-        """On TensorFlow, numeric arrays on one replica go to Keras as they are (its own array
-        input path, shuffled each epoch by the global seed); text and multi-replica or TPU runs
-        get our tf.data pipeline: building one up front costs ~20 ms of tracing per trial, paid
-        even by a hypermodel whose own fit never reads it. On JAX every run gets our PyDataset
-        (workers/host/backends/jax_runtime.py), which costs nothing to build."""
+        """The training inputs as the backend takes them cheapest: Keras's own array path where it suffices, else our
+        tf.data pipeline or PyDataset."""
         return self.placement.backend == "tensorflow" and self.placement.replicas == 1 and (
             not self.placement.drop_remainder) and all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
                                                        for a in arrays)
