@@ -52,10 +52,8 @@ def _as_bytes(rows: np.ndarray) -> np.ndarray:
 
 
 class ArrayWriter:
-    """An array built row block by row block in an anonymous temporary file.
-
-    finish() returns it as a read-only memory map; the file disappears when that map is
-    garbage-collected, or at once if the writer is closed without finishing."""
+    """An array built row block by row block in an anonymous temporary file, so nothing is left behind whatever
+    happens."""
 
     def __init__(self, dtype, row_shape: Iterable[int]):
         self.dtype = np.dtype(dtype)
@@ -143,10 +141,8 @@ def write_npz(
 
 
 def strings_as_arrays(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Texts as arrays an .npz holds without pickles: their UTF-8 bytes end to end (uint8) and
-    where each one ends (int64). As large as the texts themselves, where a fixed-width unicode
-    array is as large as the longest one times their number (one 60,000-character name among
-    100,000 images would make 24 GB of it)."""
+    """Texts as UTF-8 bytes end to end plus where each ends: no pickles, and as large as the texts, where a fixed-width
+    array grows with the longest one."""
     encoded = [text.encode("utf-8") for text in texts]
     return (np.frombuffer(b"".join(encoded), dtype=np.uint8),
             np.cumsum([len(item) for item in encoded], dtype=np.int64))

@@ -23,10 +23,8 @@ def _problem(field: forms.Field, value) -> tuple[str, bool] | None:
 
 
 class FormChecks:
-    """Mixed into a form class before Django's (class F(FormChecks, forms.Form)). The values are
-    checked as they were sent, once the fields have cleaned them and before the form's clean()
-    sees them. A field that already has an error of its own keeps it, unless it read a number
-    from other digits than 0-9."""
+    """Mixed into a form class before Django's: the values are checked as sent, after the fields clean them and before
+    the form's clean() sees them."""
 
     def _clean_fields(self):
         super()._clean_fields()

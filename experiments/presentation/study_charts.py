@@ -208,10 +208,8 @@ def importance(trials: list[dict], names: list[str]) -> list[dict]:
 
 
 def eta_seconds(*, durations: list[float], remaining: int, running_elapsed: list[float], slots: int) -> float | None:
-    """When the last trial should end: the running trials end after the median observed
-    duration (at least a second from now), and the `remaining` unstarted trials, each of the
-    median duration, go to whichever of the `slots` frees first. None without durations to go
-    on or without a slot to run on."""
+    """When the last trial should end, from the median observed duration and the study's free slots; None without
+    durations or slots."""
     if remaining <= 0 and not running_elapsed:
         return 0.0
     if not durations or slots <= 0:

@@ -24,10 +24,8 @@ TRIAL_FIGURES = {
 
 
 def progress_from(study: Study, figures_row) -> dict:
-    """The study's progress from its TRIAL_FIGURES (a row of them, or the study annotated with them):
-    the one definition of every count, share and note the study list, dashboard, study page, API
-    and notifications show. Finished trials are the ones that ended (completed, pruned, failed);
-    those with results the completed and pruned ones (a pruned trial is cut short, not failed)."""
+    """The study's progress from its TRIAL_FIGURES: the one definition of every count and share the pages, API and
+    notifications show."""
     value = figures_row.get if isinstance(figures_row, dict) else lambda name: getattr(figures_row, name)
     by_status = {state: value(f"trials_{state}") for state in Trial.Status.values if value(f"trials_{state}")}
     completed = by_status.get(Trial.Status.COMPLETED, 0)
@@ -87,10 +85,8 @@ def study_pruning_savings(*, study: Study, progress: dict | None = None) -> dict
 
 
 def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
-    """The epochs `pruned` trials did not train (the study's epochs × executions each would have
-    had at most, less the `trained` ones) times the devices each trial runs on: a GPU or TPU
-    trial counts its devices per trial; a CPU trial counts as one device, whatever its logical
-    devices. An upper bound: patience might have stopped some of them earlier anyway."""
+    """The device-epochs pruned trials did not train: an upper bound, since patience might have stopped some of them
+    earlier anyway."""
     if study.pruner == "none":
         return None
     epochs = pruned * study.epochs * study.executions_per_trial - trained

@@ -28,10 +28,8 @@ def trial_order(name: str, *, descending: bool):
 
 
 def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -> tuple[list[Trial], int]:
-    """The trial table: the best completed trials, then the running ones, then the latest
-    pruned/failed/cancelled/lost, at most `limit` in all (running ones always shown); and how
-    many trials the study has. With `status`, only the trials in that state (best first when
-    they have scores) and how many there are."""
+    """The trial table, best first with running trials always shown, and how many trials the study (or the `status`
+    asked for) has."""
     score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
         nulls_last=True)
     trials = (Trial.objects.filter(study=study).select_related("seeded_from__study")

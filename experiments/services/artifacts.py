@@ -55,10 +55,8 @@ def artifact_create(*, team: Team, kind: str, filename: str, fileobj: BinaryIO) 
 
 @contextmanager
 def artifact_files_removed_on_error() -> Iterator[Callable[[Artifact], Artifact]]:
-    """For a block that creates artifacts in a transaction: if the block raises, the stored
-    files of the artifacts passed to the yielded function are deleted too. The rows roll back
-    with the transaction, and so do files kept in the database, but a folder of files has no
-    transaction: without this, a failed save would leave files nothing refers to."""
+    """For a block creating artifacts in a transaction: a raise deletes their stored files too, since a folder of files
+    has no transaction to roll back."""
     created: list[str] = []
 
     def remember(artifact: Artifact) -> Artifact:

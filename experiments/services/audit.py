@@ -103,10 +103,8 @@ def audit_acting_request(request) -> Iterator[None]:
 
 
 def audit_record(*, verb: str, obj, team_id: int, changes: dict | None = None, actor=None) -> AuditEvent:
-    """Record an action that is not a save of a registered model (a cancel, a download). Call it
-    inside the transaction of the change it records. `actor` is who it was done for: given, it is
-    the row's actor even outside any request (a recipe's run finishing in a worker); else the
-    request's user is."""
+    """Record an action that is not a save of a registered model (a cancel, a download), inside the transaction of the
+    change it records."""
     action = AuditEvent.Action.ACCESS if verb.endswith(".download") else AuditEvent.Action.UPDATE
     who = {"actor": actor, "actor_email": actor.email or None} if getattr(actor, "is_authenticated", False) else {}
     return AuditEvent.objects.log_create(obj, force_log=True, action=action, changes=changes or {}, verb=verb,

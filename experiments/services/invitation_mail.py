@@ -23,10 +23,8 @@ def mail_delivers() -> bool:
 
 
 def invitation_send_email(*, invitation: Invitation, link: str) -> str:
-    """Mail the invitee, when a delivering backend is configured: the address invited, or the
-    address of the account a username invitation names (if it has one). Returns a sentence for the
-    owner. What it says never depends on whether an account exists: a username invitation's mail
-    goes out (or fails) silently, as it would for a username nobody has."""
+    """Mail the invitee when a delivering backend is configured and return a sentence for the owner that never reveals
+    whether an account exists."""
     if not mail_delivers():
         return "No mail server is configured, so pass the link below on yourself."
     if invitation.email:

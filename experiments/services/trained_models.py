@@ -26,10 +26,8 @@ def default_model_name(study: Study) -> str:
 
 
 def trial_model_name(study: Study, trial: Trial, *, base: str = "") -> str:
-    """`<base>-trial-<trial number>`, base defaulting to the study's name (cut to fit), so each
-    trial's model has a name of its own. The number is the trial's as the pages show it ("Trial 3":
-    1-based start order), not KerasTuner's 0-based trial id, so `study-trial-3` is Trial 3's model.
-    A base a person typed is never cut: too long is refused."""
+    """`<base>-trial-<number>`, numbered as the pages number trials (1-based start order), so each trial's model has a
+    name of its own."""
     suffix = f"-trial-{trial.number}"
     if base:
         if len(base) + len(suffix) > MAX_MODEL_NAME:

@@ -95,10 +95,8 @@ def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: d
 
 def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
            metrics: dict) -> tuple[float | None, pruners.Decision | None]:
-    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision.
-    One query reads the trial's previous best and the finished trials' bests at this epoch; the
-    completed trials are counted by a second only while the ones at this epoch are too few to
-    pass the startup rule themselves."""
+    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision, in one query (two while
+    the startup rule needs a count)."""
     settings, number = pruning.settings, epoch + 1
     last = execution == pruning.executions - 1 and number >= pruning.epochs
     judged = pruners.judged(settings, number, last=last) is None

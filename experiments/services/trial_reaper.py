@@ -20,10 +20,8 @@ log = logging.getLogger(__name__)
 
 
 def trials_reap_stale(*, now=None) -> int:
-    """RUNNING trials whose heartbeat went stale are LOST (their worker died) and their slots
-    get wake-ups; the tuner hears of it at the study's next claim (so max_retries_per_trial
-    applies). Database only, so it runs beside busy trials in the worker's main process. One
-    bad row is logged and skipped; it never stops the others."""
+    """Stale RUNNING trials become LOST and their slots get wake-ups; database only, so it runs beside busy trials, and
+    one bad row never stops the others."""
     now = now or timezone.now()
     stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
     stale = Trial.objects.filter(status=TrialStatus.RUNNING, heartbeat__lt=stale_before)

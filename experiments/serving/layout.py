@@ -34,10 +34,8 @@ class LayoutSuperseded(LayoutError):
 
 @dataclass(frozen=True)
 class PlannedVersion:
-    """Version `version` of a registered model: its SavedModel zip (TF Serving's layout,
-    `<any name>/<any version>/saved_model.pb ...`, as trained models' downloads hold it), known
-    by its sha256 and fetched (`fetch(path)` writes the zip there) only when it must be
-    unpacked. Without one (`sha256` empty), `missing` says why it is left out."""
+    """One version of a registered model in the plan: its SavedModel zip, known by its sha256 and fetched only when it
+    must be unpacked."""
 
     version: int
     sha256: str = ""

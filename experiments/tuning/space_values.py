@@ -38,11 +38,8 @@ def _value_count(row: dict) -> int:
 
 
 def grid_size(rows: list[dict]) -> int | None:
-    """Number of combinations GridSearch would try; None when a Float has no step.
-
-    Conditional rows only multiply the combinations of the parent values they depend on.
-    Expects rows from validate_search_space.
-    """
+    """Number of combinations GridSearch would try (None when a Float has no step), conditional rows multiplying only
+    their parents' values."""
     if any(row["type"] == "float" and row["step"] is None for row in rows):
         return None
     children: dict[str | None, list[dict]] = defaultdict(list)
@@ -67,10 +64,8 @@ INITIAL_RANDOM_SHARE = 4  # at most a quarter of the budget goes to random initi
 
 
 def default_initial_random_trials(rows: list[dict], max_trials: int | None = None) -> int:
-    """Random trials before the Gaussian process guides a Bayesian study: KerasTuner's 3 x the
-    number of hyperparameters (each row is one), but at most a quarter of max trials, and at
-    least 3. KerasTuner's rule alone (24 for `dense`, 42 for `cnn`) made every small-budget
-    Bayesian study a random search."""
+    """Random trials before the Gaussian process guides a Bayesian study: KerasTuner's rule capped at a quarter of the
+    budget, so small studies are not all random."""
     initial = 3 * len(rows)
     if max_trials:
         initial = min(initial, max_trials // INITIAL_RANDOM_SHARE)

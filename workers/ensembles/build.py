@@ -177,10 +177,8 @@ def _result(row, members, *, weights, kept, fit, val, test, ensemble_val, ensemb
 
 
 def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir: Path) -> dict:
-    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
-    then refitted on all of them) predicts; every member the correlation cap kept ships, as the
-    meta-learner reads them all. The validation figure is the refit's, in-sample (its CV loss is
-    reported beside it); the test figures are computed once, here."""
+    """Stacking's result: the meta-learner refitted on all validation predictions predicts, and every member the cap
+    kept ships."""
     stacker, kept = fit.stacker, cap.kept
     test_predicted = stacker.predict(test[kept])
     combined = stacked_model([members[i].final_model() for i in kept], stacker, tuple(data.x_test.shape[1:]), task)

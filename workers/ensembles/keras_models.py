@@ -52,10 +52,8 @@ def has_softmax_head(member) -> bool:
 
 
 def _log_probabilities(member, i: int, inputs):
-    """log(clip(member(inputs), EPSILON, 1)) from built-in layers: the body (a nested model
-    sharing the member's layers), the head's Dense without softmax, log_softmax, then
-    max(x, log EPSILON) = x + ReLU(log EPSILON - x): exactly x whenever x is above the floor
-    (ReLU(x - log EPSILON) + log EPSILON would round x to float32's step at 34, ~4e-6)."""
+    """log(clip(member(inputs), EPSILON, 1)) from built-in layers only, exact above the floor, so the saved model needs
+    no custom code."""
     head = member.layers[-1]
     body = keras.Model(member.inputs, head.input, name=f"member_{i}")
     logits_layer = keras.layers.Dense(head.units, dtype="float32", name=f"member_{i}_logits")

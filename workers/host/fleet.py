@@ -21,10 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class _WorkerBeat:
-    """One tick of the worker's heartbeat thread: its own heartbeat and, on the reaper leader, the
-    reaper itself, each on its own interval. Both run here, in the main process, rather than as
-    tasks: a task would wait for a free pool slot, and on a loaded host every slot is training,
-    which is exactly when lost work must be found."""
+    """One tick of the heartbeat thread: the worker's heartbeat and, on the leader, the reaper, in the main process
+    because on a loaded host no pool slot is free."""
 
     def __init__(self, name: str):
         self.worker_name = name

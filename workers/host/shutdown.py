@@ -31,10 +31,8 @@ def _child_sigterm(_signum, _frame) -> None:
 
 @contextmanager
 def stop_at_epoch_end_on_sigterm():
-    """Around a job in a pool child. billiard installs its own SIGTERM handler (exit at once)
-    after Celery's child initialiser, so ours can only go in here, and only for the job: an
-    idle child still exits on SIGTERM as billiard expects. In the main process (solo pool)
-    Celery's own handler already tells us, through request_stop."""
+    """Around a job in a pool child, where billiard's own SIGTERM handler leaves the only place for ours: the job stops
+    at its epoch end."""
     if os.getpid() == _MAIN_PID:
         yield
         return

@@ -16,10 +16,8 @@ _STATISTICS_CHUNK_VALUES = 4 * 1024 * 1024
 
 
 def unit_variance_if_constant(variance: np.ndarray) -> np.ndarray:
-    """A feature constant on the training rows keeps unit scale (as scikit-learn's
-    StandardScaler does). Dividing by a tiny variance instead would multiply any other value
-    it takes later, in the test split or in production, by up to a million: the model's
-    outputs explode on exactly the rows it has never seen."""
+    """A feature constant on the training rows keeps unit scale, as StandardScaler does, so unseen values are not
+    multiplied by up to a million."""
     return np.where(variance > 1e-12, variance, 1.0)
 
 

@@ -57,10 +57,8 @@ def model_replicas(model) -> int:
 
 
 def for_inference(model):
-    """The model on one device, for evaluating and predicting every row after training: under
-    DataParallel a last batch would have to split evenly over the devices, and test metrics must
-    count every row. A model trained on several devices is copied (saved and loaded, compiled,
-    outside any distribution); others are returned as they are."""
+    """The model on one device for evaluating and predicting every row, since DataParallel would drop a last batch's
+    uneven rows from test metrics."""
     if len(_model_devices(model)) <= 1:
         return model
     with tempfile.TemporaryDirectory() as tmp:
