@@ -194,9 +194,10 @@ def create_dataset(folder: Path, size: dict):
     its splits also written as .npy files for the plain fits. Returns (team, user, dataset, rows)."""
     import numpy as np
 
-    from experiments.services.artifacts import artifact_copy_to_path
+    from experiments.selectors.artifacts import artifact_copy_to_path
+    from experiments.services.accounts import account_create
     from experiments.services.datasets import UploadOptions, dataset_create_upload
-    from experiments.services.teams import account_create, team_create
+    from experiments.services.teams import team_create
 
     x, y = _images(size["rows"], size["side"])
     upload = folder / "images.npz"

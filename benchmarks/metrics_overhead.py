@@ -153,7 +153,7 @@ def measure_middleware_alone(calls: int = 20_000) -> dict:
 def measure_claims() -> dict:
     from benchmarks.orchestration import _claim_and_finish, _study
     from experiments.models import Study, Trial
-    from experiments.services import trial_runs
+    from experiments.services import trial_claims
     from experiments.services.datasets import dataset_create_bundled
     from experiments.services.teams import team_create
 
@@ -163,16 +163,16 @@ def measure_claims() -> dict:
     Study.objects.filter(pk=study.pk).update(status="running", parallelism=1)
     for i in range(100):
         _claim_and_finish(study.id, f"fill-{i}")
-    clock = trial_runs.perf_counter
+    clock = trial_claims.perf_counter
 
     def run(side, i):
-        trial_runs.perf_counter = clock if side == "on" else (lambda: None)
+        trial_claims.perf_counter = clock if side == "on" else (lambda: None)
         _claim_and_finish(study.id, f"{side}-{i}")
 
     try:
         times = _alternate(CLAIM_PAIRS, run)  # "on": the claim time recorded; "off": NULL written
     finally:
-        trial_runs.perf_counter = clock
+        trial_claims.perf_counter = clock
     timed = Trial.objects.filter(study=study, tuner_id__startswith="on-", claim_ms__isnull=False).count()
     untimed = Trial.objects.filter(study=study, tuner_id__startswith="off-", claim_ms__isnull=True).count()
     assert (timed, untimed) == (CLAIM_PAIRS, CLAIM_PAIRS), (timed, untimed)

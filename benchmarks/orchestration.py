@@ -144,18 +144,18 @@ def measure_efficiency(env, team, dataset) -> dict[str, float]:
 
 def _claim_and_finish(study_id: int, tuner: str, timed: list | None = None) -> None:
     """In this process: one claim (timed) and its finish, without training."""
-    from experiments.services import trial_runs
+    from experiments.services import trial_claims, trial_oracle
     from workers.jobs.trials import ORACLES
 
     started = time.perf_counter()
-    claim = trial_runs.claim_trial(study_id=study_id, oracles=ORACLES,
-                                   claimant=trial_runs.Claimant(tuner_id=tuner, worker_host="bench"))
+    claim = trial_claims.claim_trial(study_id=study_id, oracles=ORACLES,
+                                   claimant=trial_oracle.Claimant(tuner_id=tuner, worker_host="bench"))
     if timed is not None:
         timed.append((time.perf_counter() - started) * 1000)
     assert claim.status == "running", claim.status
     value = claim.trial.hyperparameters.get("x", 0.5)
-    trial_runs.finish_trial(trial_pk=claim.trial.pk, oracles=ORACLES,
-                            outcome=trial_runs.Outcome("completed", score=(value - 0.3) ** 2, best_step=0))
+    trial_claims.finish_trial(trial_pk=claim.trial.pk, oracles=ORACLES,
+                            outcome=trial_oracle.Outcome("completed", score=(value - 0.3) ** 2, best_step=0))
 
 
 def _fill_and_time(study, stored: int, *, cold: bool = True) -> dict[str, list[float]]:

@@ -24,7 +24,7 @@ for reference, random search, and Optuna's TPE and Gaussian-process samplers as 
 (the study's initial_random_trials). `--jobs N` spreads the (function, tuner) runs over N
 processes: the proposals are seeded, so only the seconds depend on it (and on the host's load).
 
-Claim cost: p95 of a Bayesian claim (through trial_runs.claim_trial on PostgreSQL) with 1,000
+Claim cost: p95 of a Bayesian claim (through trial_claims.claim_trial on PostgreSQL) with 1,000
 trials stored, on a quiet host and with two processes training Keras models beside it.
 
 The JSON goes to benchmarks/results/search_quality.json; its last line is printed."""

@@ -4,7 +4,7 @@ from experiments import models
 
 
 class WrittenByWorkers(admin.ModelAdmin):
-    """Rows the lifecycle services write (experiments/services/trial_runs.py, jobs.py):
+    """Rows the lifecycle services write (experiments/services/trial_claims.py, jobs.py):
     staff may read them and change only `editable`; results are never edited by hand, and
     rows are never added here."""
 

@@ -1,7 +1,5 @@
-"""One base class for every error whose message is meant for a person.
-
-Views and tasks catch `TuneboardError` and show `str(exc)` as is; anything else is a bug and
-is logged with its traceback."""
+"""One base class for every error whose message is meant for a person: views and tasks show a TuneboardError's text
+as is, and log anything else as a bug."""
 
 
 class TuneboardError(Exception):

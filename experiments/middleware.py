@@ -89,13 +89,8 @@ def _form_values(request, length: int) -> list:
 
 
 class RequestChecksMiddleware:
-    """What no view should have to handle, refused before a view runs with a message (JSON under
-    /api/) and no logged traceback (Django would answer its own HTML 400 and log a security error
-    from deep inside a view):
-    - a body over its limit (413), by its Content-Length, before anything reads it, or once read;
-    - a form with more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS or more files than
-      DATA_UPLOAD_MAX_NUMBER_FILES, and a multipart body Django cannot read (400), on any method;
-    - a NUL in any query or form value (400): no text column of PostgreSQL can hold one."""
+    """What no view should have to handle (oversized bodies, too many fields or files, NUL characters), refused before
+    a view runs with a message and no logged traceback."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -1,7 +1,5 @@
-"""Lifecycle events other areas react to without the lifecycle modules importing them (an
-ensemble recipe's run builds ensembles, which are model runs: model_runs cannot import it).
-Receivers are connected in experiments.apps; each one guards itself, so a listener's error never
-undoes the event (a model's completion, a study's end)."""
+"""Lifecycle events other areas react to without the lifecycle modules importing them; each receiver guards
+itself, so a listener's error never undoes the event."""
 
 from django.dispatch import Signal
 

@@ -1,11 +1,5 @@
-"""The states of every job Tuneboard runs, and the moves between them, in one place.
-
-A study runs trials; a trial run is one attempt of a KerasTuner trial (a retried trial gets
-a new row); a job makes a TrainedModel (a retrain, a promotion or an ensemble) or re-runs a
-trial. The lifecycle services (`services/studies.py`, `services/trial_runs.py`,
-`services/jobs.py`) only make the moves
-listed here, each as a conditional UPDATE on the state it leaves, so two processes racing
-for the same row cannot both win."""
+"""The states of every job Tuneboard runs and the moves between them, in one place: the lifecycle services make
+only these moves, each a conditional UPDATE on the state it leaves (docs/design/job-lifecycle.md)."""
 
 from django.db import models
 
@@ -67,7 +61,6 @@ JOB_MOVES = {
     JobStatus.CANCELLED: set(),
 }
 
-TRIAL_FINISHED = tuple(status for status, moves in TRIAL_MOVES.items() if not moves)
 JOB_ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 

@@ -1,11 +1,5 @@
-"""A Django Storage that keeps files in PostgreSQL as ordered chunks.
-
-With it, a worker on another host needs nothing but PostgreSQL and Redis: checkpoints,
-datasets and models travel through the database. Files are written in chunks of
-ARTIFACT_CHUNK_BYTES and read back one chunk per query, so neither side ever holds a
-whole file in memory. There is deliberately no url(): artifacts are only served by
-permission-checked views.
-"""
+"""A Django Storage that keeps files in PostgreSQL as ordered chunks, so a worker on another host needs only
+PostgreSQL and Redis and no side holds a whole file in memory."""
 
 import io
 

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from experiments.models import Membership, Team
-from experiments.services.teams import membership_add
+from experiments.services.memberships import membership_add
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"

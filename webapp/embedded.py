@@ -1,10 +1,5 @@
-"""How many trial slots `make run`'s embedded worker starts with.
-
-TUNEBOARD_EMBEDDED_SLOTS when set (a whole number, 1 or more); otherwise half the CPUs,
-at least 2 and at most 4: a new user's parallelism-2 study then really runs two trials, and
-a laptop is not filled with TensorFlow processes (each child holds its own copy of the
-libraries and of the dataset, a few hundred MB). Each slot's TensorFlow gets
-CPUs / slots threads, so the slots share the machine instead of each claiming every core."""
+"""How many trial slots `make run`'s embedded worker starts with: enough to run a parallel study, few enough not
+to fill a laptop with TensorFlow processes."""
 
 import os
 import sys

@@ -1,8 +1,5 @@
-"""Typed readers for settings that come from the environment.
-
-Each raises ImproperlyConfigured with the variable's name and what was expected, so a
-typo in a deployment fails at start-up with a sentence instead of deep inside a request.
-"""
+"""Typed readers for settings from the environment, raising ImproperlyConfigured with the variable's name so a
+deployment's typo fails at start-up."""
 
 import ipaddress
 import os
@@ -89,10 +86,8 @@ SECRET_KEY_HELP = (
 
 
 def env_secret_key(name: str, *, debug: bool, key_file: Path | None = None) -> str:
-    """The signing key. Required unless debugging: a default key would be public, and anyone
-    holding it can forge sessions and password-reset links. `key_file`: where the embedded mode
-    keeps the key it made for this installation (only given when the embedded defaults apply),
-    so every process of `make run`'s checkout, `manage.py` commands included, signs alike."""
+    """The signing key, required unless debugging, since a default key would be public and forge sessions and
+    password-reset links."""
     value = os.environ.get(name, "").strip()
     if not value and not debug and key_file is not None:
         value = embedded_secret_key(key_file)

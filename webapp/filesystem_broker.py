@@ -1,11 +1,5 @@
-"""The embedded mode's broker: kombu's filesystem transport with messages written atomically.
-
-Kombu's own writer creates `<time>_<uuid>.<queue>.msg` and then writes into it, while a
-consumer moves away and reads any file of that name it lists: one listed in between is read
-empty, and the JSONDecodeError stops the whole worker ("Unrecoverable error", kombu issue
-#1551): the embedded mode then has no worker left, and every later job waits for ever. Here a
-message is written under a name no consumer takes (`….msg.tmp`) and renamed into place, so a
-listed message is always whole (a rename within one folder is atomic)."""
+"""The embedded mode's broker: kombu's filesystem transport with messages written aside and renamed into place,
+so a consumer never reads one half written (kombu issue #1551)."""
 
 import os
 import uuid

@@ -1,9 +1,5 @@
-"""Tuneboard settings. Everything deployment-specific comes from the environment.
-
-With nothing set, Tuneboard runs embedded: SQLite, Celery's filesystem transport and a
-local artifact folder under ./var. Production sets DATABASE_URL (PostgreSQL) and
-CELERY_BROKER_URL (Redis); artifacts then live in PostgreSQL too.
-"""
+"""Tuneboard settings, everything deployment-specific from the environment; with nothing set it runs embedded
+(SQLite, a filesystem broker, ./var), production sets DATABASE_URL and CELERY_BROKER_URL."""
 
 import importlib.util
 import os

@@ -1,6 +1,5 @@
-"""The two ways a training job ends without a result, raised wherever it is set up or runs
-(device placement, model building, the training loop) and turned into a row's outcome by the
-job that caught it."""
+"""The two ways a training job ends without a result, raised from set-up or training and turned into a row's outcome
+by the job that caught it; below host/ and jobs/, which both raise them."""
 
 from experiments.errors import TuneboardError
 

@@ -1,7 +1,5 @@
-"""Who acts and in which team. A token is its user acting in the one team it was made for, with
-the lower of the token's role and the user's role there (read on every request, so a demotion or
-removal takes effect at once). A browser session acts in the team named by X-Tuneboard-Team, else
-the session's current team, else the team the user chose last (experiments.selectors)."""
+"""Who acts and in which team: a token acts in its one team with the lower of its role and its user's, read on every
+request so a demotion takes effect at once (docs/design/web-and-security.md)."""
 
 import copy
 

@@ -1,10 +1,5 @@
-"""JSON bodies turned into what the pages' forms read, so the API is validated by the very forms
-(and the bounds of experiments/tuning/bounds.py) the pages use, with the same messages.
-
-A JSON value must fit its form field's type before the form sees it: text where text belongs
-(a list sent as a name is refused, not stored as the text '["a"]'), a number or a string of
-digits where a number belongs, true/false for a checkbox, a list for a multiple choice, and any
-JSON for the fields that hold JSON (a search space)."""
+"""JSON bodies turned into what the pages' forms read, so the API is validated by the very forms the pages use,
+with the same messages (docs/design/web-and-security.md)."""
 
 import json
 
@@ -97,11 +92,8 @@ def with_initial(form_fields: dict, data: QueryDict) -> QueryDict:
 
 
 def body_object(request) -> dict:
-    """The request body as a plain dict (a JSON object; a form or multipart body with repeated
-    fields as lists). Every API write reads its body here, so this is where a control character
-    in any of its text is refused, naming the field (fields the forms bind are checked again
-    there, one-line fields for line breaks too; fields no form binds, such as a run's reason or
-    a study's tags, and text nested in JSON rely on this)."""
+    """The request body as a plain dict; every API write reads it here, so this is where a control character in any of
+    its text is refused, naming the field."""
     data = request.data
     if isinstance(data, QueryDict):
         data = {k: (v if len(v := data.getlist(k)) > 1 else v[0]) for k in data}

@@ -1,6 +1,5 @@
-"""Ensemble recipes: list, create, read, change (PUT, PATCH), delete, clone, take over (owners),
-preview who would be picked today, and the runs (list, run now: 409 while one is waiting or
-building). Validated by the pages' forms (experiments/forms/recipes.py), with the same messages."""
+"""Ensemble recipes over REST (list, create, change, delete, clone, take over, preview, runs), validated by the
+pages' forms so both give the same messages."""
 
 from django.http import Http404
 from django.urls import reverse

@@ -1,8 +1,7 @@
 """Studies: list, create, detail, start/resume/cancel, budget and clone."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from django.db.models.manager import BaseManager
 from django.http import QueryDict
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,7 +15,7 @@ from experiments.api.responses import absolute, accepted
 from experiments.api.trials import TrialSerializer
 from experiments.forms.studies import StudyBudgetForm, StudyForm
 from experiments.models import Study
-from experiments.selectors.studies import pruning_savings, studies_progress, studies_tagged
+from experiments.selectors.studies import clone_values, pruning_savings, studies_progress, studies_tagged
 from experiments.selectors.trials import studies_best_trials
 from experiments.services.recipes import study_tags_set
 from experiments.services.studies import (
@@ -28,7 +27,6 @@ from experiments.services.studies import (
     study_update_budget,
 )
 from experiments.tuning.bounds import parse_id
-from experiments.tuning.cloning import clone_values
 from experiments.tuning.compute_options import BACKEND_NAMES
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import PRUNERS
@@ -62,7 +60,8 @@ class StudyListSerializer(serializers.ListSerializer):
     """Many studies: the figures of all of them read at once, before any is shown."""
 
     def to_representation(self, data):
-        studies = list(data.all() if isinstance(data, BaseManager) else data)
+        # A related manager is not iterable itself: its rows are .all() (as DRF's own ListSerializer does).
+        studies = list(data if isinstance(data, Iterable) else data.all())
         self.child.read_figures(studies)
         return super().to_representation(studies)
 

@@ -2,8 +2,6 @@
 
 import re
 
-from django.db.models import F
-from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -16,7 +14,7 @@ from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute
 from experiments.models import Trial, TrialEpoch, TrialRerun
 from experiments.selectors.trial_reruns import trial_reruns
-from experiments.selectors.trials import pareto_rows
+from experiments.selectors.trials import pareto_rows, trial_order
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from experiments.views.access import get_study_for_user, get_trial_for_user
 
@@ -126,13 +124,7 @@ def trial_ordering(raw: str):
     if not NAME.match(name):
         raise invalid("ordering", "Order by score, number, started, finished, a metric (e.g. -val_accuracy) or a "
                                    "hyperparameter (hp.units), with - for descending.")
-    if name in ("score", "number", "started", "finished", "duration_seconds", "id"):
-        expression = F(name)
-    elif name.startswith("hp."):
-        expression = KeyTransform(name[3:], "hyperparameters")
-    else:
-        expression = KeyTransform(name, "metrics")
-    return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
+    return trial_order(name, descending=descending)
 
 
 class TrialList(generics.GenericAPIView):

@@ -1,13 +1,5 @@
-"""Arrays as large as a dataset, kept on disk so the web process never holds one whole.
-
-An upload's arrays are written a block of rows at a time to anonymous temporary files (no
-name, so nothing is left behind whatever happens) and read back through read-only memory
-maps. Reading a mapped page makes it part of the process's resident memory until the mapping
-goes away, so every bulk read here copies one block and then tells the kernel to drop the
-mapped pages again: resident memory stays at about one block, whatever the array's size.
-Small arrays (bundled datasets, tests) are plain in-memory ndarrays and pass through the
-same functions unchanged.
-"""
+"""Arrays as large as a dataset, kept on disk and read a block at a time, so the web process never holds one
+whole."""
 
 from __future__ import annotations
 
@@ -60,10 +52,8 @@ def _as_bytes(rows: np.ndarray) -> np.ndarray:
 
 
 class ArrayWriter:
-    """An array built row block by row block in an anonymous temporary file.
-
-    finish() returns it as a read-only memory map; the file disappears when that map is
-    garbage-collected, or at once if the writer is closed without finishing."""
+    """An array built row block by row block in an anonymous temporary file, so nothing is left behind whatever
+    happens."""
 
     def __init__(self, dtype, row_shape: Iterable[int]):
         self.dtype = np.dtype(dtype)
@@ -132,11 +122,8 @@ def converted(
 def write_npz(
     fileobj: BinaryIO, members: dict[str, tuple[np.ndarray, np.ndarray | None]], *, compresslevel: int = 1
 ) -> None:
-    """A compressed .npz (what numpy.savez_compressed writes) with one member per name: the
-    array's rows, or only its rows at the given indices; written a block at a time.
-
-    Level 1 compresses floats about three times faster than numpy's default (6), for a file
-    about a fifth larger: it is what keeps a large upload within the web's request timeout."""
+    """A compressed .npz written a block at a time, at level 1: three times faster than numpy's default for a fifth
+    more bytes, which keeps a large upload within the request timeout."""
     with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=compresslevel,
                          allowZip64=True) as archive:
         for name, (x, indices) in members.items():
@@ -154,10 +141,8 @@ def write_npz(
 
 
 def strings_as_arrays(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Texts as arrays an .npz holds without pickles: their UTF-8 bytes end to end (uint8) and
-    where each one ends (int64). As large as the texts themselves, where a fixed-width unicode
-    array is as large as the longest one times their number (one 60,000-character name among
-    100,000 images would make 24 GB of it)."""
+    """Texts as UTF-8 bytes end to end plus where each ends: no pickles, and as large as the texts, where a fixed-width
+    array grows with the longest one."""
     encoded = [text.encode("utf-8") for text in texts]
     return (np.frombuffer(b"".join(encoded), dtype=np.uint8),
             np.cumsum([len(item) for item in encoded], dtype=np.int64))

@@ -1,26 +1,5 @@
-"""The datasets Tuneboard ships with: offline, loaded in a fraction of a second, and the same
-bytes on every call (so a dataset made from one today splits like one made next year).
-
-Tabular: scikit-learn's digits, wine, iris and breast_cancer, which ship inside scikit-learn.
-
-digits_images: the same 1,797 handwritten digits as an image dataset, uint8 (1797, 8, 8, 1);
-scikit-learn's pixel values 0..16 are scaled to 0..255 and rounded.
-
-reviews: 600 short product reviews, generated here from a fixed seed (Python's random.Random,
-whose seeded sequence is stable across Python versions). Each review is one or two sentences
-from its class's pool (negative, neutral or positive) about a random product; in 30 % of the
-reviews a sentence from another class is mixed in (praise with a complaint, say), in half of
-them a sentence that says nothing about quality ("I bought it last month."), and sometimes an
-opener ("Honestly,"). The pools share words on purpose ("not great", "not bad"), and 6 % of the
-labels are replaced by another class, so no single word separates the classes and a good model
-stops short of 100 % accuracy. 200 reviews are written per class before the label noise.
-
-waves: 600 series of 40 time steps with 2 features, 200 per class, from numpy's PCG64 with a
-fixed seed. Feature "signal" is a sine, a square or a sawtooth wave (the class) with random
-amplitude (0.5-1.5), frequency (1.5-4 cycles per series) and phase, plus Gaussian noise
-(sd 0.25); feature "trend" is a random offset and slope with a little noise, the same for every
-class, so a model has to learn to ignore it.
-"""
+"""The datasets Tuneboard ships with: offline, fast, and the same bytes on every call, so a dataset made from one
+splits alike years apart (docs/design/datasets-and-models.md)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""What every dataset reader builds on: the errors, the limits, the parsed-dataset type and the
-helpers the readers share (missing cells, numbers, labels, messages about rows).
-
-Everything here is pure (no Django, no TensorFlow) so the web process can validate an upload
-while the user waits and a worker can parse the same bytes again with identical results.
-Every problem with the data raises DatasetError, whose text is shown to the user as is.
-
-Four kinds of data share one ParsedDataset: tabular (tabular_reader), images (image_reader),
-text (text_reader) and sequences (sequence_reader); the bundled datasets live in bundled, and
-parsing picks the reader for an .npz upload. They all import this module and it imports none
-of them.
-
-An upload can be far larger in memory than on disk (a 400 KB .npz of zeros unpacks to 400 MB),
-so uploads are read a block of rows at a time and their inputs x are written to temporary
-files (arrays); only the labels and the split indices, a few bytes a row, are held in
-memory, and DatasetLimits bounds the rows, the bytes and the classes before anything large
-is unpacked.
-"""
+"""What every dataset reader builds on (errors, limits, the parsed-dataset type, shared helpers), pure so the web
+and a worker parse the same bytes alike (docs/design/datasets-and-models.md)."""
 
 from __future__ import annotations
 
@@ -46,14 +30,8 @@ class DatasetError(TuneboardError, ValueError):
 
 @dataclass(frozen=True)
 class DatasetLimits:
-    """What one upload may become; the service reads them from the settings.
-
-    The arrays stay on disk, so max_bytes (their size unpacked, and the size of the stored
-    inputs) bounds disk space and the workers' memory, not the web's. What the web process
-    does hold is about 100 bytes a row (labels, split indices, and scikit-learn's stratified
-    split), so max_rows is what bounds its memory. More than max_classes classes is refused:
-    a target with that many distinct values is an identifier or a number, not a class.
-    """
+    """What one upload may become (bytes, rows, classes), read from the settings: the arrays stay on disk, so rows
+    bound the web's memory and bytes the disk's."""
 
     max_bytes: int = 2 * GB
     max_rows: int = 1_000_000
@@ -65,12 +43,7 @@ DEFAULT_LIMITS = DatasetLimits()
 
 @dataclass
 class ParsedDataset:
-    """Validated arrays plus what the dataset page shows about them.
-
-    x by kind: tabular float32 (n_rows, *input_shape); image uint8 (n, height, width, channels)
-    with 1, 3 or 4 channels; text a NumPy unicode array of shape (n,) (it survives
-    numpy.savez without pickle); sequence float32 (n, timesteps, features).
-    """
+    """Validated arrays (x's dtype and shape set by the kind) plus what the dataset page shows about them."""
 
     x: np.ndarray
     y: np.ndarray  # int64 class indices for classification, float32 for regression
@@ -233,11 +206,8 @@ class Occurrences:
 
 
 class LabelColumn:
-    """A target read a batch at a time. Each cell is kept as a number (NaN when it is not one)
-    and as the index of its text among the distinct texts seen, so a column of words costs
-    12 bytes a row instead of a Python string. Only max_classes + 1 distinct texts are
-    remembered: enough to refuse more classes, and a column of distinct numbers (a regression
-    target) does not fill memory with them."""
+    """A target read a batch at a time, each cell kept as a number and as an index among the texts seen, so a column of
+    words costs 12 bytes a row."""
 
     def __init__(self, max_classes: int):
         self._numbers: list[np.ndarray] = []

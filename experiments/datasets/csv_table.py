@@ -1,13 +1,5 @@
-"""Reading an uploaded CSV a batch of rows at a time, so a file of any length costs the web
-process one batch of Python strings, not tens of bytes per cell for the whole file.
-
-CsvTable checks that the file is UTF-8 text, picks its delimiter and reads its header; its
-batches() give the data rows with their line numbers in the file, and can be read again.
-NumericColumns turns batches of cells into numbers and remembers, per column, what was
-missing or not a number, so the message can name the column, the first row and how many.
-csv_target turns a target column into labels the same way for the tabular, text and sequence
-readers, which all read their CSV through this module.
-"""
+"""Reading an uploaded CSV a batch of rows at a time, so a file of any length costs the web process one batch of
+strings."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Images as uint8 arrays (n, height, width, channels): from a zip of class folders or an .npz.
-
-The zip follows the layout Keras' image_dataset_from_directory reads: one folder per class,
-named after it, holding .png, .jpg, .jpeg, .bmp or .gif files (subfolders inside a class folder
-belong to that class); a single folder wrapping the class folders, which is what zipping the
-dataset folder itself gives, is accepted too. Classes are the folder names in sorted order,
-as Keras numbers them.
-
-An upload is untrusted: everything the zip's directory declares (names, sizes, compression
-ratios, number of images) is checked before a single byte is decompressed, nothing is ever
-extracted to disk, and images are decoded one at a time and appended to the array in a
-temporary file, so memory stays bounded by one image.
-"""
+"""Images as uint8 arrays from a zip of class folders or an .npz, checked before anything is decompressed and
+decoded one at a time, since an upload is untrusted."""
 
 from __future__ import annotations
 
@@ -80,18 +69,8 @@ def parse_image_zip(
     limits: DatasetLimits = DEFAULT_LIMITS,
     labelled: bool = True,
 ) -> ParsedDataset:
-    """Images in one folder per class, zipped; the class of an image is its folder. Not
-    `labelled` (inputs to predict): images anywhere in the zip, in path order, all of exactly
-    image_size (no resizing: the model takes what it was trained on); y is empty and
-    details["files"] names each image.
-
-    image_size (height, width): None picks the most common size among the images, scaled down
-    so neither side exceeds 256; images of another size are resized (bilinear, not keeping
-    the aspect ratio, as Keras does). color_mode "auto" is grayscale when no image has colour
-    (modes 1, L, LA, 16-bit grey, or a palette of greys only), else rgb; alpha is dropped
-    unless color_mode is "rgba". Files that are not images (README.txt, .DS_Store,
-    __MACOSX/…, files outside class folders) are skipped and listed in details["skipped"].
-    """
+    """Images in one folder per class, zipped (the folder is the class); unlabelled, images anywhere at the trained
+    size."""
     check_task(task)
     if labelled and task == "regression":
         raise DatasetError(
@@ -174,11 +153,8 @@ def _checked_size(image_size: tuple[int, int] | None) -> tuple[int, int] | None:
 
 
 def _image_members(archive: zipfile.ZipFile, *, labelled: bool = True) -> tuple[list[_Member], list[dict[str, str]]]:
-    """The images to read, sorted by class and path, and the skipped files with reasons (not
-    `labelled`: every image, wherever it is, in path order).
-
-    Only the zip's directory is read here; the safety checks come first so that nothing else
-    happens to a hostile archive."""
+    """The images to read and the files skipped with reasons, from the zip's directory alone, its safety checks first
+    so nothing else happens to a hostile archive."""
     infos = archive.infolist()
     for info in infos:
         if _unsafe(info.filename):
@@ -378,14 +354,8 @@ def _pixels(image: Image.Image, color_mode: str, height: int, width: int) -> np.
 def image_array(
     x: np.ndarray, *, image_size: tuple[int, int] | None = None, limits: DatasetLimits = DEFAULT_LIMITS
 ) -> tuple[np.ndarray, dict]:
-    """Numeric x of shape (n, h, w) or (n, h, w, channels) as uint8 (n, h, w, channels), and
-    the details for the dataset page.
-
-    uint8 is kept as is. Float images whose values all lie in 0..1 are scaled by 255; any other
-    numbers are clipped to 0..255; both are then rounded, and details["converted_from"] names
-    the original type. image_size (height, width) resizes every image (bilinear). The result is
-    written a block of images at a time to a temporary file.
-    """
+    """Numeric x as uint8 (n, h, w, channels) and the page's details, converted and resized a block of images at a time
+    into a temporary file."""
     size = _checked_size(image_size)
     if x.ndim == 3:
         x = x[..., np.newaxis]  # one grey channel

@@ -1,10 +1,5 @@
-"""Inputs without labels, to predict with a trained model: an upload read by the readers of the
-model's dataset kind in their unlabelled mode (same checks, same limits) and checked against
-what the model was trained on (feature names, input shape; the readers give the dtype the
-dataset's own x has: float32 rows and sequences, uint8 images, unicode texts).
-
-Pure, like the readers: the web process validates an upload while the user waits, and nothing
-is stored unless every check passes."""
+"""Inputs without labels, to predict with a trained model: read by the model's dataset-kind readers and checked
+against what the model was trained on before anything is stored."""
 
 from __future__ import annotations
 

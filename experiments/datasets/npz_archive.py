@@ -1,11 +1,5 @@
-"""An uploaded .npz read as the untrusted zip it is: each array's dtype and shape come from
-its .npy header (the first bytes of the member) before anything is unpacked, so sizes and
-shapes are checked while nothing large exists; then one member at a time is unpacked, a
-block at a time, into an anonymous temporary file and mapped read-only.
-
-numpy.load would unpack every array it is asked for into memory at once; a 400 KB upload
-of zeros becomes 400 MB there.
-"""
+"""An uploaded .npz read as the untrusted zip it is: headers checked before anything is unpacked, then one member
+at a time into a mapped temporary file (numpy.load would unpack all at once)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The .npz entry point: reads the arrays' headers, checks them and the labels, then hands x to
-the reader of its kind (image_reader, sequence_reader or tabular_reader).
-
-The readers and core never import this module; it sits on top of them.
-"""
+"""The .npz entry point: checks the arrays' headers and labels, then hands x to the reader of its kind; the
+readers never import it."""
 
 from __future__ import annotations
 
@@ -40,14 +37,8 @@ def parse_npz(
     limits: DatasetLimits = DEFAULT_LIMITS,
     labelled: bool = True,
 ) -> ParsedDataset:
-    """Arrays x and y from numpy.savez (x alone when not `labelled`: inputs to predict, y empty).
-    kind "auto" reads x by its shape: (n, h, w, channels)
-    is images, (n, h, w) too when its type is uint8, other (n, steps, features) arrays are
-    sequences and (n,) or (n, features) is tabular. image_size (height, width) resizes images
-    and is ignored for other kinds.
-
-    Everything that can be known from the arrays' headers (types, shapes, sizes) is checked
-    before any array is unpacked; then y is read, then x, a block at a time."""
+    """Arrays x and y from numpy.savez, their kind read from x's shape, everything the headers tell checked before any
+    array is unpacked."""
     check_task(task)
     if kind not in ("auto", "tabular", "image", "sequence"):
         raise DatasetError(f"Unknown kind {kind!r} for an .npz file; use auto, tabular, image or sequence.")

@@ -1,12 +1,5 @@
-"""Sequences as float32 arrays (n, timesteps, features): from an .npz of independent
-sequences, or as sliding windows over one time series in a CSV.
-
-A time-series CSV holds one series, a row per time step in file order. Sample i is the window
-of rows [i, i + window) of every numeric column (the target's own past values included), and
-its label is the target `horizon` rows after the window ends, at row i + window + horizon - 1.
-Neighbouring windows share rows, so such a dataset is time_ordered: split_indices cuts it into
-blocks in time order with a gap between them instead of shuffling.
-"""
+"""Sequences as float32 arrays (n, timesteps, features): from an .npz, or as sliding windows over one time series
+in a CSV, split in time order since windows share rows."""
 
 from __future__ import annotations
 
@@ -43,13 +36,8 @@ def parse_time_series_csv(
     task: str = "regression",
     limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
-    """Windows of window rows × every numeric column, each labelled with the target horizon rows
-    after it (horizon 1: the next row). Columns without any number (dates, notes) are ignored
-    and listed in details["ignored_columns"].
-
-    The file is read once, a batch of rows at a time: every column's values go to a temporary
-    file as float32 (NaN where a cell is not a number), then the windows are cut from it a
-    block at a time into another."""
+    """Sliding windows over a time-series CSV, each labelled with the target `horizon` rows after it, read once a batch
+    of rows at a time."""
     check_task(task)
     for name, value in (("window", window), ("horizon", horizon)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:

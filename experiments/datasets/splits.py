@@ -11,21 +11,8 @@ from experiments.datasets.core import DatasetError, ParsedDataset, rows_text
 def split_indices(
     parsed: ParsedDataset, *, val_fraction: float, test_fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted (train, val, test) row indices; stratified by class when every class allows it.
-
-    Rule: validation and test get round(n * fraction) rows but at least one each, and training
-    must keep at least one row. Stratification is attempted per split and quietly dropped when
-    a class is too small to appear on both sides.
-
-    A time-ordered dataset (parsed.time_ordered) is cut into contiguous blocks instead, never
-    shuffled and whatever the seed: training first, then validation, then test, so the model
-    is always judged on a later period than the one it learnt from. When its rows are sliding
-    windows (details has "window" and "horizon"), neighbouring samples share time steps: sample
-    i reads rows i .. i + window + horizon - 1. So the window + horizon - 1 samples just before
-    the validation block and just before the test block are dropped, and no time step is seen
-    by two parts. Validation and test keep their sizes from the rule above; the dropped samples
-    come out of training, which must still keep at least one.
-    """
+    """Sorted (train, val, test) row indices, stratified when every class allows it; a time-ordered dataset is cut in
+    time order so the model is judged on a later period."""
     for label, fraction in (("validation", val_fraction), ("test", test_fraction)):
         if not 0 < fraction < 1:
             raise DatasetError(

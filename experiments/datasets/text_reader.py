@@ -1,9 +1,5 @@
-"""Text classification or regression from a CSV: one column of text, one target column.
-
-The CSV is read exactly like a tabular one (encoding, delimiter, header, missing labels, how the
-target becomes classes); only the text column is kept as input. Texts are stored as a NumPy
-unicode array, which numpy.savez writes without pickle, so workers load them safely.
-"""
+"""Text classification or regression from a CSV read like a tabular one, the texts kept as a NumPy unicode array
+so workers load them without pickle."""
 
 from __future__ import annotations
 
@@ -40,13 +36,8 @@ def parse_text_csv(
     task: str = "auto",
     limits: DatasetLimits = DEFAULT_LIMITS,
 ) -> ParsedDataset:
-    """x holds the text column (stripped of surrounding spaces), y the target as in parse_csv;
-    other columns are ignored and listed in details["ignored_columns"]. target_column None reads
-    texts without labels (inputs to predict): y is empty, and a file of a single column is read
-    as the texts whatever its header says.
-
-    The file is read twice, a batch of rows at a time: once to check it and find the longest
-    text, once to write the texts at that width to a temporary file."""
+    """Texts and targets from a CSV read like a tabular one (unlabelled: texts alone), in two passes so the texts are
+    stored at the longest one's width."""
     check_task(task)
     table = CsvTable(data)
     header = table.header

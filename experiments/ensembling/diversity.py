@@ -1,7 +1,5 @@
-"""The correlation cap of an ensemble recipe: walk the candidates best first and keep one only
-when its validation predictions correlate with every member kept so far at most `cap` (Pearson,
-over the flattened predictions). The best candidate is always kept: the cap buys diversity, it
-never drops the model the ensemble has to beat."""
+"""The correlation cap of an ensemble recipe: a candidate is kept only when it correlates at most `cap` with every
+member kept so far; the best is always kept, since the cap buys diversity."""
 
 import numpy as np
 

@@ -1,9 +1,5 @@
-"""What every form of the project checks besides its own rules, so that no field can forget it:
-text without control characters (tabs and line breaks only in a text area), numbers, ids and
-dates in the digits 0-9 (int('٣') is 3, and Django's number, date and model-choice fields read
-it so). Uploaded files' names need nothing here: Django's multipart parser drops what is not
-printable. Every form mixes FormChecks in (tests/layout/test_forms.py holds that); pages show
-the message under the field, and the API, which binds the same forms, names the field."""
+"""What every form checks besides its own rules (no control characters, ASCII digits only), mixed into every
+form so no field can forget it (docs/design/web-and-security.md)."""
 
 from django import forms
 from django.forms.fields import BaseTemporalField
@@ -27,10 +23,8 @@ def _problem(field: forms.Field, value) -> tuple[str, bool] | None:
 
 
 class FormChecks:
-    """Mixed into a form class before Django's (class F(FormChecks, forms.Form)). The values are
-    checked as they were sent, once the fields have cleaned them and before the form's clean()
-    sees them. A field that already has an error of its own keeps it, unless it read a number
-    from other digits than 0-9."""
+    """Mixed into a form class before Django's: the values are checked as sent, after the fields clean them and before
+    the form's clean() sees them."""
 
     def _clean_fields(self):
         super()._clean_fields()

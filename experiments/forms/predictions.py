@@ -1,7 +1,5 @@
-"""The batch-prediction form (the pages and the API bind the same one): which model — a trained
-model or ensemble of the team, or a registry reference resolved now — and the inputs, an upload
-or (for "Try it") a few typed rows or texts, or dropped images. The inputs are parsed here, by
-the dataset readers, so a bad file is refused with its message before anything is stored."""
+"""The batch-prediction form (pages and API bind the same one): the model or registry reference and the inputs,
+parsed here by the dataset readers so a bad file is refused before anything is stored."""
 
 import csv
 import io

@@ -12,8 +12,8 @@ from experiments.ensembling.diversity import correlation_pick
 from experiments.forms.checks import FormChecks
 from experiments.forms.fields import no_control_characters, whole_number_field
 from experiments.models import Dataset, EnsembleRecipe, Study
+from experiments.selectors.prediction_cache import cached_predictions_read
 from experiments.selectors.recipes import Rule, recipe_candidates, recipe_sources
-from experiments.services.prediction_cache import cached_predictions_read
 from experiments.tuning.bounds import parse_id
 
 MAX_NAME = 80

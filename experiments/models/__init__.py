@@ -1,7 +1,5 @@
-"""The domain's tables, one module per area. Rules about one row live on the model as methods;
-writes live in services/, reads in selectors/. Every model is re-exported here because Django
-finds an app's models through this module (and `from experiments.models import Study` is the
-one way code names a table)."""
+"""The domain's tables, one module per area, all re-exported here because Django finds an app's models through this
+module, and it is the one way code names a table."""
 
 from experiments.models.artifacts import Artifact, StoredBlob, StoredChunk
 from experiments.models.audit import AuditEvent

@@ -1,6 +1,5 @@
-"""Ensemble recipes: saved rules that pick an ensemble's members from a dataset's studies, build
-it on a worker when asked or when a source changes, and may put the result in the registry
-(champion/challenger). Each build is a RecipeRun; its ensemble is an ordinary TrainedModel."""
+"""Ensemble recipes: saved rules that pick an ensemble's members and build it when asked or when a source changes;
+each build is a RecipeRun whose ensemble is an ordinary TrainedModel."""
 
 from django.conf import settings
 from django.db import models

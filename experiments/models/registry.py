@@ -1,7 +1,5 @@
-"""The model registry: team-scoped registered models whose versions are trained models (or
-ensembles) registered explicitly, aliases (`production`, `staging`, any name) that point at
-versions, every move of an alias, and the jobs that write the TF Serving layout of a team's
-registered models."""
+"""The model registry: registered models whose versions are trained models registered explicitly, aliases that point
+at versions with every move kept, and the serving-export jobs."""
 
 from django.conf import settings
 from django.db import models

@@ -8,10 +8,8 @@ from experiments.models.studies import Trial
 
 
 class TrialRerun(Job):
-    """A finished trial's configuration trained again, same seed, settings and split, to see how
-    close the result comes. It lives beside the search: the tuner never hears of it and it is
-    not one of the study's trials. Its lifecycle is a job's (services/jobs.py: claim with a new
-    attempt, fenced writes, heartbeat, reaper), on the study's queue."""
+    """A finished trial's configuration trained again (same seed, settings, split) to see how close it comes; beside
+    the search, so the tuner never hears of it."""
 
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="reruns")
     # 1, 2, ... per trial, for labels.

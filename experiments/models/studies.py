@@ -7,7 +7,7 @@ from django.utils import timezone
 from experiments.models.artifacts import Artifact
 from experiments.models.datasets import Dataset
 from experiments.models.teams import Team
-from experiments.states import TRIAL_FINISHED, StudyStatus, TrialStatus
+from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, JIT_COMPILE, PRECISIONS, task_queue
 from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.tuning.pruning_options import PRUNERS
@@ -137,7 +137,6 @@ class Study(models.Model):
 
 class Trial(models.Model):
     Status = TrialStatus
-    FINISHED = TRIAL_FINISHED
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="trials")
     trial_id = models.CharField(max_length=20)
@@ -200,10 +199,6 @@ class Trial(models.Model):
     def __str__(self) -> str:
         return f"{self.study} trial {self.trial_id}"
 
-    @property
-    def is_finished(self) -> bool:
-        return self.status in self.FINISHED
-
 
 class TrialEpoch(models.Model):
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="epochs")
@@ -223,11 +218,8 @@ class TrialEpoch(models.Model):
 
 
 class PruningReference(models.Model):
-    """A finished (completed or pruned) trial's best-so-far objective at one epoch of a pruning
-    study, copied from its TrialEpoch rows when it finishes: what the pruner compares a running
-    trial with (experiments/tuning/pruners.py). Kept apart so one index-only read per epoch report
-    finds them, however many epochs and trials the study has; rows of finished trials never
-    change, so neither do these."""
+    """A finished trial's best-so-far objective at one epoch, what the pruner compares with, kept apart so one
+    index-only read per epoch report finds them."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
     trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="+")

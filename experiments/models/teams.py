@@ -58,13 +58,8 @@ def lower_role(a: str, b: str) -> str:
 
 
 class Invitation(models.Model):
-    """An offer of a seat in a team, with a role, that only its invitee's own click turns into a
-    membership. It names an e-mail address (its link, e-mailed, lets whoever holds it sign up or
-    log in and accept) or a username (only that account accepts). Either way the invitee also
-    finds it on their dashboard when an account of theirs matches, and accepts or declines there.
-
-    Only the sha256 of the link's token is kept: the link is shown once to the owner who made
-    it (and e-mailed), so a leaked database does not hand out team seats."""
+    """An offer of a seat in a team that only the invitee's own click turns into a membership; only its token's sha256
+    is kept, so a leaked database hands out no seats."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
     email = models.EmailField(blank=True)
@@ -98,10 +93,6 @@ class Invitation(models.Model):
     @property
     def is_declined(self) -> bool:
         return self.declined_at is not None
-
-    @property
-    def is_open(self) -> bool:
-        return not (self.is_accepted or self.is_declined or self.is_expired)
 
     @property
     def is_expired(self) -> bool:

@@ -12,11 +12,8 @@ from experiments.models.teams import Team
 
 
 class TrainedModel(Job):
-    """A model made from a trial's configuration and handed to users: retrained on
-    train+validation for 1.2x its best epoch, or the trial's checkpoint promoted as is.
-    Each model has a name of its own (study and trial, or ensemble method and dataset);
-    `version` counts the times that name was made again. Versions of one served name are the
-    registry's (ModelVersion)."""
+    """A model made from a trial's configuration (retrained on train+validation, or its checkpoint promoted) or an
+    ensemble, with a name of its own whose remakes count `version`."""
 
     class Kind(models.TextChoices):
         SINGLE = "single", "Single model"

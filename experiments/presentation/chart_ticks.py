@@ -1,6 +1,5 @@
-"""Readable axis ticks for the charts Plotly does not tick well by itself (parallel
-coordinates label raw values such as -3.481198): "nice" steps of 1, 2 or 5 × 10^k, decades on
-a log axis, and short labels (0.001, 1e-4, 250). Pure functions, no database."""
+"""Readable axis ticks (1-2-5 steps, log decades, short labels) for the charts Plotly does not tick well by itself,
+such as parallel coordinates labelled -3.481198."""
 
 import math
 

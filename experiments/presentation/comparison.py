@@ -1,6 +1,5 @@
-"""Comparing two to four studies of one dataset: which selections are accepted, and the page's
-and the API's figures built from trial rows (no queries here; selectors.studies_compared
-reads the rows). Trials are numbered by start order, 1-based, as everywhere."""
+"""Comparing two to four studies of one dataset: the selections accepted and the figures pages and the API show,
+built from the rows selectors.studies_compared reads."""
 
 import math
 
@@ -112,11 +111,7 @@ def side_by_side(entries: list[dict], field: str) -> list[dict]:
 
 def comparison(*, studies: list[dict], histories: dict[int, dict], best_rows: dict[int, dict],
                importance_trials: dict[int, list[dict]]) -> dict:
-    """Everything the page and the API show. `studies`: dicts with id, name, tuner, tuner_label,
-    hypermodel, status, objective_metric, objective_direction, in the order picked;
-    `histories`: study_history of each; `best_rows`: the best trials' rows (pk, number, score,
-    metrics, hyperparameters) by pk; `importance_trials`: each study's completed trials
-    (hyperparameters and score) the importance is estimated on."""
+    """Everything the comparison page and the API show of the picked studies, from the rows the selector read."""
     groups = objective_groups(studies)
     entries = []
     for study in studies:

@@ -1,12 +1,5 @@
-"""Example images of an image dataset, a few per class, drawn in the web process from the
-stored training split (numpy and Pillow, which already reads uploads; no TensorFlow).
-
-Each class is one PNG strip of EXAMPLES_PER_CLASS thumbnails. All strips of a dataset are
-drawn together on the first request and kept on disk, named by the arrays' hash: a dataset's
-arrays never change, so the files are never stale, and later views only read a file. Only the
-rows that are drawn are read: the training images are streamed from the stored .npz until each
-shown class has its examples, so a large dataset costs one pass over its first rows, not its
-whole size in memory."""
+"""Example images of an image dataset, drawn once per dataset in the web process and kept on disk by the arrays'
+hash, reading only the rows drawn (docs/design/datasets-and-models.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +7,7 @@ import io
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +15,6 @@ from django.conf import settings
 from PIL import Image
 
 from experiments.models import Dataset
-from experiments.services.artifacts import artifact_copy_to_path
 
 EXAMPLES_PER_CLASS = 6
 MAX_CLASSES_SHOWN = 20  # a 1,000-class dataset shows its first classes, and says so
@@ -45,20 +38,21 @@ def _cache_dir(dataset: Dataset) -> Path:
     return Path(settings.VAR_DIR) / "dataset-examples" / f"{dataset.arrays.sha256}-v{FORMAT_VERSION}"
 
 
-def class_examples_png(dataset: Dataset, class_index: int) -> bytes:
-    """The PNG strip of one class's examples (drawn with every other class's on first use)."""
+def class_examples_png(dataset: Dataset, class_index: int, *, copy_arrays: Callable[[Path], Path]) -> bytes:
+    """The PNG strip of one class's examples (drawn with every other class's on first use).
+    `copy_arrays(path)` writes the dataset's stored .npz there: a read, so the caller's to make."""
     folder = _cache_dir(dataset)
     path = folder / f"{class_index}.png"
     if not path.exists():
-        _draw_all(dataset, folder)
+        _draw_all(dataset, folder, copy_arrays)
     return path.read_bytes()
 
 
-def _draw_all(dataset: Dataset, folder: Path) -> None:
+def _draw_all(dataset: Dataset, folder: Path, copy_arrays: Callable[[Path], Path]) -> None:
     classes = len(shown_classes(dataset))
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        arrays = artifact_copy_to_path(artifact=dataset.arrays, path=Path(tmp) / "splits.npz")
+        arrays = copy_arrays(Path(tmp) / "splits.npz")
         examples = _examples(arrays, classes)
         drawn = Path(tmp) / "drawn"
         drawn.mkdir()

@@ -1,6 +1,5 @@
-"""What each figure on the pages is, in one place: a model's one validation figure and where it
-comes from (also what an ensemble's weights are fitted on for it), how trials are named, and
-the warnings for results a limit decided. Pure functions over rows (no queries)."""
+"""What each figure on the pages is, in one place (a model's validation figure, trial names, warnings for results a
+limit decided), as pure functions over rows so pages and API agree."""
 
 from dataclasses import dataclass
 
@@ -62,13 +61,8 @@ def _trial_metrics(model) -> dict | None:
 
 
 def model_validation(model) -> Validation:
-    """A TrainedModel (its trial loaded) or a dict of its fields with `trial__metrics`.
-
-    A retrained model trained on train+validation, so no figure of its own on validation is
-    honest: it shows its search trial's checkpoint figure, labelled so, everywhere (its
-    best-epoch detection run only chose the epoch count and is drawn in its learning curves).
-    That is also the figure the ensemble's weights are fitted on, so an ensemble of that one
-    model shows the same figure as the model."""
+    """A model's one validation figure: a retrained model shows its search trial's checkpoint figure, since it trained
+    on validation, and so does an ensemble of it."""
     source = validation_source(model)
     if source.key == "search_checkpoint":
         return Validation(checkpoint_metrics(_trial_metrics(model)), source)

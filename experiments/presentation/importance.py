@@ -1,12 +1,5 @@
-"""Hyperparameter importance for the study comparison, computed in the web process from trial
-rows (numpy and scikit-learn, no TensorFlow): a forest of extremely randomised trees with a
-fixed seed learns the objective from the completed trials' hyperparameters, and each
-hyperparameter's importance is its share of the forest's impurity decrease (a category's
-one-hot columns summed back).
-
-A forest rather than the study page's main effects (study_charts.importance) because it also
-credits a hyperparameter that matters only together with another; a hyperparameter that never
-varies is never split on, so it gets exactly 0."""
+"""Hyperparameter importance for the study comparison from a seeded forest of extremely randomised trees, which
+also credits a hyperparameter that matters only together with another."""
 
 import math
 

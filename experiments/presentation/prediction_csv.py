@@ -1,7 +1,5 @@
-"""A model's raw outputs as what a person downloads: for classification each row's predicted
-label (the dataset's class name) and one probability column per class, named by the class; for
-regression the value(s). Pure NumPy and csv, so the worker writes the file and the page shows
-the same first rows."""
+"""A model's raw outputs as a person downloads them (a label and one probability column per class, or values), pure
+NumPy and csv so the worker's file and the page's preview agree."""
 
 import csv
 from typing import TextIO

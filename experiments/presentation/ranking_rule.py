@@ -1,6 +1,5 @@
-"""The one rule that ranks models, wherever they are ranked (leaderboard, dashboard): by a
-test metric the team chose, in that metric's direction, ties broken the same way everywhere.
-Pure functions over rows (dicts or model instances), so the rule is tested without a database."""
+"""The one rule that ranks models wherever they are ranked (the team's test metric in its direction, ties broken
+alike), pure so it is tested without a database."""
 
 import math
 from datetime import datetime

@@ -1,6 +1,5 @@
-"""A registered model's serving contract for a person: its inputs and outputs in words, and the
-TF Serving REST request that works for every version (the body names the inputs, so it is the one
-a client keeps when an alias moves). For the registry page and the API alike."""
+"""A registered model's serving contract for a person, with the TF Serving REST request that works for every version
+(it names the inputs, so a client keeps it when an alias moves)."""
 
 import json
 

@@ -1,7 +1,5 @@
-"""Long names shortened for tables and chart labels. Names of one family differ at their end
-("dense-iris-trial-1" and "dense-iris-trial-10", "units_layer_1" and "units_layer_2"), so they
-are cut in the middle: the start says which family, the end which one of it. Pages keep the
-full name in a tooltip. Pure functions, no database."""
+"""Long names shortened in the middle for tables and chart labels, since names of one family differ at their end
+(dense-iris-trial-1, -10); pages keep the full name in a tooltip."""
 
 ELLIPSIS = "…"
 # About what 14-16rem of a table's 15 px text holds (the name columns at 1280 px, one line a row).

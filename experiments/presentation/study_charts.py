@@ -1,7 +1,5 @@
-"""The study page's chart data, computed in the web process from trial rows (numpy only, no
-TensorFlow): optimisation history with the best-so-far line, learning curves, parallel
-coordinates of the hyperparameters that vary, and a fANOVA-style importance. Long series are
-downsampled so a 10,000-trial study still answers in milliseconds."""
+"""The study page's chart data from trial rows, in the web process with numpy only, downsampled so a 10,000-trial
+study still answers in milliseconds."""
 
 import heapq
 import math
@@ -150,14 +148,8 @@ def _encoded(values: list) -> tuple[np.ndarray, list | None]:
 
 def parallel_coordinates(trials: list[dict], names: list[str], log_names: frozenset = frozenset(),
                          ranking: list[dict] | None = None) -> dict:
-    """Dimensions for Plotly's parcoords: one per varying hyperparameter, and the score apart.
-    At most MAX_PARALLEL_TRIALS trials, evenly sampled. Log-sampled ones get a log10 axis.
-
-    With a dozen hyperparameters the axes crowd each other out, so `default` names the
-    DEFAULT_PARALLEL_AXES most important (by `ranking`, importance() rows; the search space's
-    order when there is none yet) and the page lets the user add the others (`order`). Every
-    axis carries nice ticks (chart_ticks) and a title short enough not to overlap its
-    neighbours; `name` keeps the full one."""
+    """Parallel-coordinates dimensions, one per varying hyperparameter and the score, the most important shown first so
+    a dozen axes do not crowd each other out."""
     keep = downsample_indices(len(trials), MAX_PARALLEL_TRIALS)
     sample = [trials[i] for i in keep]
     dimensions = []
@@ -216,10 +208,8 @@ def importance(trials: list[dict], names: list[str]) -> list[dict]:
 
 
 def eta_seconds(*, durations: list[float], remaining: int, running_elapsed: list[float], slots: int) -> float | None:
-    """When the last trial should end: the running trials end after the median observed
-    duration (at least a second from now), and the `remaining` unstarted trials, each of the
-    median duration, go to whichever of the `slots` frees first. None without durations to go
-    on or without a slot to run on."""
+    """When the last trial should end, from the median observed duration and the study's free slots; None without
+    durations or slots."""
     if remaining <= 0 and not running_elapsed:
         return 0.0
     if not durations or slots <= 0:

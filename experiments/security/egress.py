@@ -1,13 +1,5 @@
-"""Where the server may connect on a user's behalf (webhooks): public unicast addresses only,
-unless the deployment allows networks with TUNEBOARD_WEBHOOK_ALLOWED_NETWORKS.
-
-The classification is the standard library's `ipaddress` (IANA's special-purpose registries:
-`is_global` is false for loopback, private, link-local, CGNAT, reserved, documentation and
-unspecified addresses); multicast, and IPv4 addresses carried inside IPv6 ones (IPv4-mapped,
-IPv4-compatible, 6to4, NAT64), are handled here. A host is checked when the webhook is saved and
-again at every send, where the connection goes to the very address that was checked (urllib3 with
-the address pinned and the host name kept for the Host header, SNI and the certificate), so a DNS
-answer that changes between the check and the connection (rebinding) cannot redirect it."""
+"""Where the server may connect on a user's behalf (webhooks): public unicast addresses only, checked at save
+and at every send against the very address connected to."""
 
 import ipaddress
 import socket

@@ -1,11 +1,5 @@
-"""Login rate limiting on top of django-axes: who the client is (behind trusted proxies only),
-the lockout page, the backend that refuses a locked-out username + address pair, and the
-password-change form that shares the same count.
-
-Axes counts failed logins per username and client address in the database
-(settings.AXES_LOCKOUT_PARAMETERS), so every web process and pod shares the count. A wrong
-current password on /password/change/ is a failed login of that user from that address: a
-stolen session cannot guess its way to a new password, even while /login/ is locked."""
+"""Login rate limiting on django-axes, counted in the database so every web process shares it, and shared with
+the password-change form so a stolen session cannot guess a new password."""
 
 import ipaddress
 import math
@@ -22,11 +16,7 @@ LOCKED_TEMPLATE = "registration/login.html"
 
 
 class LoginLimitBackend(AxesStandaloneBackend):
-    """Refuses a login while its username + address pair is locked out; authenticates no one.
-
-    authenticate() without a request comes from code inside this process (the test client, a
-    shell), never from a client over the network, so there is no one to count: it is passed
-    on to the next backend instead of raising as axes does."""
+    """Refuses a login while its username + address pair is locked out, and authenticates no one itself."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None:

@@ -1,8 +1,5 @@
-"""How Tuneboard signs webhook calls, and how a receiver checks one (the README shows the same
-in a few lines). Pure functions: no ORM, no network.
-
-The signed material is the timestamp, a dot and the raw body, so a captured call cannot be
-replayed later with a new timestamp; a receiver refuses timestamps older than a few minutes."""
+"""How Tuneboard signs webhook calls and a receiver checks one: timestamp, dot, raw body, so a captured call
+cannot be replayed later."""
 
 import hashlib
 import hmac

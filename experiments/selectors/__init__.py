@@ -1,2 +1,2 @@
-"""Reads for pages, the API and notifications, one module per area (mirroring services/).
+"""Reads for pages, the API, notifications and workers, one module per area (mirroring services/).
 Everything is scoped to a team. Import from the submodule."""

@@ -1,6 +1,5 @@
-"""Ensemble recipes as the pages and the API list them: the team's recipes with their last run,
-one recipe (and whether its triggers are stopped), and its runs with their ensembles' members
-(weights) and what changed between runs."""
+"""Ensemble recipes as pages and the API list them: the team's recipes with their last run, one recipe, and its runs
+with their members and what changed between runs."""
 
 from django.db.models import OuterRef, Subquery
 

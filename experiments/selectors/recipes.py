@@ -1,7 +1,5 @@
-"""Who an ensemble recipe would pick today: its source studies, each study's top K trials by the
-recipe's metric, at most M per hypermodel (or study), and the model each pick stands for. Every
-trial considered is returned, picked or not, with the reason, so the preview and a run's record
-say the same thing. The correlation cap needs predictions: experiments/ensembling/diversity.py."""
+"""Who an ensemble recipe would pick today, every trial considered returned with its reason, so the preview and a
+run's record say the same thing (docs/design/job-lifecycle.md)."""
 
 import hashlib
 from dataclasses import asdict, dataclass, field

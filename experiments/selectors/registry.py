@@ -1,5 +1,4 @@
-"""Reads of the model registry: a team's registered models, one registered model's versions,
-aliases and moves, the versions a trained model is, and what a reference such as
+"""Reads of the model registry: registered models, their versions, aliases and moves, and what a reference such as
 `digits@production` or `digits/3` names."""
 
 import re

@@ -75,10 +75,8 @@ def serving_plan(*, team: Team) -> list[ModelToServe]:
 
 
 def serving_status(*, team: Team) -> dict:
-    """What the page and the API show: the team's folder (here, and as TF Serving sees it), the
-    latest export (perhaps still queued or running) and the latest one that completed into that
-    folder, whose report says what the folder holds now (a failed export left it as it was, and
-    `export_serving --to DIR` wrote elsewhere)."""
+    """The serving panel's figures: the team's folder, the latest export and the latest completed one, whose report
+    says what the folder holds now."""
     exports = ServingExport.objects.filter(team=team).order_by("-created", "-id")
     base_path = serving_base_path(team=team)
     folder = serving_folder(team=team)

@@ -7,7 +7,9 @@ from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import comparison, figures, importance, study_charts
 from experiments.selectors.fleet import study_capacity
 from experiments.selectors.trials import WITH_RESULTS, pareto_chart
+from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.space_values import default_initial_random_trials
+from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
 from experiments.tuning.tuners import GUIDED_TUNERS
 
 # What pages, the API and notifications show of a study's trials, as annotations of Study rows so
@@ -22,10 +24,8 @@ TRIAL_FIGURES = {
 
 
 def progress_from(study: Study, figures_row) -> dict:
-    """The study's progress from its TRIAL_FIGURES (a row of them, or the study annotated with them):
-    the one definition of every count, share and note the study list, dashboard, study page, API
-    and notifications show. Finished trials are the ones that ended (completed, pruned, failed);
-    those with results the completed and pruned ones (a pruned trial is cut short, not failed)."""
+    """The study's progress from its TRIAL_FIGURES: the one definition of every count and share the pages, API and
+    notifications show."""
     value = figures_row.get if isinstance(figures_row, dict) else lambda name: getattr(figures_row, name)
     by_status = {state: value(f"trials_{state}") for state in Trial.Status.values if value(f"trials_{state}")}
     completed = by_status.get(Trial.Status.COMPLETED, 0)
@@ -85,10 +85,8 @@ def study_pruning_savings(*, study: Study, progress: dict | None = None) -> dict
 
 
 def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
-    """The epochs `pruned` trials did not train (the study's epochs × executions each would have
-    had at most, less the `trained` ones) times the devices each trial runs on: a GPU or TPU
-    trial counts its devices per trial; a CPU trial counts as one device, whatever its logical
-    devices. An upper bound: patience might have stopped some of them earlier anyway."""
+    """The device-epochs pruned trials did not train: an upper bound, since patience might have stopped some of them
+    earlier anyway."""
     if study.pruner == "none":
         return None
     epochs = pruned * study.epochs * study.executions_per_trial - trained
@@ -205,3 +203,19 @@ def team_studies_by_id(*, team: Team, study_ids: list[int]) -> dict[int, Study]:
 
 def team_recent_studies(*, team: Team, limit: int = 10) -> QuerySet[Study]:
     return Study.objects.filter(team=team).select_related("dataset").order_by("-created")[:limit]
+
+
+# What a clone takes from the original: everything that defines the search except where it runs
+# (the dataset, which may change) and its name: space, tuner and its settings, objective, budget,
+# training, compute and stopping rules. One list for the clone page and the API.
+CLONED_FIELDS = ["hypermodel", "search_space", "tuner", "objective_metric", "objective_direction", "max_trials",
+                 "executions_per_trial", "epochs", "batch_size", "patience", "seed", "queue", "backend", "parallelism",
+                 "initial_random_trials", "precision", "jit_compile", "steps_per_execution", "devices_per_trial",
+                 *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives", "constraints"]
+NAME_ROOM = Study._meta.get_field("name").max_length - len(" (copy)")
+
+
+def clone_values(study: Study) -> dict:
+    """The new-study form's values for a copy of `study`, on the same dataset until changed."""
+    return {**{name: getattr(study, name) for name in CLONED_FIELDS},
+            "name": f"{study.name[:NAME_ROOM]} (copy)", "dataset": study.dataset_id}

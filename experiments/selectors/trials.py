@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 
 from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTransform
 
 from experiments.models import Study, Team, Trial, TrialEpoch
 from experiments.presentation import figures, study_charts
@@ -11,12 +12,24 @@ from experiments.tuning.objectives import directions, objective_values, pareto_f
 # Trials that produced a result (a pruned one is cut short, not failed).
 WITH_RESULTS = (Trial.Status.COMPLETED, Trial.Status.PRUNED)
 
+# The trial columns a list may be ordered by; any other name is a metric (or hp.<name>).
+ORDER_COLUMNS = ("score", "number", "started", "finished", "duration_seconds", "id")
+
+
+def trial_order(name: str, *, descending: bool):
+    """A trial list's order by a column, a hyperparameter (hp.<name>) or a metric, nulls last."""
+    if name in ORDER_COLUMNS:
+        expression = F(name)
+    elif name.startswith("hp."):
+        expression = KeyTransform(name[3:], "hyperparameters")
+    else:
+        expression = KeyTransform(name, "metrics")
+    return expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)
+
 
 def study_trials_by_score(*, study: Study, limit: int = 100, status: str = "") -> tuple[list[Trial], int]:
-    """The trial table: the best completed trials, then the running ones, then the latest
-    pruned/failed/cancelled/lost, at most `limit` in all (running ones always shown); and how
-    many trials the study has. With `status`, only the trials in that state (best first when
-    they have scores) and how many there are."""
+    """The trial table, best first with running trials always shown, and how many trials the study (or the `status`
+    asked for) has."""
     score_order = F("score").desc(nulls_last=True) if study.objective_direction == "max" else F("score").asc(
         nulls_last=True)
     trials = (Trial.objects.filter(study=study).select_related("seeded_from__study")
@@ -150,3 +163,7 @@ def trial_learning_curves(*, trial: Trial, epoch_rows: list[dict], reruns: list 
 
 def team_trial(*, team: Team, study_id: int, trial_pk: int) -> Trial | None:
     return Trial.objects.select_related("study").filter(pk=trial_pk, study_id=study_id, study__team=team).first()
+
+
+def trial_running_count(*, study: Study) -> int:
+    return Trial.objects.filter(study=study, status=Trial.Status.RUNNING).count()

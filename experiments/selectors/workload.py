@@ -3,6 +3,7 @@ the scaling endpoint show, read here so the views run no query. Job kinds come f
 (services/jobs.py's JOB_KINDS; a selector does not import services), each counted alike."""
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -60,11 +61,11 @@ def live_workers(*, queues) -> dict[str, int]:
     return live
 
 
-def trial_column_buckets(*, column: str, bounds: list[float], rows: Q) -> dict:
-    """One aggregate over a float column of the trial rows `rows` (keep `rows` those of a partial
-    index on the column): "count", "sum" and "le<i>", the rows at most bounds[i]."""
+def trial_column_buckets(*, column: str, bounds: list[float], only: dict) -> dict:
+    """One aggregate over a float column of the trial rows matching `only` with the column set (keep
+    them those of a partial index on the column): "count", "sum" and "le<i>", the rows at most bounds[i]."""
     # Counting the column itself (never NULL here) keeps every reference inside the index.
-    return Trial.objects.filter(rows).aggregate(
+    return Trial.objects.filter(**only, **{f"{column}__isnull": False}).aggregate(
         count=Count(column), sum=Sum(column),
         **{f"le{i}": Count(column, filter=Q(**{f"{column}__lte": bound})) for i, bound in enumerate(bounds)})
 
@@ -107,3 +108,18 @@ def scaling_counts(*, queue: str, kinds, delivery_queue: str) -> dict:
         status=DeliveryStatus.PENDING, next_attempt__lte=timezone.now()).count() if queue == delivery_queue else 0
     counts["work"] += min(1, counts["due_deliveries"])
     return counts
+
+
+def database_error() -> str | None:
+    """None when the database answers a trivial query; else why not (the readiness probe's check)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return None
+    except Exception as error:  # any failure is "not ready", never a 500
+        try:
+            connection.close()  # a broken connection is not reused by the next request
+        except Exception:
+            pass
+        return f"{type(error).__name__}: {error}".strip()[:300]

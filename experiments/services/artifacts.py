@@ -1,8 +1,8 @@
-"""Artifacts: files of the domain in the configured storage, each with a recorded sha256."""
+"""Artifacts written: files of the domain in the configured storage, each with a recorded sha256
+(reading them back, verified, is selectors/artifacts.py)."""
 
 import hashlib
 import logging
-import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,29 +10,16 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.core.files import File
-from django.core.files.storage import storages
 from django.db import transaction
 from django.utils.text import get_valid_filename
 
-from experiments.errors import TuneboardError
 from experiments.models import Artifact, Team
+from experiments.selectors.artifacts import READ_BLOCK
+from experiments.selectors.artifacts import artifact_storage as _storage
 
-READ_BLOCK = 1024 * 1024
 log = logging.getLogger(__name__)
 # The kinds artifact_create takes, for callers that never import the models (workers).
 ArtifactKind = Artifact.Kind
-
-
-class ArtifactCorrupted(TuneboardError):
-    """The stored bytes no longer match the sha256 recorded when they were saved."""
-
-
-class ArtifactMissing(TuneboardError):
-    pass
-
-
-def _storage():
-    return storages["artifacts"]
 
 
 def _sha256_of(fileobj: BinaryIO) -> tuple[str, int]:
@@ -68,10 +55,8 @@ def artifact_create(*, team: Team, kind: str, filename: str, fileobj: BinaryIO) 
 
 @contextmanager
 def artifact_files_removed_on_error() -> Iterator[Callable[[Artifact], Artifact]]:
-    """For a block that creates artifacts in a transaction: if the block raises, the stored
-    files of the artifacts passed to the yielded function are deleted too. The rows roll back
-    with the transaction, and so do files kept in the database, but a folder of files has no
-    transaction: without this, a failed save would leave files nothing refers to."""
+    """For a block creating artifacts in a transaction: a raise deletes their stored files too, since a folder of files
+    has no transaction to roll back."""
     created: list[str] = []
 
     def remember(artifact: Artifact) -> Artifact:
@@ -96,47 +81,6 @@ def _delete_stored(name: str) -> None:
 def artifact_create_from_path(*, team: Team, kind: str, path: Path, filename: str | None = None) -> Artifact:
     with open(path, "rb") as handle:
         return artifact_create(team=team, kind=kind, filename=filename or Path(path).name, fileobj=handle)
-
-
-def artifact_iter_chunks(*, artifact: Artifact) -> Iterator[bytes]:
-    """Stream the stored bytes; raises ArtifactCorrupted at the end if the hash differs."""
-    try:
-        handle = _storage().open(artifact.storage_name, "rb")
-    except FileNotFoundError as exc:
-        raise ArtifactMissing(f"The file of {artifact} is missing from storage.") from exc
-    digest = hashlib.sha256()
-    with handle:
-        while block := handle.read(READ_BLOCK):
-            digest.update(block)
-            yield block
-    if digest.hexdigest() != artifact.sha256:
-        raise ArtifactCorrupted(
-            f"The stored file of {artifact} does not match its recorded sha256; refusing to use it."
-        )
-
-
-def artifact_verify(*, artifact: Artifact) -> None:
-    for _ in artifact_iter_chunks(artifact=artifact):
-        pass
-
-
-def artifact_copy_to_path(*, artifact: Artifact, path: Path) -> Path:
-    """Write a verified copy to a local path (a worker needs real files for Keras)."""
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with open(partial, "wb") as out:
-            for block in artifact_iter_chunks(artifact=artifact):
-                out.write(block)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    shutil.move(partial, path)
-    return path
-
-
-def artifact_read_bytes(*, artifact: Artifact) -> bytes:
-    return b"".join(artifact_iter_chunks(artifact=artifact))
 
 
 def artifacts_delete(*, artifacts) -> None:

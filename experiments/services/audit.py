@@ -1,11 +1,5 @@
-"""The audit log: who changed membership, roles, invitations, API tokens and webhooks, who
-cancelled what and who downloaded which model — when, in which team, from which address.
-
-django-auditlog records every save and delete of the registered models from their signals,
-inside the transaction of the change (a change that rolls back leaves no row, and no code path,
-the admin included, changes them unrecorded); the other actions are recorded here by the services
-that perform them. The request (set by experiments.middleware.AuditContextMiddleware) supplies
-the actor and the address; the row's team comes from the object."""
+"""The audit log: who changed whom's access, tokens and webhooks, cancelled what or downloaded which model,
+recorded in the same transaction as the change (docs/design/job-lifecycle.md)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -109,10 +103,8 @@ def audit_acting_request(request) -> Iterator[None]:
 
 
 def audit_record(*, verb: str, obj, team_id: int, changes: dict | None = None, actor=None) -> AuditEvent:
-    """Record an action that is not a save of a registered model (a cancel, a download). Call it
-    inside the transaction of the change it records. `actor` is who it was done for: given, it is
-    the row's actor even outside any request (a recipe's run finishing in a worker); else the
-    request's user is."""
+    """Record an action that is not a save of a registered model (a cancel, a download), inside the transaction of the
+    change it records."""
     action = AuditEvent.Action.ACCESS if verb.endswith(".download") else AuditEvent.Action.UPDATE
     who = {"actor": actor, "actor_email": actor.email or None} if getattr(actor, "is_authenticated", False) else {}
     return AuditEvent.objects.log_create(obj, force_log=True, action=action, changes=changes or {}, verb=verb,

@@ -1,6 +1,5 @@
-"""The database connection of a long-running worker process: a job starts on a fresh
-connection, a database step rides out a PostgreSQL restart, and a thread or a process about
-to fork hands its connection back. Worker code calls these instead of reaching into the ORM."""
+"""A long-running worker's database connection: fresh for each job, riding out a PostgreSQL restart, handed back
+before a fork, so worker code never reaches into the ORM."""
 
 import logging
 import time

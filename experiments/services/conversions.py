@@ -14,10 +14,9 @@ from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
 from experiments.services.artifacts import artifacts_delete
-from experiments.services.jobs import CONVERSION_QUEUE, JOB_KINDS, job_move, job_send
+from experiments.services.jobs import JOB_KINDS, job_move, job_send
 from experiments.states import JOB_ACTIVE, JobStatus
 
-__all__ = ["CONVERSION_QUEUE", "conversion_complete", "conversion_request"]
 # What a conversion may make: every format but the `.keras` file it starts from.
 CONVERTIBLE_FORMATS = tuple(fmt for fmt in ModelFile.Format.values if fmt != ModelFile.Format.KERAS)
 NO_FILE_REASON = "The TensorFlow worker that converted the .keras file made no file in this format."

@@ -1,9 +1,5 @@
-"""Datasets: parse and validate, split once with a seed, store the splits as one artifact.
-
-An upload never sits whole in the web process's memory: Django spools it to a temporary
-file, the parsers read that file a block at a time and keep the inputs in temporary files,
-and the splits are compressed from those a block at a time into another temporary file,
-which the artifact storage copies in chunks."""
+"""Datasets: parse and validate, split once with a seed, store the splits as one artifact, never holding an
+upload whole in memory."""
 
 import tempfile
 from dataclasses import dataclass

@@ -41,7 +41,7 @@ from experiments.models.jobs import Job
 from experiments.selectors.serving_exports import serving_base_path, serving_folder, serving_plan
 from experiments.services.notifications import notify_model_lost
 from experiments.services.queueing import job_task_enqueue
-from experiments.services.resends import MAX_RESEND_DOUBLINGS, resend_due  # noqa: F401  (re-exported)
+from experiments.services.resends import resend_due
 from experiments.signals import model_finished
 from experiments.states import JOB_MOVES, JobStatus, sources
 from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue

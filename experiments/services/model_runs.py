@@ -10,13 +10,10 @@ from experiments.errors import TuneboardError
 from experiments.models import Artifact, EnsembleMember, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.services.audit import audit_record
 from experiments.services.conversions import conversion_request
-from experiments.services.jobs import ENSEMBLE_QUEUE, JOB_KINDS, job_cancel, job_move, job_record_epoch, model_queue
+from experiments.services.jobs import JOB_KINDS, job_cancel, job_move, job_record_epoch
 from experiments.services.notifications import notify_model_ready
 from experiments.signals import model_finished
 from experiments.states import JobStatus
-
-__all__ = ["ENSEMBLE_QUEUE", "ModelCancelError", "model_cancel", "model_complete", "model_queue",
-           "model_record_epoch"]
 
 
 def model_record_epoch(*, model_pk: int, attempt: int, phase: str, epoch: int, metrics: dict) -> bool:

@@ -1,10 +1,5 @@
-"""Sending a notification delivery, on a worker: claim it (a conditional UPDATE, so two tasks
-for one delivery never both send), send it outside any transaction, record the outcome, and
-on failure schedule the next try with exponential backoff. The database says what is due;
-the broker only carries wake-ups, and the reaper's sweep re-sends those that got lost.
-
-Tasks go to the "cpu" queue (Celery's default queue here): the embedded worker of `make run`
-and the cpu workers of docker-compose and Kubernetes all consume it."""
+"""Sending a notification delivery on a worker: claimed once, sent outside any transaction, retried with backoff
+while the database says it is due."""
 
 import logging
 import time

@@ -1,11 +1,5 @@
-"""Notifications: what happened (an event of a team) and who hears of it (deliveries: one
-e-mail per member who opted in, one call per webhook of the team that wants the event).
-
-The lifecycle services call these inside the transaction that makes the change, so the event
-and its deliveries commit with it or not at all (a finish that rolls back sends nothing), and
-the delivery tasks reach the broker only once it commits. The sending itself happens on a
-worker (services/notification_delivery.py), never in a web request and never under a lock.
-A failure here is logged and never undoes the change it is about."""
+"""Notifications: a team's events and who hears of them, recorded inside the change's transaction so a change
+that rolls back notifies nobody (docs/design/job-lifecycle.md)."""
 
 import logging
 from collections.abc import Callable
@@ -188,14 +182,6 @@ def notify_webhook_test(*, webhook: Webhook, user) -> NotificationEvent:
 
 
 # --- preferences -----------------------------------------------------------------------
-
-
-def notification_preferences(*, user) -> list[dict]:
-    """One row per team of the user: the team and what it sends them by e-mail."""
-    memberships = Membership.objects.filter(user=user).select_related("team").order_by("team__name")
-    saved = {p.team_id: p for p in NotificationPreference.objects.filter(user=user)}
-    return [{"team": m.team, "events": saved[m.team_id].events if m.team_id in saved else [],
-             "only_mine": saved[m.team_id].only_mine if m.team_id in saved else False} for m in memberships]
 
 
 def notification_preferences_save(*, user, choices: dict[int, dict]) -> None:

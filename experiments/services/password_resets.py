@@ -1,7 +1,5 @@
-"""Password-reset requests, throttled per address asked for and per client: the mail goes out
-only while both are under their hourly limits. Counted in the database (as django-axes counts
-failed logins), so every web process shares the count, on SQLite and PostgreSQL alike; a cache-
-based limiter (django-ratelimit) would need memcached or Redis, which the embedded mode lacks."""
+"""Password-reset mails throttled per address and per client, counted in the database so every web process shares
+the count without the cache the embedded mode lacks."""
 
 import hashlib
 from datetime import timedelta

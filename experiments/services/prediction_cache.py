@@ -1,18 +1,12 @@
-"""Cached predictions: a member's predictions on one split, stored once as an artifact and
-reused by every ensemble that includes the member. `key` names the source
-("model:<id>:test", "trial:<id>:val"); the stored bytes are the worker's own format."""
+"""Cached predictions stored: a member's predictions on one split ("model:<id>:test"), kept once
+as an artifact for every ensemble that includes it (read back by selectors/prediction_cache.py)."""
 
 from typing import BinaryIO
 
 from django.db import IntegrityError, transaction
 
 from experiments.models import Artifact, CachedPredictions, Team
-from experiments.services.artifacts import artifact_create, artifact_read_bytes
-
-
-def cached_predictions_read(*, key: str) -> bytes | None:
-    row = CachedPredictions.objects.filter(key=key).select_related("artifact").first()
-    return None if row is None else artifact_read_bytes(artifact=row.artifact)
+from experiments.services.artifacts import artifact_create
 
 
 def cached_predictions_store(*, team: Team, key: str, fileobj: BinaryIO) -> None:

@@ -1,10 +1,5 @@
-"""How a recipe run ends: its ensemble's figures beside the best member and the mean, whether it
-collapsed to one member (and why), what changed since the recipe's last completed run, and the
-champion/challenger step — register the ensemble, and move the alias only when it beats the
-alias's current version on validation loss (the figure the ensemble's weights were chosen by).
-Registry changes are made for the member the run acts for, audited with the recipe and run, and
-only while that member is an owner or editor of the team; an ensemble the registry already holds
-(registered_twin) is not registered again."""
+"""How a recipe run ends: its ensemble's figures and the champion/challenger step that moves an alias only when
+the ensemble beats its current version on validation loss."""
 
 import logging
 from dataclasses import dataclass
@@ -120,12 +115,8 @@ def _member_keys(ensemble_ids: list[int]) -> dict[int, list[str]]:
 
 
 def registered_twin(*, recipe: EnsembleRecipe, members: list[str]) -> Twin | None:
-    """The version of the recipe's registered model that already is the ensemble of `members` (run
-    member keys) the recipe would build: the same member models and trial checkpoints (as a set:
-    the fit does not depend on their order), the same method with the same options (greedy rounds,
-    correlation cap, seed), on the same dataset. Its figures would be the same, so registering it
-    again only adds a version that serves what one already does. The alias's version is looked
-    at first, then the newest; None when there is none (or nothing is registered)."""
+    """The registered version that already is the ensemble the recipe would build (same members, method, options,
+    dataset), so it is not registered twice."""
     if not recipe.register_as or not members or any(not key.startswith(("model:", "trial:")) for key in members):
         return None
     registered = RegisteredModel.objects.filter(team_id=recipe.team_id, name=recipe.register_as).first()

@@ -1,17 +1,5 @@
-"""Recipe runs: an ensemble recipe applied once — its candidates picked, the retrains it needs
-requested (or reused), then its ensemble built on a worker as an ordinary TrainedModel. A run
-waits (WAITING) until its retrains finish, builds (BUILDING) exactly once, and ends when its
-ensemble does (services/recipe_outcomes.py: comparison, champion/challenger).
-
-Every step holds the recipe row (starts) or the run row (moves) lock, so a duplicate event, two
-retrains finishing at once, or two processes delivering the same study completion move a run
-once. A `trigger_key` makes a start idempotent (constraint recipe_run_trigger_once), and Run now
-is refused while a run of the recipe is waiting or building (two clicks, one run).
-
-A run acts for one member (RecipeRun.created_by: who clicked Run now, or the recipe's acts_for),
-and only while they are an owner or editor of the team: it neither starts, builds nor registers
-for anyone else. A run whose ensemble would be one the registry already holds (same members,
-method and inputs) builds nothing (recipe_outcomes.registered_twin)."""
+"""Recipe runs: an ensemble recipe applied once, from picking candidates through the retrains it waits for to
+one ensemble build, each step under a row lock so duplicate events move a run once."""
 
 import logging
 
@@ -99,11 +87,8 @@ def _fail(run: RecipeRun, error: str) -> None:
 
 
 def _build(run: RecipeRun, recipe: EnsembleRecipe) -> None:
-    """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker; the recipe's
-    correlation cap travels in its report (workers/ensembles/build.py drops members too alike). Not
-    for a member who has left or been demoted since the run started (FAILED), nor when the
-    registry already holds this very ensemble (COMPLETED at once, nothing built: it would only
-    be registered again)."""
+    """WAITING (or new) -> BUILDING: the ensemble is created and sent to a worker with the recipe's correlation cap in
+    its report."""
     problem = editor_problem(user=run.created_by, team_id=recipe.team_id)
     if problem:
         _fail(run, f"The run stopped before building its ensemble: {problem}. {ACTS_ONLY}")
@@ -138,12 +123,8 @@ def _busy(recipe: EnsembleRecipe) -> str:
 
 def recipe_run_start(*, recipe: EnsembleRecipe, user, trigger: str = EnsembleRecipe.Trigger.MANUAL,
                      trigger_key: str = "", reason: str = "") -> RecipeRun | None:
-    """Apply the recipe now, acting for `user`. Returns the run (WAITING for retrains, BUILDING,
-    COMPLETED when the registry already holds its ensemble, or FAILED when its ensemble could not
-    be created), or None when `trigger_key` already started a run of this recipe (a duplicate
-    delivery: nothing is created). Refused with nothing saved: fewer than two picks
-    (RecipeRunError), `user` no owner or editor of the team (RecipeRunStopped), and on demand a
-    run of the recipe still waiting or building (RecipeRunBusy)."""
+    """Apply the recipe now, acting for `user`: the run, or None when `trigger_key` already started one (a duplicate
+    delivery creates nothing)."""
     with transaction.atomic():
         # The recipe row's lock serialises starts: numbers count up without clashes, a trigger
         # key is checked and taken by one start at a time, and of two Run now clicks the second

@@ -1,16 +1,5 @@
-"""What starts recipe runs by itself, and what moves them: lifecycle events (experiments/signals.py)
-heard here. A study completing starts one run of every recipe that has it as a source and the
-study_completed trigger (key "study:<id>"); a trial or a retrain of a source completing starts a
-run of new_candidate recipes whose picked set changed (key "candidates:<fingerprint>"). A retrain
-or ensemble finishing moves the runs waiting on or building it.
-
-A recipe's trouble never breaks the event: starts run after the event's commit, each recipe in
-its own transaction, errors logged; the run moves happen in a savepoint of the model's finish.
-
-Triggered runs act for the recipe's acts_for member. While that member is no owner or editor of
-the team (left, removed, demoted) a trigger starts nothing, and the recipe keeps why and when
-(last_skipped, last_skipped_at: shown on its page and in the API) until a run starts again; so it
-does when a study's completion finds fewer than two picks."""
+"""What starts and moves recipe runs by itself: lifecycle events heard here, handled so a recipe's trouble never
+breaks the event (docs/design/job-lifecycle.md, "Ensemble recipes")."""
 
 import logging
 

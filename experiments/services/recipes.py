@@ -1,7 +1,5 @@
-"""Ensemble recipes' writes: create, update, clone, take over and delete a recipe, and a study's
-tags (a recipe may draw from every study of a dataset with a tag). The data comes validated by
-experiments/forms/recipes.py (pages and API alike); each change is audited. Runs are
-experiments/services/recipe_runs.py's."""
+"""Ensemble recipes' writes (create, update, clone, take over, delete, a study's tags), each audited; the data comes
+validated by forms/recipes.py, and runs are recipe_runs.py's."""
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -133,8 +131,6 @@ def study_tags_set(*, study: Study, tags: str | list[str]) -> Study:
 
 
 def recipe_run_now(*, recipe: EnsembleRecipe, user, reason: str = ""):
-    """Start a run of the recipe on demand (the page's "Run now" and the API's POST .../runs/),
-    acting for `user`. Refusals raise recipe_runs.RecipeRunError with the message to show:
-    RecipeRunBusy while a run of the recipe is waiting or building (the API's 409), else fewer
-    than two candidates, ..."""
+    """Start a run of the recipe on demand, acting for `user`; refusals raise recipe_runs.RecipeRunError with the
+    message to show."""
     return recipe_run_start(recipe=recipe, user=user, trigger=EnsembleRecipe.Trigger.MANUAL, reason=reason)

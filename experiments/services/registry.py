@@ -1,7 +1,5 @@
-"""The model registry's writes: register a finished model (or ensemble) as the next version of a
-registered model, and set, remove or roll back aliases. Every alias move is kept (AliasMove),
-audited, and asks for a serving export, as every new version does, so what TF Serving serves
-follows the registry."""
+"""The model registry's writes: register a version, set, remove or roll back aliases; every move is kept, audited
+and asks for a serving export, so TF Serving follows the registry."""
 
 from django.db import transaction
 from django.db.models import Max
@@ -52,10 +50,8 @@ def _audit(verb: str, registered: RegisteredModel, changes: dict, user, via: dic
 @transaction.atomic
 def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "",
                       via: dict | None = None) -> ModelVersion:
-    """`model` as the next version of the team's registered model `name` (made by this first
-    registration, with the model's task, serving contract and dataset kind). A model whose task or
-    contract (input keys, shapes, dtypes; output keys) differs from the registered model's, or that
-    is already one of its versions, is refused."""
+    """`model` as the next version of the registered model `name`, refused when its task or serving contract differs,
+    so every version serves alike."""
     contract = _check_registrable(model, team)
     # The team row's lock serialises registrations in the team: two first registrations of one
     # name cannot both create it, and version numbers count up without gaps or clashes.
@@ -90,10 +86,8 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
 
 
 def _locked(registered: RegisteredModel) -> RegisteredModel:
-    """The registered model's row lock: one alias move at a time per registered model. The team
-    row is locked first, in the order registry_register and the export request take them: a move
-    holding the registered model while waiting for the team deadlocks with a registration holding
-    the team while its new version's foreign key waits for the registered model."""
+    """The registered model's row lock, taken after the team's in the order every registry write uses, so an alias move
+    and a registration cannot deadlock."""
     Team.objects.select_for_update().only("pk").get(pk=registered.team_id)
     return RegisteredModel.objects.select_for_update().get(pk=registered.pk)
 

@@ -21,14 +21,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.models import ServingExport, Team
+from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.selectors.serving_exports import serving_plan
-from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.jobs import JOB_KINDS, SERVING_EXPORT_QUEUE, job_claim, job_fail, job_move, job_send
+from experiments.services.jobs import JOB_KINDS, job_claim, job_fail, job_move, job_send
 from experiments.serving.layout import PlannedModel, PlannedVersion, layout_write
 from experiments.states import JobStatus
 
-__all__ = ["SERVING_EXPORT_QUEUE", "serving_export_complete", "serving_export_here", "serving_export_request",
-           "serving_export_write"]
 REASON_LENGTH = ServingExport._meta.get_field("reason").max_length
 
 

@@ -1,6 +1,5 @@
-"""Studies: create, start, resume, cancel and change budgets, and the wake-ups that fill a running
-study's slots. Running its trials (claims, finishes, the reaper) is services/trial_runs.py, which
-builds on this module."""
+"""Studies: create, start, resume, cancel, change budgets, and the wake-ups that fill a running study's slots;
+services/trial_claims.py and trial_reaper.py build on it."""
 
 from collections.abc import Iterable
 

@@ -1,8 +1,5 @@
-"""Trained models: requests from the web to retrain or promote trials, and their names. Each
-model gets its own name (study and trial); its version counts the times that name was made
-again (the same configuration retrained or promoted once more). Grouping different models as
-versions of one name is the registry's (services/registry.py), done explicitly.
-What happens to a request afterwards (claim, heartbeat, finish, requeue) is in model_runs."""
+"""Trained models: the web's requests to retrain or promote trials, and their names and versions; what happens
+to a request afterwards is services/model_runs.py."""
 
 from django.db import transaction
 from django.db.models import Max
@@ -10,7 +7,7 @@ from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
 from experiments.models import ModelFile, Study, Team, TrainedModel, Trial
-from experiments.services.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
+from experiments.selectors.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.audit import audit_record
 from experiments.services.jobs import JOB_KINDS, job_send
 
@@ -29,10 +26,8 @@ def default_model_name(study: Study) -> str:
 
 
 def trial_model_name(study: Study, trial: Trial, *, base: str = "") -> str:
-    """`<base>-trial-<trial number>`, base defaulting to the study's name (cut to fit), so each
-    trial's model has a name of its own. The number is the trial's as the pages show it ("Trial 3":
-    1-based start order), not KerasTuner's 0-based trial id, so `study-trial-3` is Trial 3's model.
-    A base a person typed is never cut: too long is refused."""
+    """`<base>-trial-<number>`, numbered as the pages number trials (1-based start order), so each trial's model has a
+    name of its own."""
     suffix = f"-trial-{trial.number}"
     if base:
         if len(base) + len(suffix) > MAX_MODEL_NAME:

@@ -1,7 +1,5 @@
-"""What a running trial reports, epoch by epoch: its heartbeat, each epoch's metrics and, in a
-pruning study, the pruner's verdict on the epoch (compared with the finished trials' bests at
-the same epoch, kept as pruning references when a trial finishes). Claims and finishes, which
-hold the study's lock, are in services/trial_runs.py; this path never takes that lock."""
+"""What a running trial reports each epoch (heartbeat, metrics, the pruner's verdict), on a path that never takes
+the study's lock."""
 
 import json
 from dataclasses import dataclass
@@ -97,10 +95,8 @@ def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: d
 
 def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
            metrics: dict) -> tuple[float | None, pruners.Decision | None]:
-    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision.
-    One query reads the trial's previous best and the finished trials' bests at this epoch; the
-    completed trials are counted by a second only while the ones at this epoch are too few to
-    pass the startup rule themselves."""
+    """This epoch's best-so-far value and, when the epoch may be judged, the pruner's decision, in one query (two while
+    the startup rule needs a count)."""
     settings, number = pruning.settings, epoch + 1
     last = execution == pruning.executions - 1 and number >= pruning.epochs
     judged = pruners.judged(settings, number, last=last) is None

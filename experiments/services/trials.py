@@ -1,4 +1,4 @@
-"""Trials: people's notes and tags on them. Results are immutable (trial_runs writes them once)."""
+"""Trials: people's notes and tags on them. Results are immutable (trial_claims writes them once)."""
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial

@@ -1,6 +1,5 @@
-"""Warm starts: the best configurations of earlier studies, fitted to a new study's search
-space, become its seeds. The claim (services/trial_runs.py) runs them first, in order, and
-registers each with the tuner as its own proposal, so the tuner learns from their results."""
+"""Warm starts: earlier studies' best configurations, fitted to a new study's space, become its seeds, which the
+claim hands the tuner as its own proposals so it learns from them."""
 
 import json
 from collections.abc import Iterable
@@ -31,10 +30,8 @@ class WarmStart:
 
 def warm_start_seeds(*, team: Team, studies: Iterable[Study], top_k: int, search_space: list[dict],
                      hypermodel: str) -> WarmStart:
-    """The top `top_k` completed trials of each study (by its own objective and direction), in
-    the order the studies are given, fitted to `search_space` (validated rows). Repeated
-    configurations run once. WarmStartError names every hyperparameter and source trial that
-    does not fit; nothing is half-applied."""
+    """The top `top_k` completed trials of each study fitted to `search_space`, repeats once; WarmStartError names
+    everything that does not fit, nothing half-applied."""
     if not 1 <= top_k <= MAX_TOP_K:
         raise WarmStartError([f"Take from 1 to {MAX_TOP_K} configurations per study, not {top_k}."])
     warm, problems, unknown = WarmStart(), [], False

@@ -1,6 +1,5 @@
-"""A team's webhooks: made, changed, turned off and removed by its owners and editors. Each
-check raises WebhookError with a sentence for the person who typed the value; the page's
-form and the services share them."""
+"""A team's webhooks, made and changed by owners and editors; each check raises WebhookError with a sentence for
+whoever typed the value, shared by the form and the services."""
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator

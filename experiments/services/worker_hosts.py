@@ -1,6 +1,5 @@
-"""Worker rows: a Celery worker registers when it is ready, heartbeats while alive and is
-marked stopped on a clean shutdown; the live worker with the smallest name leads the reaper.
-The facts about the host (devices, versions) are the worker's to gather and pass in."""
+"""Worker rows: registered when ready, heartbeating while alive, stopped on a clean shutdown; the host's facts
+(devices, versions) are the worker's to gather and pass in."""
 
 from django.utils import timezone
 
@@ -29,9 +28,3 @@ def worker_stop(*, name: str) -> None:
     Worker.objects.filter(name=name).update(stopped=timezone.now())
 
 
-def worker_leads_reaper(*, name: str, now=None) -> bool:
-    """The live worker with the smallest name also runs the reaper, so lost trials are reaped
-    even when beat is not running (or died with the worker that ran it)."""
-    now = now or timezone.now()
-    alive = [w.name for w in Worker.objects.filter(stopped__isnull=True).order_by("name") if w.is_alive(now)]
-    return bool(alive) and alive[0] == name

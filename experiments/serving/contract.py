@@ -1,15 +1,5 @@
-"""The serving contract: the input keys (each with its shape and dtype) and the output keys a
-SavedModel answers TF Serving under. Every version of a registered model keeps its registered
-model's contract, so moving an alias never breaks a client that names its inputs (gRPC, REST
-`{"inputs": {...}}`).
-
-Exported SavedModels name their inputs by position, `input_0`, `input_1`, ..., and their outputs
-`output_0`, ..., whatever the Keras Input layers are called (`images` for cnn, `features` for
-dense): so any hypermodel's model, ensemble or stacked model of one input can become a version
-of one name. SavedModels exported before that carry their Keras input names; their stored
-`signature["serving"]` says so, and they are held to the names they really serve.
-
-Pure data: no ORM, no TensorFlow (workers/export/saved_model.py names the tensors from here)."""
+"""The serving contract (input and output keys a SavedModel answers under), kept per registered model so moving
+an alias never breaks a client."""
 
 import re
 

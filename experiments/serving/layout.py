@@ -1,18 +1,5 @@
-"""TF Serving's folder layout for a team's registry, written from a plan: `<name>/<version>/` (a
-SavedModel: saved_model.pb, variables/, assets/) per served version and a `models.config`
-naming those versions and their labels. Pure file work: no ORM, no TensorFlow.
-
-Incremental: each version folder holds a marker with the sha256 of the SavedModel zip it came
-from; a folder whose marker matches the plan is kept untouched, so an export after an alias
-move rewrites only `models.config`.
-
-Atomic, so a running TF Serving (which re-reads the config every few seconds) never sees half
-a version or half a config: every version is unpacked into a temporary sibling first, all of
-them before anything moves; then each is renamed into place (os.rename: one step on one file
-system) and the config is written aside and os.replace'd; only then are versions that left the
-plan removed. A failure before the config is in place undoes the renames, so the previous
-layout and config stay as they were. Names starting with TEMPORARY are never versions to TF
-Serving (it loads numeric folder names only) and are cleared by the next export."""
+"""TF Serving's folder layout for a team's registry, written from a plan incrementally and atomically, so a
+running TF Serving never sees half a version or half a config."""
 
 import fcntl
 import json
@@ -47,10 +34,8 @@ class LayoutSuperseded(LayoutError):
 
 @dataclass(frozen=True)
 class PlannedVersion:
-    """Version `version` of a registered model: its SavedModel zip (TF Serving's layout,
-    `<any name>/<any version>/saved_model.pb ...`, as trained models' downloads hold it), known
-    by its sha256 and fetched (`fetch(path)` writes the zip there) only when it must be
-    unpacked. Without one (`sha256` empty), `missing` says why it is left out."""
+    """One version of a registered model in the plan: its SavedModel zip, known by its sha256 and fetched only when it
+    must be unpacked."""
 
     version: int
     sha256: str = ""
@@ -242,14 +227,8 @@ def _check_current(still_current: Callable[[], bool] | None) -> None:
 
 def layout_write(*, plan: list[PlannedModel] | Callable[[], list[PlannedModel]], folder: Path,
                  base_path: str | None = None, still_current: Callable[[], bool] | None = None) -> dict:
-    """Write the layout of `plan` into `folder`; `base_path` is where TF Serving sees that folder
-    (default: its absolute path here). Returns the report: versions written, kept and removed,
-    what was skipped and why, the labels served, whether the config changed, seconds taken.
-
-    `plan` may be a callable, called once the folder is locked: an export that waited for
-    another's lock writes the registry as it stands then, never an older plan over a newer one.
-    `still_current()` is asked under the lock before the plan is read and again before anything
-    moves into place; False raises LayoutSuperseded with the layout as it was."""
+    """Write `plan`'s layout into `folder` under its lock and report what changed; a plan that is no longer current
+    raises LayoutSuperseded before anything moves."""
     started = time.monotonic()
     folder = Path(folder).absolute()
     folder.mkdir(parents=True, exist_ok=True)

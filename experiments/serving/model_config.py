@@ -1,6 +1,5 @@
-"""TF Serving's `--model_config_file`: a ModelServerConfig protobuf in text format
-(tensorflow_serving/config/model_server_config.proto), written by hand so the web process and
-workers need neither protobuf's generated classes nor TensorFlow Serving's package."""
+"""TF Serving's --model_config_file in protobuf text format, written by hand so neither the web nor workers need
+protobuf's generated classes or TF Serving's package."""
 
 from dataclasses import dataclass, field
 

@@ -1,7 +1,5 @@
-"""The bounds of everything a person types that becomes a number, an id, a name or JSON:
-one place, so every form, query parameter and API field refuses the same things with the
-same words, before anything reaches PostgreSQL (integer columns), NumPy (32-bit seeds),
-KerasTuner (grids) or an HTTP header (names in file names)."""
+"""The bounds of everything a person types that becomes a number, id, name or JSON, in one place so every form,
+query parameter and API field refuses the same things in the same words."""
 
 import json
 import math
@@ -15,7 +13,6 @@ MAX_GRID_STEPS = 1_000_000  # values one Int/Float with a step can take
 MAX_CHOICES = 1_000
 MAX_JSON_CHARS = 200_000
 MAX_JSON_NUMBER_DIGITS = 100  # longer numbers are refused by the fields, which name themselves
-MAX_NOTES_CHARS = 20_000
 MAX_FILENAME_CHARS = 200
 # Bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069) count as control
 # characters too: invisible, they make a name or reason display in an order other than it reads
@@ -44,16 +41,6 @@ def parse_id(raw) -> int | None:
         return None
     value = int(text)
     return value if 0 < value <= MAX_ID else None
-
-
-def bounded_int(raw, *, label: str, low: int, high: int) -> int:
-    text = str(raw).strip()
-    if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 20:
-        raise InputError(f"{label} must be a whole number from {low:,} to {high:,}, not {text[:30]!r}.")
-    value = int(text)
-    if not low <= value <= high:
-        raise InputError(f"{label} must be a whole number from {low:,} to {high:,}.")
-    return value
 
 
 def control_character_problem(value, *, multiline: bool = True, what: str = "This text") -> str | None:

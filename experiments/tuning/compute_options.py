@@ -1,8 +1,5 @@
-"""A study's compute settings as the web sees them: choices, defaults and their rules.
-
-No TensorFlow here (the web validates with it); workers/host/compute.py turns the same values into
-a distribution strategy, a mixed-precision policy and compile options.
-"""
+"""A study's compute settings as the web sees them (choices, defaults, rules), without TensorFlow;
+workers/host/compute.py makes the same values real."""
 
 from dataclasses import asdict, dataclass
 

@@ -1,13 +1,5 @@
-"""The hypermodels a study can use, as the web sees them: names, descriptions, the kinds of
-data each takes, default spaces.
-
-The web never imports the model code (it needs TensorFlow); the worker resolves the same
-names in workers/hypermodels/. Each default space names exactly the hyperparameters its
-builder asks for (hp.Int("units", ...) <-> a row named units), with the same conditions.
-Team-provided hypermodels come from TUNEBOARD_HYPERMODELS,
-"name=package.module:build_model", optionally followed by the kinds of data they take,
-"@image" or "@image+sequence" (tabular when not given), installed on the worker hosts.
-"""
+"""The hypermodels a study can use as the web sees them (names, data kinds, default spaces), so the web never
+imports the model code that needs TensorFlow."""
 
 from dataclasses import dataclass, field
 

@@ -1,15 +1,5 @@
-"""Several objectives and constraints for a study (pure Python: the web validates and draws
-fronts with it; workers/tuners/oracle.py tells the tuners).
-
-A study always has its primary objective (objective_metric, objective_direction); up to
-MAX_EXTRA more make it multi-objective: its result is then a Pareto front, the trials no other
-feasible trial beats on every objective. Constraints bound a metric (`params <= 100000`); a trial
-that breaks one is infeasible: never on the front, never "best", and the samplers that model
-constraints (Optuna's) or scores (the Bayesian tuner) learn to avoid its region.
-
-Besides the metrics a hypermodel reports (val_accuracy, val_loss, ...), every trial reports
-COST_METRICS: its model's parameter count, and, when a study asks for it, the median latency of a
-one-row prediction measured on the worker."""
+"""Several objectives and constraints for a study, in pure Python so the web validates and draws Pareto fronts
+with the rules the tuners are told."""
 
 import json
 import math

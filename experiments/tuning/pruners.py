@@ -1,20 +1,5 @@
-"""Whether a running trial should stop at the end of an epoch: pure, deterministic functions of
-the study's pruning settings and values read from PostgreSQL, so every worker of the fleet
-decides alike (the per-epoch record call in services/trial_runs.py gathers the values).
-
-What is compared, at one (execution, epoch):
-- the trial's *best value so far* of the objective in this execution, and
-- the same of every *finished* trial of the study (completed or pruned) that reached this
-  epoch. Running trials do not count: their rows change while we read, so counting them would
-  make a decision depend on timing rather than on results.
-
-Median and percentile (as Optuna's MedianPruner and PercentilePruner): stop the trial when its
-best so far is worse than that percentile of the others' (the median is the 50th). Unlike
-Optuna, the others' values are best-so-far too, so a noisy epoch of another trial does not
-set the bar. Successive halving (asynchronous, as Optuna's SuccessiveHalvingPruner): at the
-rung epochs min_epochs × r^k, the trial goes on only if it is within the best 1/r of the
-trials (itself included) that reached the rung; with fewer than r, only if it is the best.
-"""
+"""Whether a running trial stops at an epoch's end: pure functions of the study's settings and stored values, so
+every worker decides alike (docs/design/distributed-search.md, "Pruning")."""
 
 import math
 from dataclasses import asdict, dataclass

@@ -1,9 +1,5 @@
-"""A study's pruning settings as the web sees them: choices, defaults and their rules.
-
-Pruning stops a trial at the end of an epoch when it is clearly behind the study's finished
-trials at the same epoch (experiments/tuning/pruners.py decides, the per-epoch record call in
-services/trial_runs.py asks). No TensorFlow here: the web validates with it.
-"""
+"""A study's pruning settings as the web sees them (choices, defaults, rules), without TensorFlow; pruners.py
+decides with them."""
 
 import math
 from dataclasses import asdict, dataclass, fields

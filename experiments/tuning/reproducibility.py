@@ -1,19 +1,5 @@
-"""What it takes to reproduce a trial or a model, and how close a re-run came.
-
-Each trial, re-run and trained model keeps an `environment` record, written by the worker
-that ran it (workers/host/environment.py):
-
-    {"seed": 8, "host": "gpu-3", "devices": {"kind": "gpu", "names": [...], "replicas": 1},
-     "versions": {"python": ..., "tensorflow": ..., "keras": ..., "keras-tuner": ..., "numpy": ...,
-                  "tuneboard": ...},
-     "dataset": {"id": 4, "name": "digits", "sha256": <stored splits>, "upload_sha256": <upload or None>,
-                 "split": {"seed": 0, "val_fraction": 0.15, "test_fraction": 0.15, "sizes": {...}}},
-     "hypermodel": {"name": "tiny", "team": true, "target": "pkg.module:build", "module": "pkg.module",
-                    "version": "1.2" or None, "source_sha256": <the module's file>},
-     "training": {"epochs": 10, "initial_epoch": 0, "patience": 3, "batch_size": 32, "executions": 1}}
-
-The web reads these records; nothing here imports TensorFlow.
-"""
+"""What it takes to reproduce a trial or a model, and how close a re-run came, from the `environment` record its
+worker wrote (docs/design/distributed-search.md, "Reproducibility")."""
 
 import math
 import secrets

@@ -1,14 +1,5 @@
-"""Search spaces as the web stores them: validation and normalisation (grid counting, defaults
-and fitting configurations: space_values.py).
-
-A search space is a JSON list of rows, one per hyperparameter (ROW_KEYS lists the canonical
-keys of each type). This module runs in the web process, so it must never import
-TensorFlow, Keras or KerasTuner; workers/tuners/hyperparameters.py turns the rows into a
-keras_tuner.HyperParameters. The rules mirror KerasTuner 1.4.8's own checks
-(keras_tuner/src/engine/hyperparameters/hp_types/) so nothing the web accepts is rejected
-later on a worker, plus a few stricter ones that catch mistakes early (min == max, a step
-wider than the range, conditions on values the parent can never take).
-"""
+"""Search spaces as the web stores them, validated by KerasTuner 1.4.8's rules (and a few stricter) without
+importing it, so nothing accepted here fails later on a worker."""
 
 import math
 import re
@@ -72,12 +63,8 @@ def _text_kind(text: str) -> str:
 
 
 def parse_choice_values(text: str) -> list:
-    """Comma-separated text -> a typed list, with one type for the whole list.
-
-    All true/false -> bools; all whole numbers -> ints; numbers with at least one decimal
-    -> all floats (KerasTuner refuses a Choice mixing int and float); anything else keeps
-    every item as a string, so "relu, 1" is two strings. Blank items are dropped.
-    """
+    """Comma-separated text -> a typed list with one type for the whole list, since KerasTuner refuses a Choice mixing
+    types."""
     items = [item.strip() for item in str(text).split(",")]
     items = [item for item in items if item]
     kinds = {_text_kind(item) for item in items}

@@ -1,6 +1,5 @@
-"""The values a validated search space admits: how many configurations its grid has, each
-hyperparameter's default, and fitting a stored configuration (a warm start, a clone) back into
-the space. Pure functions over the rows search_space.py validated; no KerasTuner."""
+"""The values a validated search space admits (grid size, defaults, fitting a stored configuration back in): pure
+functions over search_space.py's rows, without KerasTuner."""
 
 import math
 from collections import defaultdict
@@ -39,11 +38,8 @@ def _value_count(row: dict) -> int:
 
 
 def grid_size(rows: list[dict]) -> int | None:
-    """Number of combinations GridSearch would try; None when a Float has no step.
-
-    Conditional rows only multiply the combinations of the parent values they depend on.
-    Expects rows from validate_search_space.
-    """
+    """Number of combinations GridSearch would try (None when a Float has no step), conditional rows multiplying only
+    their parents' values."""
     if any(row["type"] == "float" and row["step"] is None for row in rows):
         return None
     children: dict[str | None, list[dict]] = defaultdict(list)
@@ -68,10 +64,8 @@ INITIAL_RANDOM_SHARE = 4  # at most a quarter of the budget goes to random initi
 
 
 def default_initial_random_trials(rows: list[dict], max_trials: int | None = None) -> int:
-    """Random trials before the Gaussian process guides a Bayesian study: KerasTuner's 3 x the
-    number of hyperparameters (each row is one), but at most a quarter of max trials, and at
-    least 3. KerasTuner's rule alone (24 for `dense`, 42 for `cnn`) made every small-budget
-    Bayesian study a random search."""
+    """Random trials before the Gaussian process guides a Bayesian study: KerasTuner's rule capped at a quarter of the
+    budget, so small studies are not all random."""
     initial = 3 * len(rows)
     if max_trials:
         initial = min(initial, max_trials // INITIAL_RANDOM_SHARE)
@@ -158,11 +152,8 @@ def _fit_value(row: dict, value: object) -> object:
 
 
 def fit_configuration(rows: list[dict], values: dict) -> FittedConfiguration:
-    """A configuration (a trial's values) brought into a validated space: every value must be
-    one the space can take; active hyperparameters it lacks take the space's default, and
-    values of hyperparameters its own choices switch off are dropped, as KerasTuner's
-    ensure_active_values does. ConfigurationError names every hyperparameter that does not fit.
-    KerasTuner's bookkeeping values (tuner/epochs, ... from Hyperband) are not hyperparameters."""
+    """A configuration brought into a validated space as KerasTuner's ensure_active_values would; ConfigurationError
+    names every hyperparameter that does not fit."""
     by_name = {row["name"]: row for row in rows}
     given = {name: value for name, value in values.items() if not name.startswith("tuner/")}
     problems = [f"{name} is not a hyperparameter of the new search space." for name in given if name not in by_name]

@@ -1,8 +1,5 @@
-"""A study's stopping rules: end the search once the objective reaches a target, or once the
-best has not improved by more than a margin (δ) in a number of trials — Keras's EarlyStopping
-one level up, trials instead of epochs. Pure Python: the web validates with it, and the trial
-lifecycle (services/trial_runs.py) asks `stop_reason` under the study's lock each time a trial
-finishes with a result."""
+"""A study's stopping rules (a target reached, or no improvement in N trials): EarlyStopping one level up, in pure
+Python so the web validates with the code services/trial_claims.py asks."""
 
 import math
 from collections.abc import Iterable

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_GET
 from experiments.forms.datasets import BundledDatasetForm, DatasetUploadForm
 from experiments.models import Dataset
 from experiments.presentation import dataset_examples
+from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.selectors.datasets import team_datasets
 from experiments.services.datasets import DatasetError, dataset_create_bundled, dataset_create_upload
 from experiments.views.access import editor_required, get_dataset_for_user, team_required
@@ -85,7 +86,9 @@ def dataset_examples_png(request, dataset_id: int, class_index: int):
     dataset = get_dataset_for_user(request, dataset_id)
     if dataset.kind != Dataset.Kind.IMAGE or class_index >= len(dataset_examples.shown_classes(dataset)):
         raise Http404("This dataset has no example images for that class.")
-    response = HttpResponse(dataset_examples.class_examples_png(dataset, class_index), content_type="image/png")
+    png = dataset_examples.class_examples_png(
+        dataset, class_index, copy_arrays=lambda path: artifact_copy_to_path(artifact=dataset.arrays, path=path))
+    response = HttpResponse(png, content_type="image/png")
     # A dataset's arrays never change; private: another team must not get it from a shared cache.
     response["Cache-Control"] = "private, max-age=86400"
     return response

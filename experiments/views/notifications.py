@@ -9,14 +9,9 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.notifications import WebhookForm
 from experiments.models import SUBSCRIBABLE_EVENTS, Webhook
-from experiments.selectors.notifications import team_deliveries
+from experiments.selectors.notifications import notification_preferences, team_deliveries
 from experiments.selectors.webhooks import team_webhooks
-from experiments.services.notifications import (
-    NotificationError,
-    notification_preferences,
-    notification_preferences_save,
-    notify_webhook_test,
-)
+from experiments.services.notifications import NotificationError, notification_preferences_save, notify_webhook_test
 from experiments.services.webhooks import (
     webhook_create,
     webhook_delete,

@@ -1,5 +1,4 @@
-"""Batch predictions: asked for from the model page (an upload, or "Try it" with a few rows) or
-from /predictions/new/ (a model or a registry reference), and each job's page with its live
+"""Batch prediction pages: asking for one (from a model page or /predictions/new/) and each job's page with its live
 progress, cancel and downloads."""
 
 from django.contrib import messages
@@ -9,9 +8,9 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.predictions import PredictionForm
 from experiments.models import PredictionJob
+from experiments.selectors.artifacts import artifact_iter_chunks
 from experiments.selectors.predictions import team_prediction
 from experiments.selectors.trained_models import team_models
-from experiments.services.artifacts import artifact_iter_chunks
 from experiments.services.predictions import PredictionCancelError, prediction_cancel, prediction_request
 from experiments.views.access import editor_required, forbidden, found_or_404, get_model_for_user, team_required
 

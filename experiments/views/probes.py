@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import Q
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -21,6 +19,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
 from experiments.selectors.workload import (
+    database_error,
     live_workers,
     model_job_counts,
     queue_depth,
@@ -39,20 +38,6 @@ BROKER_TIMEOUT_SECONDS = 1.0
 @never_cache
 def healthz(request):
     return JsonResponse({"status": "ok"})
-
-
-def _check_database() -> str | None:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-        return None
-    except Exception as error:  # any failure is "not ready", never a 500
-        try:
-            connection.close()  # a broken connection is not reused by the next request
-        except Exception:
-            pass
-        return f"{type(error).__name__}: {error}".strip()[:300]
 
 
 def _check_broker() -> str | None:
@@ -81,7 +66,7 @@ def _check_broker() -> str | None:
 @csrf_exempt
 @never_cache
 def readyz(request):
-    failures = {"database": _check_database(), "broker": _check_broker()}
+    failures = {"database": database_error(), "broker": _check_broker()}
     body = {name: ("ok" if failure is None else "failed") for name, failure in failures.items()}
     errors = {name: failure for name, failure in failures.items() if failure is not None}
     if errors:
@@ -131,13 +116,13 @@ class _TrialHistogram:
     are exactly those of a partial index on the column in Trial.Meta, so the scan reads that
     index alone, not the wide trial rows: keep the two in step."""
 
-    def __init__(self, name: str, doc: str, column: str, scale: float, buckets: tuple, only: Q):
+    def __init__(self, name: str, doc: str, column: str, scale: float, buckets: tuple, only: dict):
         self.name, self.doc, self.column, self.scale, self.buckets = name, doc, column, scale, buckets
-        self.rows = only & Q(**{f"{column}__isnull": False})
+        self.only = only
 
     def family(self) -> HistogramMetricFamily:
         found = trial_column_buckets(column=self.column, bounds=[bound * self.scale for bound in self.buckets],
-                                     rows=self.rows)
+                                     only=self.only)
         buckets = [(floatToGoString(bound), found[f"le{i}"]) for i, bound in enumerate(self.buckets)]
         buckets.append(("+Inf", found["count"]))
         return HistogramMetricFamily(self.name, self.doc, buckets=buckets, sum_value=(found["sum"] or 0.0) / self.scale)
@@ -146,9 +131,9 @@ class _TrialHistogram:
 TRIAL_HISTOGRAMS = (
     _TrialHistogram("tuneboard_trial_claim_seconds", "Time a wake-up claim took to hand out a trial, from asking "
                     "for the study's lock to the trial's row (trials a finisher claimed are not counted)",
-                    "claim_ms", 1000, CLAIM_BUCKETS, Q()),
+                    "claim_ms", 1000, CLAIM_BUCKETS, {}),
     _TrialHistogram("tuneboard_trial_duration_seconds", "Duration of completed trial runs", "duration_seconds", 1,
-                    DURATION_BUCKETS, Q(status=TrialStatus.COMPLETED)),
+                    DURATION_BUCKETS, {"status": TrialStatus.COMPLETED}),
 )
 
 

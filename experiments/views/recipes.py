@@ -1,7 +1,5 @@
-"""Ensemble recipes' pages: the team's recipes, the form (new, edit, clone) with a live preview of
-who would be picked today, and one recipe's page (its rule in words, the preview, Run now, who its
-triggered runs act for and an owner's Take over, and its runs over time). Checks are
-experiments/forms/recipes.py's, shared with the API."""
+"""Ensemble recipes' pages: the list, the form with a live preview, one recipe's page and its runs; the checks are
+forms/recipes.py's, shared with the API."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render

@@ -1,6 +1,5 @@
-"""The serving panel of the registry: the team's TF Serving folder, its last export (followed
-live while it waits or runs), and the "Export now" button (the same export every alias move
-queues)."""
+"""The registry's serving panel: the team's TF Serving folder, its last export followed live, and Export now (the
+same export every alias move queues)."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render

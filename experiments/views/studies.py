@@ -11,8 +11,14 @@ from experiments.models import Study, Trial
 from experiments.presentation import figures
 from experiments.presentation.csv_export import csv_response
 from experiments.selectors.fleet import study_capacity
+from experiments.selectors.studies import (
+    clone_values,
+    study_eta_seconds,
+    study_progress,
+    study_pruning_savings,
+    team_studies,
+)
 from experiments.selectors.studies import study_chart_data as study_chart_data_for
-from experiments.selectors.studies import study_eta_seconds, study_progress, study_pruning_savings, team_studies
 from experiments.selectors.trained_models import study_models
 from experiments.selectors.trials import (
     objective_names,
@@ -31,7 +37,6 @@ from experiments.services.trained_models import default_model_name, trial_model_
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
 from experiments.tuning.bounds import parse_id
-from experiments.tuning.cloning import clone_values
 from experiments.tuning.hypermodel_catalog import hypermodel_entries
 from experiments.tuning.objectives import as_lines
 from experiments.tuning.pruning_options import PruningSettings

@@ -23,23 +23,19 @@ from experiments.selectors.teams import (
     team_open_invitations,
     user_membership,
 )
-from experiments.services.teams import (
+from experiments.services.invitation_mail import invitation_send_email
+from experiments.services.invitations import (
     InvitationError,
-    TeamError,
     invitation_accept,
     invitation_accept_mine,
     invitation_decline,
     invitation_for_token,
     invitation_invite,
-    invitation_send_email,
     invitation_sign_up,
     invitation_withdraw,
-    membership_choose,
-    membership_leave,
-    membership_remove,
-    membership_set_role,
-    team_create,
 )
+from experiments.services.memberships import membership_choose, membership_leave, membership_remove, membership_set_role
+from experiments.services.teams import TeamError, team_create
 from experiments.tuning.bounds import parse_id
 from experiments.views.access import forbidden, found_or_404, team_required
 from experiments.views.audit import audit_context

@@ -20,7 +20,7 @@ from experiments.selectors.trained_models import (
     team_models,
 )
 from experiments.selectors.trials import study_top_trials
-from experiments.services.conversions import CONVERSION_QUEUE
+from experiments.services.jobs import CONVERSION_QUEUE
 from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import (
     ModelFileUnavailable,

@@ -7,9 +7,9 @@ import pytest
 
 from experiments.models import AuditEvent, EnsembleRecipe, Membership, RecipeRun, TrainedModel
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.memberships import membership_add, membership_set_role
 from experiments.services.recipe_triggers import recipes_on_study_completed
 from experiments.services.recipes import recipe_create
-from experiments.services.teams import membership_add, membership_set_role
 from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
 from tests.web.recipe_rows import recipe_data, study_with_trials

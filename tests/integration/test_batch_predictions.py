@@ -13,7 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from experiments.models import ModelAlias, ModelVersion, PredictionJob, RegisteredModel, Study
-from experiments.services.artifacts import artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import trained_models_request

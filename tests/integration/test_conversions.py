@@ -16,8 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel, Trial
+from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.services import jobs
-from experiments.services.artifacts import artifact_copy_to_path, artifact_create, artifact_create_from_path
+from experiments.services.artifacts import artifact_create, artifact_create_from_path
 from experiments.services.conversions import conversion_request
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.jobs import JOB_KINDS

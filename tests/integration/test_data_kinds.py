@@ -90,7 +90,7 @@ def _digits_zip(per_class: int = 60, classes=(0, 1, 2)) -> bytes:
 
 
 def _test_split(dataset: Dataset):
-    from experiments.services.artifacts import artifact_read_bytes
+    from experiments.selectors.artifacts import artifact_read_bytes
 
     with np.load(io.BytesIO(artifact_read_bytes(artifact=dataset.arrays)), allow_pickle=False) as npz:
         return npz["x_test"], npz["y_test"]

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import CachedPredictions, EnsembleMember, Study, TrainedModel, Trial
-from experiments.services.artifacts import artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
 from experiments.services.ensembles import ensemble_create
 from experiments.services.trained_models import trained_models_request
 from tests.conftest import wait_for

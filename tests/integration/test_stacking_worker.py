@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import EnsembleMember, Study, TrainedModel, Trial
-from experiments.services.artifacts import artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
 from experiments.services.trained_models import trained_models_request
 from tests.integration.helpers import digits, started_study
 from tests.integration.test_ensembles import STRONG_SPACE, WEAK_SPACE, _wait

@@ -3,7 +3,7 @@
 import pytest
 
 from experiments.models import StoredChunk, Study, Trial, TrialEpoch
-from experiments.services.artifacts import artifact_verify
+from experiments.selectors.artifacts import artifact_verify
 from tests.conftest import wait_for
 from tests.integration.helpers import DENSE_SMALL_SPACE, digits, started_study
 

@@ -59,7 +59,7 @@ def _download(client, model, fmt, tmp_path):
 
 
 def _test_split(study):
-    from experiments.services.artifacts import artifact_read_bytes
+    from experiments.selectors.artifacts import artifact_read_bytes
 
     with np.load(io.BytesIO(artifact_read_bytes(artifact=study.dataset.arrays))) as npz:
         return npz["x_test"], npz["y_test"]

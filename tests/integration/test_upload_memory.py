@@ -10,7 +10,7 @@ import pytest
 from benchmarks.uploads import CSV_COLUMNS, CSV_ROWS, NPZ_COLUMNS, NPZ_ROWS, measured_upload, numbers_csv, zeros_npz
 from benchmarks.web_process import WebServer, login
 from experiments.models import Dataset
-from experiments.services.artifacts import artifact_copy_to_path
+from experiments.selectors.artifacts import artifact_copy_to_path
 from tests.conftest import LOG_DIR, PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,8 @@ import pytest
 
 from experiments.models import Study, Trial
 from experiments.selectors.trials import pareto_rows
-from experiments.services import studies, trial_runs
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services import studies, trial_claims, trial_oracle
+from experiments.services.trial_oracle import Claimant, Outcome
 from tests.integration.helpers import saved_study
 from tests.lifecycle.test_optuna_tuners import SPACE
 from workers.tuners import oracle as adapter
@@ -31,12 +31,12 @@ def measured(values: dict) -> dict:
 def run(study, trials: int) -> list[Trial]:
     for i in range(trials):
         adapter._cache.clear()
-        claimed = trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=f"w{i}", worker_host="h"),
+        claimed = trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=f"w{i}", worker_host="h"),
                                          oracles=ORACLES)
         assert claimed.status == "running", claimed.status
         metrics = measured(claimed.trial.hyperparameters)
         adapter._cache.clear()
-        trial_runs.finish_trial(trial_pk=claimed.trial.pk, oracles=ORACLES, outcome=Outcome(
+        trial_claims.finish_trial(trial_pk=claimed.trial.pk, oracles=ORACLES, outcome=Outcome(
             "completed", score=metrics["val_accuracy"], best_step=0, metrics=metrics))
     return list(Trial.objects.filter(study=study).order_by("number"))
 
@@ -76,7 +76,7 @@ def test_the_bayesian_tuner_scores_an_infeasible_trial_as_the_worst_seen(acme, a
     study = studies.study_start(study=saved_study(acme, alice, iris, tuner="bayesian", search_space=SPACE,
                                                   max_trials=8, initial_random_trials=5, seed=3, **half))
     trials = run(study, 6)
-    oracle = ORACLES.load(Study.objects.get(pk=study.pk), trial_runs.trial_rows_for_oracle(study))
+    oracle = ORACLES.load(Study.objects.get(pk=study.pk), trial_oracle.trial_rows_for_oracle(study))
     completed = [t for t in oracle.trials.values() if t.status == "COMPLETED"]
     x, y = oracle._completed_vectors(completed)
     broken = [violated(t) for t in completed]

@@ -18,12 +18,12 @@ from experiments.models import (
     TrainedModel,
     Trial,
 )
-from experiments.services import jobs, model_runs, notifications, studies, trial_runs
+from experiments.services import jobs, model_runs, notifications, studies, trial_claims, trial_reaper
 from experiments.services.jobs import JOB_KINDS
+from experiments.services.memberships import membership_add
 from experiments.services.notification_delivery import deliveries_resend_due
-from experiments.services.teams import membership_add
 from experiments.services.trained_models import trained_models_request
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services.trial_oracle import Claimant, Outcome
 from experiments.services.webhooks import webhook_create
 from workers.tuners.oracle import KerasTunerOracles
 
@@ -33,14 +33,14 @@ ALL = [kind for kind in EventKind.values if kind != EventKind.TEST]
 
 
 def claim(study, tuner="w"):
-    return trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h",
+    return trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h",
                                                                        worker_name="w1@h"), oracles=ORACLES)
 
 
 def finish(trial, status="completed", score=0.5, **kwargs):
     outcome = Outcome(status, score=score if status == "completed" else None, best_step=0,
                       metrics={"val_accuracy": score}, error="" if status == "completed" else "boom")
-    return trial_runs.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, **kwargs)
+    return trial_claims.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, **kwargs)
 
 
 def run_to_the_end(study, scores):
@@ -163,12 +163,12 @@ def test_a_trial_lost_with_its_worker_sends_worker_lost(make_study, acme, hook):
     study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_runs.trials_reap_stale() == 1
+    assert trial_reaper.trials_reap_stale() == 1
     (delivery,) = deliveries(EventKind.WORKER_LOST)
     assert delivery.webhook == hook
     assert f"Worker w1@h stopped heartbeating: trial {trial.trial_id} of study" in delivery.event.text
     assert delivery.event.payload["trial"]["id"] == trial.pk and delivery.event.payload["worker"] == "w1@h"
-    assert trial_runs.trials_reap_stale() == 0
+    assert trial_reaper.trials_reap_stale() == 0
     assert len(deliveries(EventKind.WORKER_LOST)) == 1  # reaped once, told once
 
 

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from experiments.models import Study, Trial
-from experiments.services import studies, trial_runs
-from experiments.services.trial_runs import Outcome
+from experiments.services import studies, trial_claims
+from experiments.services.trial_oracle import Outcome
 from tests.integration.helpers import saved_study
 from tests.lifecycle.test_warm_start_claims import claim as _claim
 from tests.lifecycle.test_warm_start_claims import finish as _finish
@@ -129,7 +129,7 @@ def test_a_cancelled_study_resumes_and_the_released_trial_runs_again_with_its_va
     _finish(first, objective(first.hyperparameters))
     running = _claim(study, "b").trial
     studies.study_cancel(study=study)
-    trial_runs.finish_trial(trial_pk=running.pk, oracles=ORACLES, outcome=Outcome("released"))
+    trial_claims.finish_trial(trial_pk=running.pk, oracles=ORACLES, outcome=Outcome("released"))
     studies.study_start(study=Study.objects.get(pk=study.pk))
     adapter._cache.clear()
     again = _claim(study, "c").trial

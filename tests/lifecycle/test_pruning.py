@@ -5,9 +5,9 @@ own state, told to the tuner as a completed result, and never counts as a failur
 import pytest
 
 from experiments.models import Study, Trial, TrialEpoch
-from experiments.services import studies, trial_epochs, trial_runs
+from experiments.services import studies, trial_claims, trial_epochs, trial_oracle
 from experiments.services.trial_epochs import StudyPruning
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services.trial_oracle import Claimant, Outcome
 from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
@@ -35,7 +35,7 @@ class Runner:
 
     def claim(self) -> Trial:
         self.claims += 1
-        claim = trial_runs.claim_trial(study_id=self.study.pk, oracles=ORACLES,
+        claim = trial_claims.claim_trial(study_id=self.study.pk, oracles=ORACLES,
                                        claimant=Claimant(tuner_id=f"t{self.claims}", worker_host="h"))
         assert claim.status == "running", claim.status
         return claim.trial
@@ -57,7 +57,7 @@ class Runner:
         ran = TrialEpoch.objects.filter(trial=trial).count()
         best = min(losses[:ran])
         status = "pruned" if verdict.pruned else "completed"
-        trial_runs.finish_trial(trial_pk=trial.pk, oracles=ORACLES, outcome=Outcome(
+        trial_claims.finish_trial(trial_pk=trial.pk, oracles=ORACLES, outcome=Outcome(
             status, score=best, best_step=losses.index(best), metrics={"val_loss": best}, epochs_trained=ran,
             pruning=verdict.pruned or {}))
         trial.refresh_from_db()
@@ -164,7 +164,7 @@ def test_each_execution_is_compared_with_the_same_execution_of_finished_trials(p
     finished = runner.claim()
     runner.report(finished, [0.5] * 5, execution=0)
     runner.report(finished, [0.9] * 5, execution=1)
-    trial_runs.finish_trial(trial_pk=finished.pk, oracles=ORACLES,
+    trial_claims.finish_trial(trial_pk=finished.pk, oracles=ORACLES,
                             outcome=Outcome("completed", score=0.7, best_step=0, epochs_trained=10))
     trial = runner.claim()
     assert runner.report(trial, [0.6] * 5, execution=0).pruned is not None  # 0.6 > 0.5 in execution 1
@@ -222,7 +222,7 @@ def test_the_bayesian_tuner_learns_from_pruned_trials(pruning_study):
     pruned = [runner.run([4.0 + i] * 5) for i in range(2)]
     assert [t.status for t in pruned] == [Trial.Status.PRUNED] * 2
     study = Study.objects.get(pk=study.pk)
-    oracle = load_oracle(study, trial_runs.trial_rows_for_oracle(study))
+    oracle = load_oracle(study, trial_oracle.trial_rows_for_oracle(study))
     for trial in pruned:
         kt_trial = oracle.trials[trial.trial_id]
         assert kt_trial.status == "COMPLETED" and kt_trial.score == trial.score
@@ -242,7 +242,8 @@ def test_grid_search_moves_on_after_a_pruned_trial(pruning_study):
     third = runner.run(GOOD)
     assert [t.status for t in (first, second, third)] == ["completed", "pruned", "completed"]
     assert sorted(t.hyperparameters["units"] for t in (first, second, third)) == [4, 8, 16]  # no retry
-    last = trial_runs.claim_trial(study_id=study.pk, oracles=ORACLES, claimant=Claimant(tuner_id="z", worker_host="h"))
+    last = trial_claims.claim_trial(study_id=study.pk, oracles=ORACLES,
+                                    claimant=Claimant(tuner_id="z", worker_host="h"))
     assert last.status == "stopped"  # the grid is done
     study.refresh_from_db()
     assert study.status == Study.Status.COMPLETED

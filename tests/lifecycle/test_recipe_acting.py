@@ -8,10 +8,10 @@ import pytest
 
 from experiments.models import AliasMove, AuditEvent, EnsembleRecipe, Membership, ModelVersion, RecipeRun, TrainedModel
 from experiments.selectors.recipe_lists import recipe_triggers_stopped
+from experiments.services.memberships import membership_remove, membership_set_role
 from experiments.services.recipe_runs import RecipeRunStopped, recipe_run_start
 from experiments.services.recipe_triggers import recipes_on_new_candidate, recipes_on_study_completed
 from experiments.services.recipes import RecipeError, recipe_create, recipe_take_over
-from experiments.services.teams import membership_remove, membership_set_role
 from tests.lifecycle.test_recipe_runs import (
     _existing_models,
     completed,

@@ -5,8 +5,9 @@ or wake-up after it, and running trials stopped as a cancel stops them (their ep
 import pytest
 
 from experiments.models import EventKind, NotificationEvent, Study, Trial, TrialEpoch
-from experiments.services import studies, trial_epochs, trial_runs
-from experiments.services.trial_runs import STOPPED_EARLY_REASON, Claimant, Outcome
+from experiments.services import studies, trial_claims, trial_epochs
+from experiments.services.trial_claims import STOPPED_EARLY_REASON
+from experiments.services.trial_oracle import Claimant, Outcome
 from tests.lifecycle.test_notification_events import opt_in
 from workers.tuners.oracle import KerasTunerOracles
 
@@ -16,13 +17,13 @@ MAXIMISE = {"objective_metric": "val_accuracy", "objective_direction": "max", "p
 
 
 def claim(study, tuner="w"):
-    return trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
+    return trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
                                   oracles=ORACLES)
 
 
 def finish(trial, score, status="completed", next_claimant=None):
     outcome = Outcome(status, score=score, best_step=0, metrics={"val_accuracy": score})
-    return trial_runs.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, next_claimant=next_claimant)
+    return trial_claims.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, next_claimant=next_claimant)
 
 
 def run(study, scores, statuses=None):
@@ -77,7 +78,7 @@ def test_pruned_trials_count_towards_the_plateau_and_failed_ones_do_not(stopping
     finish(trial, 0.8)
     for _ in range(2):
         trial = claim(other).trial
-        trial_runs.finish_trial(trial_pk=trial.pk, oracles=ORACLES, outcome=Outcome("failed", error="boom"))
+        trial_claims.finish_trial(trial_pk=trial.pk, oracles=ORACLES, outcome=Outcome("failed", error="boom"))
     assert Study.objects.get(pk=other.pk).status == Study.Status.RUNNING
 
 
@@ -104,7 +105,7 @@ def test_trials_running_at_the_stop_are_stopped_like_a_cancel_and_keep_their_epo
     # finished its last epoch meanwhile, so its result is kept.
     assert not trial_epochs.trial_record_epoch(trial_pk=second.pk, execution=0, epoch=1,
                                                metrics={"val_accuracy": 0.5})
-    trial_runs.finish_trial(trial_pk=second.pk, oracles=ORACLES, outcome=Outcome("released"))
+    trial_claims.finish_trial(trial_pk=second.pk, oracles=ORACLES, outcome=Outcome("released"))
     finish(third, 0.95)
     second.refresh_from_db(), third.refresh_from_db()
     assert second.status == Trial.Status.CANCELLED and second.error == STOPPED_EARLY_REASON

@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial, TrialRerun, TrialRerunEpoch
-from experiments.services import jobs, studies, trial_reruns, trial_runs
+from experiments.services import jobs, studies, trial_claims, trial_reruns
 from experiments.services.jobs import JOB_KINDS
+from experiments.services.trial_oracle import Claimant, Outcome
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
-from experiments.services.trial_runs import Claimant, Outcome
 from workers.tuners.oracle import KerasTunerOracles
 
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
@@ -72,9 +72,9 @@ def test_one_rerun_at_a_time_and_the_next_one_is_numbered_after_it(trial, alice)
 
 def test_a_rerun_stays_out_of_the_search(make_study, alice):
     study = studies.study_start(study=make_study(parallelism=1, max_trials=2))
-    claimed = trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
+    claimed = trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
                                      oracles=ORACLES).trial
-    trial_runs.finish_trial(trial_pk=claimed.pk, oracles=ORACLES,
+    trial_claims.finish_trial(trial_pk=claimed.pk, oracles=ORACLES,
                             outcome=Outcome("completed", score=0.5, best_step=0, metrics={"val_accuracy": 0.5}))
     before = Study.objects.get(pk=study.pk)
     rerun = trial_rerun_request(trial=Trial.objects.get(pk=claimed.pk), user=alice)
@@ -85,7 +85,7 @@ def test_a_rerun_stays_out_of_the_search(make_study, alice):
     after = Study.objects.get(pk=study.pk)
     assert Trial.objects.filter(study=study).count() == 1
     assert (after.oracle_state, after.oracle_version) == (before.oracle_state, before.oracle_version)
-    assert trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w2", worker_host="h"),
+    assert trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w2", worker_host="h"),
                                   oracles=ORACLES).status == "running"  # the budget of 2 still has its second trial
 
 
@@ -124,13 +124,13 @@ def test_a_rerun_lost_twice_fails_with_the_reason_and_an_unsent_one_is_sent_agai
 @pytest.mark.parametrize("status", ["completed", "failed"])
 def test_a_finished_trial_keeps_the_environment_its_worker_recorded(make_study, status):
     study = studies.study_start(study=make_study(parallelism=1))
-    claimed = trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
+    claimed = trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id="w", worker_host="h"),
                                      oracles=ORACLES).trial
     environment = {"seed": 8, "host": "h", "dataset": {"sha256": "a" * 64}}
     outcome = Outcome(status, score=0.5 if status == "completed" else None, best_step=0,
                       metrics={"val_accuracy": 0.5}, error="" if status == "completed" else "boom",
                       environment=environment)
-    trial_runs.finish_trial(trial_pk=claimed.pk, outcome=outcome, oracles=ORACLES)
+    trial_claims.finish_trial(trial_pk=claimed.pk, outcome=outcome, oracles=ORACLES)
     assert Trial.objects.get(pk=claimed.pk).environment == environment
 
 

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial
-from experiments.services import studies, trial_epochs, trial_runs
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services import studies, trial_claims, trial_epochs, trial_oracle, trial_reaper
+from experiments.services.trial_oracle import Claimant, Outcome
 from workers.tuners.oracle import KerasTunerOracles
 
 ORACLES = KerasTunerOracles()
@@ -17,14 +17,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::Depreca
 
 
 def claim(study, tuner="w"):
-    return trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
+    return trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
                                   oracles=ORACLES)
 
 
 def finish(trial, status="completed", score=0.5, **kwargs):
     outcome = Outcome(status, score=score if status == "completed" else None, best_step=0, metrics={"val_accuracy": 1},
                       error="" if status == "completed" else "boom")
-    return trial_runs.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, **kwargs)
+    return trial_claims.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES, **kwargs)
 
 
 def fresh(study) -> Study:
@@ -81,7 +81,7 @@ def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(mak
     study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_runs.trials_reap_stale() == 1
+    assert trial_reaper.trials_reap_stale() == 1
     trial.refresh_from_db()
     assert trial.status == Trial.Status.LOST and "stopped heartbeating" in trial.error
     assert fresh(study).wakeups_pending == 1  # its slot got a wake-up
@@ -94,7 +94,7 @@ def test_a_heartbeating_trial_is_never_reaped(make_study, settings):
     trial = claim(study).trial
     Trial.objects.filter(pk=trial.pk).update(
         heartbeat=timezone.now() - timedelta(seconds=settings.TRIAL_STALE_SECONDS - 2))
-    assert trial_runs.trials_reap_stale() == 0
+    assert trial_reaper.trials_reap_stale() == 0
     assert trial_epochs.trial_heartbeat(trial_pk=trial.pk)
     trial.refresh_from_db()
     assert trial.status == Trial.Status.RUNNING
@@ -146,20 +146,20 @@ def sent_ago(study, seconds: float) -> None:
 def test_a_lost_wakeup_is_sent_again_even_while_the_study_is_busy(make_study, settings):
     study = studies.study_start(study=make_study(parallelism=2))
     claim(study, "a")  # one slot runs; the other wake-up was lost by the broker
-    assert trial_runs.studies_refill() == 0  # sent just now: it may still arrive
+    assert trial_reaper.studies_refill() == 0  # sent just now: it may still arrive
     sent_ago(study, settings.RESEND_AFTER_SECONDS + 1)
-    assert trial_runs.studies_refill() == 1
+    assert trial_reaper.studies_refill() == 1
     study = fresh(study)
     assert (study.wakeups_pending, study.wakeup_resends) == (1, 1)
     # Still unanswered: the next resend waits twice as long.
     sent_ago(study, settings.RESEND_AFTER_SECONDS + 1)
-    assert trial_runs.studies_refill() == 0
+    assert trial_reaper.studies_refill() == 0
     sent_ago(study, 2 * settings.RESEND_AFTER_SECONDS + 1)
-    assert trial_runs.studies_refill() == 1
+    assert trial_reaper.studies_refill() == 1
     claim(study, "b")  # it arrived: both slots run, and the backoff starts again
     assert fresh(study).wakeup_resends == 0
     sent_ago(study, 3600)
-    assert trial_runs.studies_refill() == 0  # no free slot
+    assert trial_reaper.studies_refill() == 0  # no free slot
 
 
 def test_the_reaper_skips_a_bad_row_and_handles_the_rest(make_study, caplog):
@@ -169,7 +169,7 @@ def test_the_reaper_skips_a_bad_row_and_handles_the_rest(make_study, caplog):
     Trial.objects.filter(pk=bad.pk).update(kt_state=["not", "a trial state"])  # cannot take the reaper's mark
     Trial.objects.filter(pk__in=[bad.pk, good.pk]).update(heartbeat=timezone.now() - timedelta(hours=1))
     with caplog.at_level(logging.ERROR):
-        assert trial_runs.trials_reap_stale() == 1
+        assert trial_reaper.trials_reap_stale() == 1
     assert f"lost trial {bad.pk}" in caplog.text
     assert Trial.objects.get(pk=good.pk).status == Trial.Status.LOST
     assert Trial.objects.get(pk=bad.pk).status == Trial.Status.RUNNING  # rolled back: retried next time
@@ -190,12 +190,12 @@ def test_the_reaper_needs_no_tuner_and_the_next_claim_tells_it(make_study):
     lost = claim(study).trial
     Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     version = fresh(study).oracle_version
-    assert trial_runs.trials_reap_stale() == 1
+    assert trial_reaper.trials_reap_stale() == 1
     lost.refresh_from_db()
-    assert lost.kt_state[trial_runs.TELL_TUNER] == "fail" and fresh(study).oracle_version == version
+    assert lost.kt_state[trial_oracle.TELL_TUNER] == "fail" and fresh(study).oracle_version == version
     retry = claim(study, "other").trial
     lost.refresh_from_db()
-    assert trial_runs.TELL_TUNER not in lost.kt_state and lost.kt_state["status"] == "INVALID"
+    assert trial_oracle.TELL_TUNER not in lost.kt_state and lost.kt_state["status"] == "INVALID"
     assert (retry.trial_id, retry.attempt) == (lost.trial_id, 2)
 
 
@@ -218,9 +218,9 @@ def test_the_bayesian_tuner_uses_the_studys_initial_random_trials(make_study):
     from workers.tuners.oracle import load_oracle
 
     study = make_study(tuner="bayesian", initial_random_trials=2)
-    assert load_oracle(study, trial_runs.trial_rows_for_oracle(study)).num_initial_points == 2
+    assert load_oracle(study, trial_oracle.trial_rows_for_oracle(study)).num_initial_points == 2
     default = make_study(tuner="bayesian")  # 3 x 2 hyperparameters, but at most a quarter of 6 trials, at least 3
-    assert load_oracle(default, trial_runs.trial_rows_for_oracle(default)).num_initial_points == 3
+    assert load_oracle(default, trial_oracle.trial_rows_for_oracle(default)).num_initial_points == 3
 
 
 def test_bayesian_optimisation_closes_in_on_the_optimum_after_its_random_start(make_study):
@@ -250,10 +250,10 @@ def test_a_reaped_failure_told_after_a_cancel_leaves_the_study_cancelled(make_st
                                                     max_consecutive_failed_trials=1))
     lost, other = claim(study, "a").trial, claim(study, "b").trial
     Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_runs.trials_reap_stale() == 1
+    assert trial_reaper.trials_reap_stale() == 1
     studies.study_cancel(study=study)
     finish(other, status="released")
     study = fresh(study)
     lost.refresh_from_db()
     assert study.status == Study.Status.CANCELLED
-    assert trial_runs.TELL_TUNER not in lost.kt_state
+    assert trial_oracle.TELL_TUNER not in lost.kt_state

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, Trial
-from experiments.services import studies, trial_runs
-from experiments.services.trial_runs import Claimant, Outcome
+from experiments.services import studies, trial_claims, trial_reaper
+from experiments.services.trial_oracle import Claimant, Outcome
 from tests.integration.helpers import saved_study
 from workers.tuners.oracle import KerasTunerOracles
 
@@ -39,13 +39,13 @@ def _seeded(acme, alice, iris, source, **options) -> Study:
 
 
 def claim(study, tuner):
-    return trial_runs.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
+    return trial_claims.claim_trial(study_id=study.pk, claimant=Claimant(tuner_id=tuner, worker_host="h"),
                                   oracles=ORACLES)
 
 
 def finish(trial, score):
     outcome = Outcome("completed", score=score, best_step=0, metrics={"val_accuracy": score})
-    trial_runs.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES)
+    trial_claims.finish_trial(trial_pk=trial.pk, outcome=outcome, oracles=ORACLES)
 
 
 def run(study, count, scores=None) -> list[Trial]:
@@ -96,7 +96,7 @@ def test_a_lost_seed_is_retried_as_a_seed_before_the_next_seed(acme, alice, iris
     study = _seeded(acme, alice, iris, source, parallelism=1)
     lost = claim(study, "a").trial
     Trial.objects.filter(pk=lost.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
-    assert trial_runs.trials_reap_stale() == 1
+    assert trial_reaper.trials_reap_stale() == 1
     retry = claim(study, "b").trial
     assert (retry.trial_id, retry.attempt, retry.hyperparameters) == (lost.trial_id, 2, TOP3[0])
     assert retry.seeded_from_id == lost.seeded_from_id is not None

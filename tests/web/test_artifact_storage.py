@@ -10,15 +10,15 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import storages
 
 from experiments.models import Artifact, StoredBlob, StoredChunk
-from experiments.services.artifacts import (
+from experiments.selectors.artifacts import (
     ArtifactCorrupted,
     ArtifactMissing,
     artifact_copy_to_path,
-    artifact_create,
     artifact_iter_chunks,
     artifact_read_bytes,
     artifact_verify,
 )
+from experiments.services.artifacts import artifact_create
 from experiments.storage import DatabaseStorage
 
 pytestmark = pytest.mark.django_db

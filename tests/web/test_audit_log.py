@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from experiments.models import ApiToken, AuditEvent, Membership, TrainedModel, Webhook
 from experiments.services.audit import audit_purge
+from experiments.services.memberships import membership_set_role
 from experiments.services.studies import study_start
-from experiments.services.teams import TeamError, membership_set_role
+from experiments.services.teams import TeamError
 from tests.api.conftest import token_client
 from tests.web.pages import page_text
 

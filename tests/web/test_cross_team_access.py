@@ -17,9 +17,10 @@ from experiments.models import (
     Webhook,
 )
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.invitations import invitation_create
+from experiments.services.memberships import membership_add
 from experiments.services.registry import registry_register
 from experiments.services.studies import study_start
-from experiments.services.teams import invitation_create, membership_add
 from experiments.services.webhooks import webhook_create
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text

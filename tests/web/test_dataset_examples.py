@@ -10,7 +10,7 @@ from django.urls import reverse
 from PIL import Image
 
 from experiments.presentation import dataset_examples
-from experiments.services.artifacts import artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
 from experiments.services.datasets import dataset_create_bundled
 from tests.web.pages import page_text
 

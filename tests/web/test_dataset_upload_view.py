@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from experiments.models import Artifact, Dataset, StoredBlob
-from experiments.services.artifacts import artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
 from experiments.services.datasets import dataset_create_bundled
 from tests.web.pages import page_text, shows
 

@@ -10,7 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from experiments.logformat import JsonFormatter
 from experiments.models import Trial
 from experiments.services.studies import study_start
-from experiments.services.trial_runs import Claimant, claim_trial
+from experiments.services.trial_claims import claim_trial
+from experiments.services.trial_oracle import Claimant
 from tests.integration.helpers import saved_study
 
 pytestmark = pytest.mark.django_db

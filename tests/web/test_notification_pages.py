@@ -8,8 +8,8 @@ from django.test import Client
 from django.urls import reverse
 
 from experiments.models import EventKind, Membership, NotificationDelivery, NotificationPreference, Webhook
+from experiments.services.memberships import membership_add
 from experiments.services.notifications import notify_webhook_test
-from experiments.services.teams import membership_add
 from experiments.services.webhooks import webhook_create
 from tests.web.pages import page_text, shows
 from tests.web.test_accessibility import _Fields

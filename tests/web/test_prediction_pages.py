@@ -24,7 +24,8 @@ from experiments.models import (
     RegisteredModel,
     TrainedModel,
 )
-from experiments.services.artifacts import artifact_create, artifact_read_bytes
+from experiments.selectors.artifacts import artifact_read_bytes
+from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from tests.api.conftest import make_token
 from tests.web.pages import page_text, shows

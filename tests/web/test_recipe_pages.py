@@ -10,10 +10,10 @@ from django.urls import reverse
 
 from experiments.models import AuditEvent, EnsembleRecipe, Membership, ModelVersion, RecipeRun, TrainedModel
 from experiments.services.datasets import dataset_create_bundled
+from experiments.services.memberships import membership_add, membership_remove
 from experiments.services.recipe_triggers import recipes_on_study_completed
 from experiments.services.recipes import recipe_create
 from experiments.services.registry import registry_register
-from experiments.services.teams import membership_add, membership_remove
 from tests.integration.helpers import saved_study
 from tests.web.figures_rows import finished_ensemble
 from tests.web.pages import page_text, shows

@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from experiments.middleware import SESSION_KEY
 from experiments.models import ApiToken, Dataset, Membership, Team
-from experiments.services.teams import membership_add, membership_set_role, team_create
+from experiments.services.memberships import membership_add, membership_set_role
+from experiments.services.teams import team_create
 from tests.api.conftest import make_token
 from tests.conftest import PASSWORD
 from tests.web.pages import page_text

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
-from experiments.services.teams import invitation_create
+from experiments.services.invitations import invitation_create
 from tests.conftest import PASSWORD
 from tests.web.pages import page_text, shows
 from tests.web.test_accessibility import _Fields

@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership, Team
-from experiments.services.teams import TeamError, membership_add, membership_set_role
+from experiments.services.memberships import membership_add, membership_set_role
+from experiments.services.teams import TeamError
 from tests.conftest import PASSWORD
 from tests.web.pages import page_text, shows
 from tests.web.test_accessibility import _Fields

@@ -30,7 +30,8 @@ from experiments.models import Artifact, ModelFile, ServingExport, Study, Traine
 from experiments.services.artifacts import artifact_create
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.studies import study_create
-from experiments.services.teams import membership_add, team_create
+from experiments.services.memberships import membership_add
+from experiments.services.teams import team_create
 
 call_command("migrate", verbosity=0, interactive=False)
 
@@ -70,7 +71,7 @@ from django.contrib.auth.tokens import default_token_generator
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from experiments.services.teams import invitation_create
+from experiments.services.invitations import invitation_create
 
 viewer = get_user_model().objects.create_user("viewer", password="pw-123456789")
 membership = membership_add(team=team, user=viewer, role="viewer")

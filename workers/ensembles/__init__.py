@@ -1,3 +1,2 @@
-"""Ensembles on a worker: weight fitting (blending: mean, Nelder–Mead, greedy; pure numpy/scipy),
-the stacking meta-learner (stacking), a recipe's correlation cap (correlation_cap), the ensemble
-as one Keras model built from its members (keras_models), and the build job's work (build)."""
+"""Ensembles on a worker: weight fitting, stacking, the correlation cap, one Keras model from the members, and the
+build job's work (CONTRIBUTING.md's code map)."""

@@ -1,13 +1,5 @@
-"""Ensemble weights from validation predictions: the mean, Nelder–Mead on normalised
-non-negative weights, greedy ensemble selection with replacement (Caruana et al., 2004), and
-stacking (a meta-learner, workers/ensembles/stacking.py; its Fit carries the Stacker). Pure
-numpy/scipy/scikit-learn: prediction arrays in, weights and metrics out; no Keras, no ORM.
-
-Predictions are stacked as (members, rows, outputs): class probabilities for
-classification, one column of values for regression. The validation loss is log loss for
-classification and mean squared error for regression. Only each row's true-class
-probability enters log loss, so the search works on a (members, rows) matrix: 50 members x
-10,000 rows cost a 500,000-element product per evaluation, not 5,000,000."""
+"""Ensemble weights from validation predictions (mean, Nelder–Mead, greedy selection, stacking), pure numpy/scipy
+so it runs without Keras or the ORM."""
 
 from dataclasses import dataclass
 

@@ -1,12 +1,5 @@
-"""Build one ensemble on a worker: every member's validation and test predictions (cached
-as artifacts, shared by every ensemble that includes the member), weights fitted on the
-validation predictions only, metrics beside the mean ensemble and the best member, the
-members' correlation, and the ensemble exported as one Keras model.
-
-No leakage: a retrained member trained on the validation split, so its validation
-predictions come from its search-phase checkpoint (trained on train only); the weights found
-there are then applied to the retrained member. Test predictions enter nothing but the
-final, once-computed test metrics."""
+"""Build one ensemble on a worker: weights fitted on validation predictions only (search-phase ones for retrained
+members, so nothing leaks), metrics, correlation, one exported Keras model."""
 
 import io
 import logging
@@ -14,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.prediction_cache import cached_predictions_read, cached_predictions_store
-from experiments.services.training_inputs import ensemble_members, model_file_artifact
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.selectors.prediction_cache import cached_predictions_read
+from experiments.selectors.training_inputs import ensemble_members, model_file_artifact
+from experiments.services.prediction_cache import cached_predictions_store
 from workers.ensembles import blending
 from workers.ensembles.correlation_cap import correlation_cap
 from workers.ensembles.keras_models import has_softmax_head, stacked_model, weighted_average_model
@@ -183,10 +177,8 @@ def _result(row, members, *, weights, kept, fit, val, test, ensemble_val, ensemb
 
 
 def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir: Path) -> dict:
-    """Stacking: the meta-learner (its strength chosen by CV on the validation predictions,
-    then refitted on all of them) predicts; every member the correlation cap kept ships, as the
-    meta-learner reads them all. The validation figure is the refit's, in-sample (its CV loss is
-    reported beside it); the test figures are computed once, here."""
+    """Stacking's result: the meta-learner refitted on all validation predictions predicts, and every member the cap
+    kept ships."""
     stacker, kept = fit.stacker, cap.kept
     test_predicted = stacker.predict(test[kept])
     combined = stacked_model([members[i].final_model() for i in kept], stacker, tuple(data.x_test.shape[1:]), task)

@@ -1,8 +1,5 @@
-"""An ensemble recipe's correlation cap, applied on the worker before the weights are fitted:
-walking the members best first (their order in the ensemble is the recipe's ranking), a member
-whose validation predictions correlate above the cap with a better one already kept gets weight
-0 (experiments/ensembling/diversity.py decides). The cap comes in the ensemble row's report,
-written by the recipe run that created it; an ensemble made by hand has none and keeps all."""
+"""An ensemble recipe's correlation cap, applied on the worker before the weights are fitted: a member too
+correlated with a better one gets weight 0."""
 
 from dataclasses import dataclass, field
 

@@ -1,16 +1,5 @@
-"""An ensemble as one Keras model: the members as sub-models on a shared input, then either each
-output scaled by its fixed weight and summed (weighted_average_model), or their outputs
-concatenated (member-major, as workers.ensembles.stacking.features lays them out) into one Dense
-layer holding the meta-learner (stacked_model: softmax for classification, linear for
-regression). Built-in layers only (Rescaling, Add, Concatenate, Dense, Activation, ReLU), so
-`keras.models.load_model` opens either in safe mode with no custom code, the saved file names no
-module of Tuneboard's, and it exports like any model.
-
-Log-probability features: Keras has no layer that takes a logarithm (Activation offers
-log_softmax and log_sigmoid, neither of which is log p given p), and a Lambda or a subclassed
-layer is custom code that safe mode refuses. So the log comes from the member's logits: the
-member up to its last Dense(softmax) layer, that layer's kernel again without the softmax,
-then log_softmax(logits) = log p, clipped at log(EPSILON) as workers.ensembles.stacking clips p."""
+"""An ensemble as one Keras model of built-in layers only, so it loads in safe mode with no custom code and
+exports like any model."""
 
 import keras
 import numpy as np
@@ -63,10 +52,8 @@ def has_softmax_head(member) -> bool:
 
 
 def _log_probabilities(member, i: int, inputs):
-    """log(clip(member(inputs), EPSILON, 1)) from built-in layers: the body (a nested model
-    sharing the member's layers), the head's Dense without softmax, log_softmax, then
-    max(x, log EPSILON) = x + ReLU(log EPSILON - x): exactly x whenever x is above the floor
-    (ReLU(x - log EPSILON) + log EPSILON would round x to float32's step at 34, ~4e-6)."""
+    """log(clip(member(inputs), EPSILON, 1)) from built-in layers only, exact above the floor, so the saved model needs
+    no custom code."""
     head = member.layers[-1]
     body = keras.Model(member.inputs, head.input, name=f"member_{i}")
     logits_layer = keras.layers.Dense(head.units, dtype="float32", name=f"member_{i}_logits")

@@ -1,29 +1,5 @@
-"""Stacking: a small regularised meta-learner on the members' outputs (Wolpert, 1992; the
-"stacker" of AutoGluon and auto-sklearn). Multinomial logistic regression (L2) on the
-members' class probabilities for classification, ridge regression on their values for
-regression. Pure numpy/scikit-learn: prediction arrays in, a Stacker out; no Keras, no ORM.
-
-Predictions are stacked as (members, rows, outputs), as in workers.ensembles.blending: class
-probabilities for classification (Tuneboard's models end in a softmax over n_classes
-columns, two for a binary task), one column of values for regression.
-
-No leakage: the only rows fit_stacking sees are the validation rows of models that never
-trained on them, and the regularisation strength is chosen by K-fold cross-validation on
-those rows alone (there is no test argument). Test predictions enter nothing but the
-final, once-computed test metrics, which the caller computes with Stacker.predict.
-
-Features. Two kinds, both exportable as built-in Keras layers (workers/ensembles/keras_models.py):
-the members' probabilities ("probabilities": Concatenate + Dense(softmax)), or their clipped
-log-probabilities ("log_probabilities", the classic stacker's features, with which one member
-alone is softmax(log p) = p). Keras has no layer that takes a logarithm, so the latter is
-exported through the members' logits: each member's last Dense(softmax) layer again without
-its softmax, then Activation("log_softmax") (= log p) and a ReLU between Rescaling offsets
-(= the clip at log 1e-15). That needs members that end in a Dense softmax layer, as every
-Tuneboard hypermodel does (workers/hypermodels/compiling.task_output). Neither kind wins
-everywhere (measured on digits: sklearn members, 5-fold CV log loss 0.073 with probabilities
-against 0.127 with log-probabilities; under-trained tiny Keras MLPs, 0.291 against 0.278), so
-the default, "auto", fits both and keeps the one with the lower CV loss; the ensemble build
-asks for "probabilities" when a member lacks the softmax head."""
+"""Stacking: a small regularised meta-learner on the members' outputs, fitted on validation rows only with its
+strength chosen by cross-validation (docs/design/datasets-and-models.md)."""
 
 import warnings
 from dataclasses import dataclass, field

@@ -1,16 +1,5 @@
-"""Serving formats of a trained Keras model: `.keras`, a SavedModel zipped in TF Serving's
-`<name>/<version>/` layout, and TFLite (float32, and dynamic-range int8). Knows nothing of
-the ORM: a model and a folder in, files and the model's signature out.
-
-Models take raw input (uint8 pixels, UTF-8 strings, float features): preprocessing is part
-of them. The SavedModel (and the TFLite files made from it) serve their inputs as `input_0`, ...
-and their outputs as `output_0`, ..., whatever the model's layers are called. A format that
-cannot hold a model gets no file, only a reason in `Exported.unavailable`; TFLite, for one, has
-no kernels for TextVectorization's string ops.
-
-Only `.keras` is written without TensorFlow: on a worker that lacks it (a JAX worker), the other
-formats are `Exported.pending`, made later from the `.keras` file by a conversion job on a
-TensorFlow worker (workers/jobs/conversions.py). TensorFlow is imported only when a format needs it."""
+"""Serving formats of a trained Keras model (.keras, SavedModel, TFLite), with TensorFlow imported only for the
+formats that need it (docs/design/datasets-and-models.md)."""
 
 import importlib.util
 import shutil

@@ -1,6 +1,5 @@
-"""A trained model's SavedModel: its inference pass as "serving_default", the inputs and outputs
-named by position (experiments/serving/contract.py), zipped in TF Serving's `<name>/<version>/`
-layout, and the signature TF Serving will show. TensorFlow is imported only when called."""
+"""A trained model's SavedModel in TF Serving's layout, inputs and outputs named by position (serving/contract.py)
+so versions stay interchangeable; TensorFlow imported only when called."""
 
 import zipfile
 from pathlib import Path
@@ -46,14 +45,8 @@ def zip_tree(root: Path, target: Path) -> Path:
 
 
 def export_saved_model(model, target: Path, *, batch_size: int | None = None) -> Path:
-    """The model's inference pass as a SavedModel ("serving_default"). Not model.export():
-    Keras 3.15 exports `model.__call__` without training=False, and the Random* augmentation
-    layers, whose call defaults to training=True, then flip and rotate every served image.
-
-    Inputs are named by position (`input_0`, ...) and outputs too (`output_0`, ...), not after
-    the Keras layers (`images`, `features`, ...): every model taking the same input then serves
-    under one signature, so the versions of a registered model are interchangeable for a client
-    that names its inputs (experiments/serving/contract.py)."""
+    """The model's inference pass as a SavedModel, not model.export(), which serves with training=True (augmentation
+    layers would alter every served image)."""
     specs = [tensorflow().TensorSpec((batch_size, *t.shape[1:]), t.dtype, name=input_key(position))
              for position, t in enumerate(model.inputs)]
 

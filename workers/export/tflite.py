@@ -1,7 +1,5 @@
-"""A trained model's TFLite files: float32 and dynamic-range int8, converted from its SavedModel
-(from a float32 twin when the model computes in mixed precision, and for batches of one when a
-free batch size does not convert), each checked to run once in the TFLite runtime. A model TFLite
-cannot hold gets a reason instead of a file."""
+"""A trained model's TFLite files (float32, dynamic-range int8), each run once in the TFLite runtime, so a model
+TFLite cannot hold gets a reason instead of a file."""
 
 import shutil
 import warnings
@@ -73,10 +71,8 @@ def _float32_config(config):
 
 
 def _float32_twin(model):
-    """The same model computing in float32, or None when it already does. Mixed precision
-    keeps the weights in float32 and computes in bfloat16/float16, for which TFLite has no
-    kernels ("'tf.Sub' op is neither a custom op nor a flex op" on bfloat16 tensors), so the
-    TFLite files are converted from this twin with the very same weights."""
+    """The same model computing in float32 (None when it already does), since TFLite has no kernels for mixed
+    precision's bfloat16/float16."""
     config, changed = _float32_config(keras.saving.serialize_keras_object(model))
     if not changed:
         return None
@@ -88,10 +84,8 @@ def _float32_twin(model):
 
 
 def _one_example_saved_model(model, workdir: Path) -> Path:
-    """The model exported for batches of exactly one. LSTM and GRU layers only convert with a
-    static batch size: with a free one the converter stops at TensorListReserve ("requires
-    element_shape to be static"), and converting the Keras function directly gives a file
-    whose while loop cannot read its weights at run time."""
+    """The model exported for batches of exactly one, since LSTM and GRU layers only convert to TFLite with a static
+    batch size."""
     return export_saved_model(model, workdir / "serving-one-example", batch_size=1)
 
 

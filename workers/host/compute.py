@@ -1,10 +1,5 @@
-"""A study's compute settings made real in a worker child: where a trial's replicas run, the
-dtype policy its layers are built with, the compile options Keras trains with, and the input
-pipeline that feeds it — on the Keras backend this process runs (TensorFlow or JAX; the
-backend-specific parts live in workers/host/backends/, and only the one in use is imported).
-
-experiments/tuning/compute_options.py holds the same settings as the web sees them (no Keras).
-"""
+"""A study's compute settings made real in a worker child (placement, dtype policy, compile options, input
+pipeline) on the backend this process runs; experiments/tuning/compute_options.py is the web's side."""
 
 import contextlib
 import functools
@@ -85,10 +80,8 @@ class Placement:
 
 
 def placement_for(settings: ComputeSettings | None) -> Placement:
-    """The devices for a trial with these settings, in this worker child.
-
-    Placements are made once per child and kept: a TPU system must be initialised only once,
-    and a MirroredStrategy or a device mesh is cheap to keep but not free to make per trial."""
+    """The devices for a trial with these settings, made once per child and kept: a TPU system initialises only once,
+    and strategies are not free to make."""
     settings = settings or defaults()
     if settings.backend != keras_backend():
         running = keras_backend()
@@ -117,10 +110,8 @@ def model_replicas(model) -> int:
 
 @contextlib.contextmanager
 def precision(settings: ComputeSettings | None):
-    """Layers take the global dtype policy when they are created, and compile() wraps the
-    optimizer for loss scaling when the model's policy is mixed_float16: so the policy must be
-    set while the model is built. Restored to float32 whatever happens, so the next model in
-    this process is not built in reduced precision by accident."""
+    """The dtype policy set while the model is built (layers and loss scaling read it then), and restored to float32
+    whatever happens."""
     keras.config.set_dtype_policy((settings or defaults()).precision)
     try:
         yield

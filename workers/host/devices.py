@@ -1,8 +1,5 @@
-"""What accelerators a worker host has, and which one each worker child uses.
-
-Discovery never imports TensorFlow: the main Celery process forks its children, and a
-child must be pinned (CUDA_VISIBLE_DEVICES) before TensorFlow loads in it.
-"""
+"""What accelerators a worker host has and which one each worker child uses, found without importing TensorFlow
+so a child can be pinned before TensorFlow loads."""
 
 import glob
 import logging
@@ -47,11 +44,8 @@ def device_for_child(child_index: int, gpus: list[str]) -> str | None:
 
 
 def gpus_for_child(child_index: int, gpus: list[str], per_child: int) -> list[str]:
-    """The `per_child` GPUs child i trains on: the host's GPUs cut into len(gpus) // per_child
-    groups, child i taking group i. Children beyond the groups share them round-robin (two
-    trials on the same GPUs compete for their memory); GPUs left over after the last whole
-    group are unused. With fewer GPUs than `per_child`, every GPU (the trial then fails and
-    says so)."""
+    """The `per_child` GPUs child i trains on: the host's GPUs cut into groups, one per child, shared round-robin
+    beyond them."""
     if per_child < 1:
         raise ValueError(f"GPUs per child must be at least 1, not {per_child}.")
     groups = len(gpus) // per_child

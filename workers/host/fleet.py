@@ -8,8 +8,9 @@ import time
 
 from django.conf import settings
 
+from experiments.selectors.worker_hosts import worker_leads_reaper
 from experiments.services.connections import connection_close
-from experiments.services.worker_hosts import worker_heartbeat, worker_leads_reaper, worker_register, worker_stop
+from experiments.services.worker_hosts import worker_heartbeat, worker_register, worker_stop
 from workers.host.backends.selection import worker_backend
 from workers.host.devices import host_devices
 from workers.host.heartbeat import Heartbeat
@@ -20,10 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class _WorkerBeat:
-    """One tick of the worker's heartbeat thread: its own heartbeat and, on the reaper leader, the
-    reaper itself, each on its own interval. Both run here, in the main process, rather than as
-    tasks: a task would wait for a free pool slot, and on a loaded host every slot is training,
-    which is exactly when lost work must be found."""
+    """One tick of the heartbeat thread: the worker's heartbeat and, on the leader, the reaper, in the main process
+    because on a loaded host no pool slot is free."""
 
     def __init__(self, name: str):
         self.worker_name = name

@@ -1,16 +1,12 @@
-"""The periodic job that keeps every kind of job moving: lost trials, studies with free slots
-no wake-up covers, lost and unsent jobs of every kind (services/jobs.py's JOB_KINDS),
-notification deliveries whose task was lost. Database and broker only (no
-TensorFlow, no KerasTuner), so the reaper-leader worker runs it in its main process
-(workers/host/fleet.py) beside busy children: a loaded host, whose pool has no free slot for a task,
-still reaps on time. Beat may also send it as a task."""
+"""The periodic job that keeps trials, studies, all five job kinds and notification deliveries moving; database
+and broker only, so the reaper-leader runs it in its main process beside busy children."""
 
 import logging
 from functools import partial
 
 from experiments.services.jobs import JOB_KINDS, jobs_reap
 from experiments.services.notification_delivery import deliveries_resend_due
-from experiments.services.trial_runs import studies_refill, trials_reap_stale
+from experiments.services.trial_reaper import studies_refill, trials_reap_stale
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,5 @@
-"""Graceful shutdown: a worker told to stop (SIGTERM) lets each running job stop at its next
-epoch end and hand its work back (a trial to its study, a model job to the queue), so a trial
-that would take hours is neither finished past the grace period nor lost to a SIGKILL.
-
-Celery's warm shutdown waits for running tasks but tells nobody: the main process gets the
-signal, the pool's children run the jobs. The flag is one byte of anonymous *shared* memory
-mapped when this module is imported, which the main process does before the pool forks, so
-every child sees the byte the main process sets. A pool child that gets SIGTERM itself while it runs
-a job (a signal to the whole process group: systemd, `kill -- -PGID`) stops that job the same
-way; SIGKILL (the grace period's end, or the main process exiting: Celery's children die with
-their parent) still ends it at once."""
+"""Graceful shutdown: on SIGTERM each running job stops at its next epoch end and hands its work back, through a
+flag byte every pool child shares (docs/design/job-lifecycle.md)."""
 
 import logging
 import mmap
@@ -40,10 +31,8 @@ def _child_sigterm(_signum, _frame) -> None:
 
 @contextmanager
 def stop_at_epoch_end_on_sigterm():
-    """Around a job in a pool child. billiard installs its own SIGTERM handler (exit at once)
-    after Celery's child initialiser, so ours can only go in here, and only for the job: an
-    idle child still exits on SIGTERM as billiard expects. In the main process (solo pool)
-    Celery's own handler already tells us, through request_stop."""
+    """Around a job in a pool child, where billiard's own SIGTERM handler leaves the only place for ours: the job stops
+    at its epoch end."""
     if os.getpid() == _MAIN_PID:
         yield
         return

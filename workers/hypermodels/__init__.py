@@ -1,11 +1,5 @@
-"""The registry of model families: built-in ones and those a team installs on its workers.
-
-A hypermodel is `build_model(hp)` or `build_model(hp, data)` returning a compiled Keras
-model, or a keras_tuner.HyperModel (class or instance) whose `fit` may customise training;
-`data` (a DataInfo) tells the kind of data, shapes, task and training-split statistics, so
-one function serves every dataset. Team functions are named in TUNEBOARD_HYPERMODELS; the
-kinds of data each family takes are in experiments/tuning/hypermodel_catalog.py.
-"""
+"""The registry of model families, built-in and team-installed: each a `build_model(hp[, data])` or a
+keras_tuner.HyperModel (docs/design/datasets-and-models.md)."""
 
 import importlib
 import inspect

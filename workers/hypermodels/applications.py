@@ -1,21 +1,5 @@
-"""KerasTuner's application hypermodels (keras_tuner.applications) as built-in families for
-images: HyperResNet and HyperXception, randomly initialised (worker hosts may be offline).
-
-Each takes raw uint8 pixels, rescales them to 0..1 and enlarges images smaller than
-MIN_SIDE, uses the application without its top (`include_top=False`), and ends like the other
-built-ins: our float32 output layer, loss and optimizer hyperparameters, which also gives
-them a regression head. The application's own hyperparameters (version, conv3_depth, ...)
-keep KerasTuner's names, which experiments/tuning/hypermodel_catalog.py lists.
-
-HyperEfficientNet is not offered. Its build() calls
-keras.applications.EfficientNetBx(include_top=False, input_tensor=x) without a `weights`
-argument, so the default weights="imagenet" applies and cannot be overridden; without
-internet access every build fails (keras-tuner 1.4.8, Keras 3.15.1, TensorFlow 2.21):
-    Exception: URL fetch failure on
-    https://storage.googleapis.com/keras-applications/efficientnetb0_notop.h5: None --
-    [Errno -2] Name or service not known
-It would also enlarge every image to 224-600 pixels (the ImageNet sizes of B0-B7).
-"""
+"""KerasTuner's HyperResNet and HyperXception as built-in image families, randomly initialised because worker
+hosts may be offline (why HyperEfficientNet is not: docs/design/datasets-and-models.md)."""
 
 import keras
 from keras_tuner.applications import HyperResNet, HyperXception

@@ -16,10 +16,8 @@ _STATISTICS_CHUNK_VALUES = 4 * 1024 * 1024
 
 
 def unit_variance_if_constant(variance: np.ndarray) -> np.ndarray:
-    """A feature constant on the training rows keeps unit scale (as scikit-learn's
-    StandardScaler does). Dividing by a tiny variance instead would multiply any other value
-    it takes later, in the test split or in production, by up to a million: the model's
-    outputs explode on exactly the rows it has never seen."""
+    """A feature constant on the training rows keeps unit scale, as StandardScaler does, so unseen values are not
+    multiplied by up to a million."""
     return np.where(variance > 1e-12, variance, 1.0)
 
 
@@ -59,12 +57,8 @@ def text_vocabulary(x_train: np.ndarray) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DataInfo:
-    """What a hypermodel may know about the data: shapes, task, and training-split statistics
-    so preprocessing can be part of the model (exported models take raw input).
-
-    feature_mean/feature_variance are per feature for tabular data (over the flattened row),
-    per channel for images (in raw pixel units, 0..255), per feature over all time steps for
-    sequences, and empty for text, whose statistic is its vocabulary."""
+    """What a hypermodel may know about the data (shapes, task, training-split statistics), so preprocessing is part of
+    the model and exports take raw input."""
 
     input_shape: tuple[int, ...]
     task: str  # "classification" | "regression"

@@ -1,6 +1,5 @@
-"""What every built-in hypermodel ends with: the output layer for the task, its loss and
-metrics, and the optimizer hyperparameters (optimizer, learning_rate, momentum under sgd),
-written once so each family's default space can list the same rows."""
+"""What every built-in hypermodel ends with (output layer, loss, metrics, optimizer hyperparameters), written once
+so each family's default space lists the same rows."""
 
 import keras
 

@@ -1,6 +1,5 @@
-"""The built-in `dense` family: an MLP for vector data, and for images and sequences
-flattened (the default space is in experiments/tuning/hypermodel_catalog.py so the web can show it
-without TensorFlow)."""
+"""The built-in `dense` family: an MLP for vectors, and for images and sequences flattened; its default space is in
+experiments/tuning/hypermodel_catalog.py, for the web."""
 
 import keras
 

@@ -1,7 +1,5 @@
-"""The built-in `text` family: raw strings in, TextVectorization with the training split's
-vocabulary (DataInfo.vocabulary, adapted once, never per trial), an embedding, then a
-conv1d, bidirectional LSTM or Transformer encoder. Only built-in Keras layers, so a `.keras`
-file opens without Tuneboard's code."""
+"""The built-in `text` family: TextVectorization adapted once (never per trial), an embedding, then a conv1d, BiLSTM
+or Transformer encoder, built-in layers only so .keras files open anywhere."""
 
 import keras
 

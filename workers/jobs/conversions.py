@@ -7,12 +7,8 @@ import tempfile
 from pathlib import Path
 
 from experiments.errors import TuneboardError
-from experiments.services.artifacts import (
-    ArtifactKind,
-    artifact_copy_to_path,
-    artifact_create_from_path,
-    artifacts_delete,
-)
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import with_db_retry
 from experiments.services.conversions import conversion_complete
 from experiments.services.jobs import JOB_KINDS

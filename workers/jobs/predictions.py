@@ -14,13 +14,8 @@ import numpy as np
 from experiments.datasets.arrays import strings_from_arrays
 from experiments.errors import TuneboardError
 from experiments.presentation.prediction_csv import predicted_labels, prediction_preview, write_prediction_csv
-from experiments.services.artifacts import (
-    ArtifactKind,
-    artifact_copy_to_path,
-    artifact_create_from_path,
-    artifact_read_bytes,
-    artifacts_delete,
-)
+from experiments.selectors.artifacts import artifact_copy_to_path, artifact_read_bytes
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import connection_close, with_db_retry
 from experiments.services.jobs import JOB_KINDS
 from experiments.services.predictions import prediction_complete, prediction_progress

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from experiments.selectors.training_inputs import TrainingPhase
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import with_db_retry
 from experiments.services.jobs import JOB_KINDS
 from experiments.services.model_runs import model_complete, model_record_epoch
-from experiments.services.training_inputs import TrainingPhase
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels
 from workers.ensembles.build import build_ensemble

@@ -11,12 +11,13 @@ from pathlib import Path
 
 from django.conf import settings
 
+from experiments.selectors.training_inputs import study_for_training
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.training_inputs import study_for_training
+from experiments.services.trial_claims import claim_trial, finish_trial
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
-from experiments.services.trial_runs import Claimant, Outcome, claim_trial, finish_trial
+from experiments.services.trial_oracle import Claimant, Outcome
 from workers.host.compute import keras_backend
 from workers.host.heartbeat import Heartbeat
 from workers.host.memory import release_memory

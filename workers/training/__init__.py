@@ -1,4 +1,2 @@
-"""Fitting one trial, or a retrain's runs: a study's configuration and its TrialSpec
-(configurations), the fit itself (fitting) with its callbacks, inference on the same input
-pipelines, checkpoints, model building from hyperparameter values, a model's serving costs and the
-per-process dataset cache."""
+"""Fitting one trial or a retrain's runs, one module per step (CONTRIBUTING.md's code map), none of them touching
+the ORM."""

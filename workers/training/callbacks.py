@@ -18,12 +18,8 @@ def clean_logs(logs: dict) -> dict:
 
 
 class KeepBest(keras.callbacks.Callback):
-    """Early stopping that keeps the best epoch's weights (like Keras's EarlyStopping with
-    restore_best_weights), without restoring them into the model: the caller writes them
-    straight to the checkpoint, once per execution. The copy is made only when another epoch
-    begins (until then the model's own weights are the best), so the usual case, the last
-    epoch being the best, copies nothing. A custom fit that never calls on_epoch_begin gets
-    a copy at each improving epoch's end."""
+    """Early stopping that keeps the best epoch's weights for the checkpoint without restoring them, copying only when
+    a later epoch begins."""
 
     def __init__(self, objective: str, direction: str, patience: int):
         super().__init__()
@@ -84,14 +80,7 @@ class EpochReport(keras.callbacks.Callback):
 
 
 class TimeLimit(keras.callbacks.Callback):
-    """Stops training after the batch during which the time limit passed (an epoch may be
-    long; a check per batch costs a clock read).
-
-    Neither this nor TerminateOnNaN is marked async-safe, though their batch hooks make Keras
-    fetch every step's loss on the training loop's thread (a JAX trial on an H200 ran at 0.76 of
-    a plain fit, benchmarks/results/gpu-nvidia-h200-before-async-callbacks.json): marked so, a
-    stop set from Keras's callback thread under JAX raced the end of fit ("Array has been
-    deleted"). Checking both at epoch ends instead is the fix still to make."""
+    """Stops training after the batch during which the time limit passed, since an epoch may be long."""
 
     def __init__(self, limit_seconds: float | None):
         super().__init__()

@@ -1,11 +1,5 @@
-"""Trial checkpoints: the best epoch's weights, in `model.get_weights()` order, as an
-uncompressed NPZ.
-
-Like KerasTuner's own checkpoints these are weights only: the architecture comes from
-rebuilding the hypermodel with the trial's hyperparameters, which is deterministic. A
-`.keras` file would carry the architecture too, but writing one walks the whole Keras
-object graph (~20-35 ms even for a one-layer model); these take about a millisecond. Whole
-`.keras` models are written when a trial is retrained or promoted."""
+"""Trial checkpoints: the best epoch's weights as an uncompressed NPZ, a millisecond to write where a `.keras`
+file costs tens (the architecture is rebuilt from the hyperparameters)."""
 
 from pathlib import Path
 

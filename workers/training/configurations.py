@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from experiments.services.artifacts import artifact_copy_to_path
-from experiments.services.training_inputs import trial_checkpoint_continued
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.selectors.training_inputs import trial_checkpoint_continued
 from experiments.tuning.compute_options import ComputeSettings
 from experiments.tuning.objectives import needs_latency
 from workers import hypermodels

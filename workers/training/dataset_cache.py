@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from experiments.services.artifacts import artifact_copy_to_path
+from experiments.selectors.artifacts import artifact_copy_to_path
 from workers.hypermodels.base import DataInfo
 from workers.training.fitting import DatasetArrays
 

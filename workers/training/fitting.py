@@ -1,9 +1,5 @@
-"""Fit one trial (and a retrain's two runs): the hypermodel trained with the study's callbacks on
-its placement and input pipelines, each epoch reported.
-
-Knows nothing of the ORM: the caller passes a reporter (epoch metrics out, "keep going?"
-back) and gets a TrialResult or an exception with a readable reason.
-"""
+"""Fit one trial (and a retrain's two runs) with the study's callbacks, reporting each epoch through a reporter
+the caller passes, so it knows nothing of the ORM."""
 
 import contextlib
 import math
@@ -46,11 +42,6 @@ class DatasetArrays:
     y_val: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
-
-    @classmethod
-    def from_npz(cls, path: Path) -> "DatasetArrays":
-        with np.load(path, allow_pickle=False) as npz:
-            return cls(**{k: npz[k] for k in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")})
 
 
 @dataclass
@@ -101,11 +92,8 @@ class _Compute:
         return self.placement.record(self.settings, batch_size=self.batch_size)
 
     def _arrays(self, *arrays) -> bool:
-        """On TensorFlow, numeric arrays on one replica go to Keras as they are (its own array
-        input path, shuffled each epoch by the global seed); text and multi-replica or TPU runs
-        get our tf.data pipeline: building one up front costs ~20 ms of tracing per trial, paid
-        even by a hypermodel whose own fit never reads it. On JAX every run gets our PyDataset
-        (workers/host/backends/jax_runtime.py), which costs nothing to build."""
+        """The training inputs as the backend takes them cheapest: Keras's own array path where it suffices, else our
+        tf.data pipeline or PyDataset."""
         return self.placement.backend == "tensorflow" and self.placement.replicas == 1 and (
             not self.placement.drop_remainder) and all(isinstance(a, np.ndarray) and a.dtype.kind in "biuf"
                                                        for a in arrays)
@@ -168,12 +156,8 @@ def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> 
 def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
               workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
               compute: ComputeSettings | None = None) -> TrialResult:
-    """`build()` returns a fresh compiled model; `fit(model, **kwargs)` trains it (a
-    KerasTuner HyperModel may bring its own; it gets x, y, batch_size and shuffle for numeric
-    rows on one TensorFlow device, else x=batches (a tf.data dataset, or a PyDataset on JAX) and no y);
-    `warm_start` is a checkpoint whose weights continue training (Hyperband's later rounds);
-    `compute` the study's devices, precision and compile options (None: one default device,
-    float32)."""
+    """Train one trial (its executions) with the study's callbacks, reporting each epoch; `build`, `fit`, `warm_start`
+    and `compute` come from the caller."""
     started = time.monotonic()
     run = _Compute(compute, spec.batch_size)
     validation = run.validation(data.x_val, data.y_val)

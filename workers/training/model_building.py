@@ -3,7 +3,7 @@ retrains, promotions and ensemble members alike."""
 
 from pathlib import Path
 
-from experiments.services.artifacts import artifact_copy_to_path
+from experiments.selectors.artifacts import artifact_copy_to_path
 from workers import hypermodels
 from workers.training import checkpoints
 from workers.training.dataset_cache import load_dataset

@@ -1,6 +1,5 @@
-"""What a trained model costs to serve, reported beside its metrics so a study can optimise or
-bound it (experiments/tuning/objectives.py): its parameter count, and, when asked, the median
-latency of a one-row prediction on this worker."""
+"""What a trained model costs to serve (its parameters and, when asked, its one-row latency on this worker),
+reported beside its metrics so a study can optimise or bound it."""
 
 import statistics
 import time

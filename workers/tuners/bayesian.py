@@ -1,35 +1,5 @@
-"""Tuneboard's Bayesian optimisation: KerasTuner's BayesianOptimizationOracle (a Gaussian process
-with a Matérn 5/2 kernel on normalised scores, upper confidence bound with `beta`) with a kernel
-that is fitted properly and a claim whose cost stays flat as a study grows.
-
-Measured against KerasTuner's own oracle (benchmarks.search_quality), what decides the search's
-quality is the kernel fit. Started from the previous estimate with few restarts, the length scale
-could settle at its lower bound and stay there: the process then models noise and the search is
-random. So every refit starts afresh (the default length scale and GP_RESTARTS random ones, drawn
-from the study's seed and size), within LENGTH_SCALE_BOUNDS (inputs are scaled to [0, 1], so
-shorter scales only fit noise), with a length scale per dimension.
-
-A length scale per dimension fitted by maximum likelihood alone overfits the 10-40 points of a
-small study: on Hartmann-6 most dimensions went to the upper bound (ignored) and one or two to
-a few hundredths, so the process explained the data with one or two inputs and the search was
-near random (median best -2.38 against -3.02 with the prior, 6 seeds). One length scale for all
-(KerasTuner's kernel) fixes that but loses on Branin, whose inputs differ in scale (0.74 against
-0.43). So the length scales are a maximum a posteriori estimate under a Gamma(3, 6) prior each
-(mode 1/3 of the unit range, BoTorch's long-standing default): a dimension is ignored, or made
-very wiggly, only when the data insist.
-
-What keeps a claim cheap (it runs under the study's row lock): the kernel is re-estimated only
-when the completed trials grew by GP_REFIT_GROWTH since the last estimate (kept in the oracle
-state, so any worker rebuilds the same process), on at most KERNEL_FIT_SUBSET trials (the best
-half and an even spread of the rest) and with fewer restarts past MANY_POINTS; past GP_FIT_SUBSET
-trials the predicting process is fitted on such a subset too; the acquisition is scored on
-ACQUISITION_CANDIDATES random points at once and the best few refined with L-BFGS-B; and the
-linear algebra runs on one thread, so a claim does not fight the trainers beside it for cores.
-Candidates are drawn from the study's seed and trial count: any worker proposes the same.
-
-Running trials are "hallucinated" as KerasTuner does (a pessimistic mean + one standard
-deviation), but from a process fitted on the completed trials of this claim (KerasTuner asks a
-process that a rebuilt oracle has not fitted yet)."""
+"""Tuneboard's Bayesian optimisation: KerasTuner's Gaussian-process oracle with a kernel fitted under a prior
+and a claim whose cost stays flat as a study grows (docs/design/distributed-search.md)."""
 
 import numpy as np
 import scipy.optimize

@@ -1,25 +1,5 @@
-"""Search-space rows (experiments/tuning/search_space.py) -> keras_tuner.HyperParameters, and back.
-
-How KerasTuner 1.4.8 treats what we register (checked in
-keras_tuner/src/engine/hyperparameters/hyperparameters.py):
-
-* A hyperparameter is identified by its name AND its full list of conditions. When a
-  model-building function later calls hp.Int("units", ...) with the same name inside the
-  same conditional scopes, KerasTuner returns the registered value (None when inactive) and
-  ignores the new arguments: range, step, even the type. Called with different scopes
-  (e.g. at top level for a row that has a parent), it registers a second "units" that is
-  always active. Hypermodels should therefore read values with hp.get(name) (raises
-  ValueError when inactive, KeyError when unknown) or hp.values.get(name) (inactive
-  hyperparameters are simply absent from hp.values), or repeat the exact scopes.
-* Conditions compare parent_values lists by ==, order included, so a hypermodel repeating
-  a scope must pass the values in the row's order.
-* conditional_scope(parent) requires the parent to exist under the *current* scopes, so a
-  grandchild must be declared inside its grandparent's scope too: we nest every ancestor.
-* A Choice of bools is stored as ints (True -> 1) because bool is an int subclass; we
-  declare such rows as Boolean (or Fixed) to keep real bools.
-* Int with log sampling and a step yields floats (2.0, 4.0) from GridSearch; typed_values()
-  casts them back, and the oracle adapter applies it to every trial it proposes.
-"""
+"""Search-space rows (experiments/tuning/search_space.py) <-> keras_tuner.HyperParameters, registered the way
+KerasTuner 1.4.8 reads them back (docs/design/distributed-search.md, "Search spaces")."""
 
 import contextlib
 from collections.abc import Iterator

@@ -1,20 +1,5 @@
-"""Optuna's samplers as Tuneboard tuners: TPE (multivariate, grouped for conditional spaces, with
-the constant liar for running trials), the Gaussian-process sampler and NSGA-II.
-
-Each is a KerasTuner oracle whose `populate_space` asks Optuna (ask-and-tell): everything else —
-retries, running trials, failures in a row, the budget, warm-start seeds, the state kept in
-PostgreSQL and rebuilt per claim under the study's row lock (workers/tuners/oracle.py) — is the same
-code path as the KerasTuner tuners'. On each proposal an in-memory Optuna study is rebuilt from
-the oracle's trials (completed ones with their score, running ones as running, failed ones as
-failed), the sampler asks for one trial, and the hyperparameters are suggested in the search
-space's order, only where their conditions hold (define-by-run: Optuna's samplers handle
-conditional spaces so). The sampler is seeded by the study's seed and its number of trials, so
-any worker proposes the same trial from the same history. What a sampler records on a trial
-(NSGA-II's generation and parents) is kept per trial in the oracle state.
-
-A log-scaled Int or Float with a step (KerasTuner: multiply by the step) has no Optuna
-distribution: Optuna samples it on the log scale and the value is snapped to the step as
-KerasTuner would."""
+"""Optuna's samplers (TPE, GP, NSGA-II) as KerasTuner oracles, so they share the KerasTuner tuners' claim path
+and PostgreSQL state (docs/design/distributed-search.md)."""
 
 import importlib.util
 import math

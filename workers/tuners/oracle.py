@@ -1,13 +1,5 @@
-"""The KerasTuner adapter: oracles whose state lives in PostgreSQL.
-
-`experiments/services/trial_runs.py` decides a trial's life and holds the Study row lock
-(`SELECT ... FOR UPDATE`) around every call here; this module only translates: rebuild the
-study's oracle (a fresh oracle of its class, its trials from the Trial rows the service hands
-over, `set_state(study.oracle_state)`), propose a trial, end one, and hand the new state back.
-It never touches the database: the service reads the rows and says when a rebuilt oracle may
-be kept (once its transaction commits).
-The row lock, not the oracle's per-process lock, serialises claims across processes and hosts.
-"""
+"""The KerasTuner adapter: rebuilds, asks and ends oracles whose state lives in PostgreSQL, never touching the
+database itself (services/trial_claims.py holds the lock and the rows)."""
 
 import collections
 import contextlib
@@ -29,12 +21,8 @@ from workers.tuners.optuna_search import BROKEN, OptunaSearch
 
 
 class _StateInPostgres:
-    """KerasTuner oracles save their state and every trial to JSON files on each call;
-    ours live in PostgreSQL (written by the lifecycle service), so those writes are skipped.
-
-    KerasTuner also counts consecutive failures over the whole history and raises from inside
-    end_trial (before its own clean-up). Here only failures since the study's last start count
-    (so a FAILED study can be resumed), and reaching the limit is a flag the service reads."""
+    """Oracles whose state lives in PostgreSQL: KerasTuner's file writes are skipped, and failures in a row count from
+    the study's last start so a FAILED study resumes."""
 
     failures_counted_from = 0
     failure_limit_reached = False
@@ -73,13 +61,8 @@ OPTUNA_TUNERS = {"optuna_tpe": "tpe", "optuna_gp": "gp", "optuna_nsga2": "nsga2"
 
 
 class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
-    """GridSearchOracle keeps its place in the grid outside get_state(); a rebuilt one
-    would answer STOPPED after the first trial. Carry the grid position in the state.
-
-    Warm-start seeds run before the grid starts and stay outside its walk (a linked list of
-    trials, each leading to the next combination) until the walk reaches their values: there
-    a seed takes the place of the trial the grid would have proposed, so the grid neither
-    repeats it nor loses its way. A seed off the grid simply never joins the walk."""
+    """GridSearchOracle with its place in the grid carried in the state (a rebuilt one would stop after the first
+    trial), warm-start seeds taking their grid slot."""
 
     def populate_space(self, trial_id):
         # KerasTuner 1.4.8's GridSearchOracle.populate_space, with seeds taking their places.
@@ -212,7 +195,7 @@ def _trial_from_row(space, values: dict, state: dict) -> KtTrial:
 # never rebuilds; after another worker's write it rebuilds once.
 _cache: dict[int, tuple[int, object, object]] = {}
 # Given the oracle version already rebuilt, the (hyperparameters, kt_state) of every Trial row
-# written since, oldest first: trial_runs.trial_rows_for_oracle.
+# written since, oldest first: trial_oracle.trial_rows_for_oracle.
 TrialRowsSince = Callable[[int], Iterable[tuple[dict, dict]]]
 
 
@@ -247,12 +230,8 @@ class Proposal:
 
 @contextlib.contextmanager
 def _offering(oracle, seed: dict | None):
-    """While it is open, the oracle's next new trial takes `seed` as its values instead of
-    its own choice, through KerasTuner's create_trial: the trial is recorded, counted and
-    hashed against duplicates like any other. Hyperband draws a fresh bracket candidate at
-    random, so there the seed replaces that draw and the brackets' bookkeeping holds.
-    Yields a list that holds True once the seed was taken (a retry or the end of the budget
-    goes first)."""
+    """While open, the oracle's next new trial takes `seed` as its values through create_trial, so it is recorded and
+    counted like any other."""
     taken: list[bool] = []
     if seed is None:
         yield taken
@@ -281,7 +260,7 @@ class Ended:
 
 
 class KerasTunerOracles:
-    """What `trial_runs` asks of a tuner. Every method but `keep` runs under the Study row lock;
+    """What `trial_claims` asks of a tuner. Every method but `keep` runs under the Study row lock;
     `keep` runs once the transaction that held it commits."""
 
     def load(self, study, trial_rows_since: TrialRowsSince):

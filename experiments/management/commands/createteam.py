@@ -9,7 +9,9 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.services.teams import TeamError, account_create, team_add_owner
+from experiments.services.accounts import account_create
+from experiments.services.memberships import team_add_owner
+from experiments.services.teams import TeamError
 
 PASSWORD_VARIABLE = "TUNEBOARD_OWNER_PASSWORD"
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Dataset, Team
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.teams import membership_add
+from experiments.services.memberships import membership_add
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "tuneboard-demo"

@@ -6,14 +6,8 @@ from workers.host.devices import cpu_devices_per_child
 
 
 def configure_child(backend: str, environ=os.environ) -> None:
-    """Before Keras loads in a worker child: split its CPU into TUNEBOARD_CPU_DEVICES devices (for
-    multi-replica CPU trials) and cap its threads (TUNEBOARD_TF_THREADS; several worker processes
-    on one host must not each claim every core), the way the backend takes them.
-
-    JAX reads XLA_FLAGS when it first initialises a platform, so they are set here, before it
-    loads. XLA_PYTHON_CLIENT_PREALLOCATE=false (unless set otherwise) stops each child from
-    reserving 75 % of every visible GPU's memory at start: several children can then share a
-    GPU, each taking what its trial needs (XLA_PYTHON_CLIENT_MEM_FRACTION caps a child instead)."""
+    """Before Keras loads in a worker child: its CPU devices, thread caps and XLA flags, so several children share a
+    host's cores and GPUs."""
     cpu_devices = cpu_devices_per_child(environ)
     threads = int(environ.get("TUNEBOARD_TF_THREADS", "0") or 0)
     if backend == "jax":

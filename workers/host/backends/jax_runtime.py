@@ -1,6 +1,5 @@
-"""JAX's side of a trial's placement: the host's local devices of the study's kind, several
-of them through keras.distribution.DataParallel (the batch split across devices, weights
-replicated), and the batches fed as a keras.utils.PyDataset. No TensorFlow anywhere."""
+"""JAX's side of a trial's placement: the host's local devices through keras.distribution.DataParallel and batches
+as a PyDataset, with no TensorFlow anywhere."""
 
 import contextlib
 import math
@@ -58,10 +57,8 @@ def model_replicas(model) -> int:
 
 
 def for_inference(model):
-    """The model on one device, for evaluating and predicting every row after training: under
-    DataParallel a last batch would have to split evenly over the devices, and test metrics must
-    count every row. A model trained on several devices is copied (saved and loaded, compiled,
-    outside any distribution); others are returned as they are."""
+    """The model on one device for evaluating and predicting every row, since DataParallel would drop a last batch's
+    uneven rows from test metrics."""
     if len(_model_devices(model)) <= 1:
         return model
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,13 +74,8 @@ def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remain
 
 
 class SplitBatches(keras.utils.PyDataset):
-    """Batches of a split's rows (memory-mapped arrays: only the rows a batch takes are read),
-    in a new order each epoch drawn from the trial's seed, gathered by a worker thread ahead of
-    the step that needs them. Text never comes here (the text hypermodel needs TensorFlow).
-
-    DataParallel splits every batch evenly over its devices, so with `multiple` devices a last,
-    smaller batch is cut to a multiple of them: at most multiple - 1 rows of the split are left
-    out, the same rows for every trial of a study (validation is never shuffled)."""
+    """Batches of a split's memory-mapped rows, reordered each epoch from the trial's seed and gathered ahead by a
+    thread; cut to a multiple of the devices."""
 
     def __init__(self, x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
                  multiple: int = 1, workers: int = 1):

@@ -1,9 +1,5 @@
-"""Which Keras backend this worker runs, and the queues it may serve.
-
-A worker process trains with one backend, chosen by KERAS_BACKEND before Keras loads (Keras
-reads it once, at import). Its queues must be that backend's (compute_options.task_queue):
-a TensorFlow worker serves "cpu", "gpu", "tpu"; a JAX worker "cpu-jax", "gpu-jax", "tpu-jax".
-Read from the environment, not from Keras, so the main Celery process never loads a backend."""
+"""Which Keras backend this worker runs and the queues it may serve, read from KERAS_BACKEND (not from Keras) so
+the main Celery process never loads a backend."""
 
 import os
 

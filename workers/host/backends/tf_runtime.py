@@ -119,13 +119,8 @@ def _tensor(values) -> tf.Tensor:
 
 def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
             multiple: int = 1) -> tf.data.Dataset:
-    """Batches of (x, y) (or x alone), in a new order each epoch when `shuffle`.
-
-    The order is shuffled as row indices and each batch gathered in one op, as Keras does for
-    NumPy input: shuffling the rows themselves would copy every row through the shuffle
-    buffer. The order sequence is fixed by `seed` (and TensorFlow's global seed); each
-    iteration of the dataset (Keras makes one per epoch) draws the next order. (`multiple` is
-    JAX's: tf.distribute strategies split an uneven last batch themselves.)"""
+    """Batches of (x, y), reshuffled each epoch as row indices gathered in one op, as Keras does for NumPy input, so no
+    row passes through a shuffle buffer."""
     features = _tensor(x)
     targets = None if y is None else _tensor(y)
     rows = int(features.shape[0])

@@ -1,7 +1,5 @@
-"""What a worker reads before it trains, each row with what the job then touches loaded in
-the same query: the study a trial runs in, the checkpoint a Hyperband trial continues, an
-ensemble's members and their stored .keras files; and the phases a retraining reports its
-epochs under. Workers never query the ORM themselves (DESIGN.md, Dependency direction)."""
+"""What a worker reads before it trains, each row loaded with what the job then touches in one query, since workers
+never query the ORM themselves."""
 
 from experiments.models import Artifact, EnsembleMember, Study, TrainedModel, TrainedModelEpoch, Trial
 from experiments.states import TrialStatus

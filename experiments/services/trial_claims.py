@@ -1,26 +1,10 @@
-"""Trial runs: a study's trials from claim to finish, and what keeps a running study moving
-whatever happens to workers and the broker.
-
-Every step holds the Study row lock (`SELECT ... FOR UPDATE`) for one short transaction, so
-claims, finishes, cancels and the reaper are serialised per study across processes and
-hosts. The tuner is driven through an adapter the caller passes in (`workers/tuners/oracle.py`'s
-`KerasTunerOracles` on workers), so this module, like the whole web process, never imports
-KerasTuner. States and their moves: `experiments/states.py`.
-
-Slots: a study may run `parallelism` trials at once. A slot is busy while a trial runs in it
-or while a wake-up for it is in the broker (`wakeups_pending`). A wake-up that does not reach
-a worker within RESEND_AFTER_SECONDS (a Redis restart, a worker killed with the message) is
-counted as lost and sent again, with backoff while nobody picks them up; duplicates are
-harmless, because a task that finds every slot busy exits."""
+"""Trial claims and finishes, each one short transaction under the Study row lock, so claims, finishes and the
+reaper are serialised per study across hosts (docs/design/distributed-search.md)."""
 
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
 from time import perf_counter
-from typing import Protocol
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -28,10 +12,19 @@ from django.utils import timezone
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.selectors.trials import WITH_RESULTS as RESULTS
-from experiments.services.jobs import resend_due
-from experiments.services.notifications import notify_study_ended, notify_trial_lost
+from experiments.services.notifications import notify_study_ended
 from experiments.services.studies import study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
+from experiments.services.trial_oracle import (
+    TELL_TUNER,
+    Claim,
+    Claimant,
+    Finish,
+    Oracles,
+    Outcome,
+    Told,
+    trial_rows_for_oracle,
+)
 from experiments.signals import study_completed, trial_finished
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.objectives import violations
@@ -42,70 +35,10 @@ log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 2.0
 
 
-class Oracles(Protocol):
-    """The tuner adapter; see workers/tuners/oracle.py. It never touches the database: `load` gets the
-    study's trial rows from `trial_rows_since` (trial_rows_for_oracle), and `keep` (called once
-    the transaction commits) lets it reuse a rebuilt oracle for the study's next load."""
-
-    def load(self, study: Study, trial_rows_since: Callable[[int], Iterable[tuple[dict, dict]]]): ...
-    def propose(self, study: Study, oracle, tuner_id: str, seed: dict | None = None): ...
-    def complete(self, oracle, trial_id: str, *, objective: str, score: float, best_step: int | None,
-                 extra: dict | None = None, violations: list[float] | None = None): ...
-    def fail(self, oracle, trial_id: str, *, error: str, lost: bool): ...
-    def release(self, oracle, trial_id: str): ...
-    def done(self, oracle) -> bool: ...
-    def state(self, oracle) -> dict: ...
-    def keep(self, study_id: int, version: int, oracle) -> None: ...
-
-
-def trial_rows_for_oracle(study: Study) -> Callable[[int], Iterable[tuple[dict, dict]]]:
-    """What the tuner adapter rebuilds the study's oracle from, read when it asks: given the
-    oracle version it already holds, the (hyperparameters, kt_state) of every Trial row written
-    since, oldest first (later attempts of a retried trial win)."""
-
-    def since(version: int):
-        return (Trial.objects.filter(study=study, oracle_version__gt=version).order_by("number")
-                .values_list("hyperparameters", "kt_state"))
-
-    return since
-
-
 def _keep_oracle_on_commit(study: Study, oracles: Oracles, oracle, version: int) -> None:
     """The adapter may reuse the oracle (as of `version`) once this transaction commits; a
     rolled-back claim leaves nothing behind."""
     transaction.on_commit(lambda: oracles.keep(study.id, version, oracle))
-
-
-@dataclass
-class Claimant:
-    tuner_id: str  # unique per claim: KerasTuner hands a known tuner id its old trial back
-    worker_host: str
-    worker_name: str = ""
-
-
-@dataclass
-class Claim:
-    status: str  # "running" | "idle" | "stopped"
-    trial: Trial | None = None
-    values: dict = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    # "completed" | "pruned" (its pruner stopped it: a result like a completed one) | "failed" |
-    # "released" (stopped early with no fault of its own: the study
-    # was cancelled or its worker shut down; it runs again later)
-    status: str
-    score: float | None = None
-    best_step: int | None = None
-    metrics: dict = field(default_factory=dict)
-    error: str = ""
-    checkpoint_id: int | None = None
-    duration_seconds: float | None = None
-    compute: dict = field(default_factory=dict)  # where and how it ran (workers/host/compute.py)
-    environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/tuning/reproducibility.py)
-    epochs_trained: int | None = None
-    pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())
 
 
 def _complete_if_done(study: Study, oracle_done: bool, running: int) -> bool:
@@ -152,13 +85,6 @@ def _fail_after_failures(study: Study) -> None:
     study_move(study, StudyStatus.FAILED, finished=timezone.now(),
                 message=f"{study.max_consecutive_failed_trials} trials failed in a row. Last errors — {detail}")
     notify_study_ended(study=study)
-
-
-# --- trials ----------------------------------------------------------------------------
-
-
-def trial_running_count(*, study: Study) -> int:
-    return Trial.objects.filter(study=study, status=TrialStatus.RUNNING).count()
 
 
 @dataclass
@@ -314,11 +240,6 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
     return running_study and ended.failure_limit_reached
 
 
-@dataclass
-class Finish:
-    claim: Claim | None = None  # the finisher's next trial, claimed under the same lock
-
-
 def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
                  next_claimant: Claimant | None = None, study_id: int | None = None) -> Finish:
     """Record a trial's outcome and keep the study's slots filled: with `next_claimant` the
@@ -364,21 +285,6 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
     return Finish(claim)
 
 
-# --- the reaper ------------------------------------------------------------------------
-
-
-# The reaper marks a lost trial in the database alone (it runs in the worker's main process,
-# which never loads KerasTuner); this kt_state key says the tuner has not heard of it yet and
-# how it should (fail: a lost attempt that counts; release: runs again without penalty).
-TELL_TUNER = "tuneboard_tell"
-
-
-@dataclass
-class Told:
-    count: int = 0
-    failure_limit: bool = False
-
-
 def _tell_tuner_of_lost(study: Study, oracles: Oracles, oracle) -> Told:
     """Tell the loaded tuner of trials the reaper marked LOST since it last ran; the caller
     holds the study's lock and saves the oracle state when `count` is non-zero."""
@@ -393,68 +299,3 @@ def _tell_tuner_of_lost(study: Study, oracles: Oracles, oracle) -> Told:
         row.save(update_fields=["kt_state", "oracle_version"])
         told.count += 1
     return told
-
-
-def trials_reap_stale(*, now=None) -> int:
-    """RUNNING trials whose heartbeat went stale are LOST (their worker died) and their slots
-    get wake-ups; the tuner hears of it at the study's next claim (so max_retries_per_trial
-    applies). Database only, so it runs beside busy trials in the worker's main process. One
-    bad row is logged and skipped; it never stops the others."""
-    now = now or timezone.now()
-    stale_before = now - timedelta(seconds=settings.TRIAL_STALE_SECONDS)
-    stale = Trial.objects.filter(status=TrialStatus.RUNNING, heartbeat__lt=stale_before)
-    reaped = 0
-    for pk, study_id, worker in stale.values_list("pk", "study_id", "worker_name"):
-        error = (f"Lost: the worker {worker or 'running it'} stopped heartbeating "
-                 f"for over {settings.TRIAL_STALE_SECONDS}s.")
-        try:
-            reaped += _reap_trial(pk, study_id, stale_before, error)
-        except Exception:
-            log.exception("the reaper could not finish lost trial %s; it tries again next time", pk,
-                          extra={"study_id": study_id, "trial_id": pk})
-    return reaped
-
-
-def _reap_trial(pk: int, study_id: int, stale_before, error: str) -> bool:
-    with transaction.atomic():
-        study = study_locked(study_id)
-        row = Trial.objects.select_for_update().get(pk=pk)
-        if row.status != TrialStatus.RUNNING or row.heartbeat >= stale_before:
-            return False  # it finished, or heartbeat, since the reaper looked: its worker is alive
-        row.study = study
-        counts = study.status == StudyStatus.RUNNING
-        now = timezone.now()
-        row.status, row.error, row.finished = TrialStatus.LOST, error, now
-        row.duration_seconds = (now - row.started).total_seconds()
-        row.kt_state = {**row.kt_state, TELL_TUNER: "fail" if counts else "release"}
-        row.save(update_fields=["status", "error", "finished", "duration_seconds", "kt_state"])
-        notify_trial_lost(trial=row, study=study, runs_again=counts)
-        if counts:
-            study_wake(study, study.parallelism - trial_running_count(study=study) - study.wakeups_pending)
-        return True
-
-
-def studies_refill(*, now=None) -> int:
-    """Running studies with free slots that no wake-up in flight covers get wake-ups, busy or
-    not: a wake-up lost by the broker never leaves a study running on fewer slots."""
-    now = now or timezone.now()
-    sent = 0
-    for study_id in Study.objects.filter(status=StudyStatus.RUNNING).values_list("pk", flat=True):
-        try:
-            with transaction.atomic():
-                study = Study.objects.select_for_update(skip_locked=True).filter(pk=study_id).first()
-                if study is None or study.status != StudyStatus.RUNNING:
-                    continue  # busy under someone's lock right now, or it just ended
-                if not resend_due(study.last_wakeup, study.wakeup_resends, now):
-                    continue
-                missing = study.parallelism - trial_running_count(study=study)
-                if missing <= 0:
-                    continue
-                study.wakeups_pending = 0  # what was sent this long ago is not coming
-                study.wakeup_resends += 1
-                study_wake(study, missing)
-                sent += missing
-        except Exception:
-            log.exception("the reaper could not refill study %s; it tries again next time", study_id,
-                          extra={"study_id": study_id})
-    return sent
