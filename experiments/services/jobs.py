@@ -1,20 +1,5 @@
-"""The job-kind table and the lifecycle every job a worker claims besides trials shares: one
-`JobKind` row per kind (its table, its task name, how its queue is found, what a claim hands the
-worker, what a loss tells), so the reaper, the probes, the scaling endpoint, the queueing and
-the worker's runner (workers/jobs/runner.py) iterate one table instead of listing kinds by hand.
-
-A request saves one QUEUED row and sends its task once the transaction commits. A worker claims
-the row with a conditional update (a duplicated delivery finds nothing to claim); each claim is
-a new attempt, and every later write of that worker names its attempt (the fence): once the
-reaper has queued the job again, or a user cancelled it, the old worker's writes are refused
-and it stops. States and their moves: `experiments/states.py`.
-
-The reaper re-sends QUEUED jobs whose task never reached a worker (a Redis restart, the broker
-down at request time), with a back-off while nobody picks them up, and queues RUNNING jobs whose
-worker stopped heartbeating again, once, before failing them with the reason. Every move takes
-the kind's row (`kind`, from JOB_KINDS); what only one kind does at completion (files, members,
-signatures) stays in its own module (model_runs, trial_reruns, conversions, serving_exports,
-predictions)."""
+"""The job-kind table (JOB_KINDS: one row per kind) and the moves every job but a trial shares, so the
+reaper, probes, scaling, queueing and the worker's runner iterate one table (docs/design/job-lifecycle.md)."""
 
 import logging
 from collections.abc import Callable

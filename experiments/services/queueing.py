@@ -25,7 +25,7 @@ def _send_on_commit(task: str, *, args: list, queue: str, count: int = 1, countd
                 sent += 1
         except Exception:
             # The broker is down. The row says what should run, and `unsent` marks it as not
-            # sent, so the reaper's next pass re-sends it (trial_runs.studies_refill,
+            # sent, so the reaper's next pass re-sends it (trial_reaper.studies_refill,
             # jobs.jobs_reap) without the backoff meant for messages nobody picks up.
             log.warning("could not send %s%s; the reaper re-sends it", task, args, exc_info=True)
             if unsent is not None:

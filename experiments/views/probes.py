@@ -1,8 +1,5 @@
-"""Health checks, Prometheus metrics and request counting for the web process.
-
-`/healthz` says the process is up (no database); `/readyz` says it can serve (the database
-answers and the broker answers); `/metrics` is Prometheus text. None of them needs a login
-or a team, and nothing here imports TensorFlow."""
+"""Health checks (/healthz up, /readyz database and broker answer), Prometheus /metrics and request
+counting; no login, no team, no TensorFlow."""
 
 import hmac
 import ipaddress

@@ -1,8 +1,5 @@
-"""One train-model task: make a TrainedModel from its trial's configuration and store every
-serving format. The recipe (DESIGN.md): find the best epoch (EarlyStopping on val_loss,
-patience 10) or take the trial's, train a fresh model on train+validation for
-int(1.2 x best epoch) epochs, evaluate once on the test split. Promoting skips training and
-exports the trial's own best-epoch weights."""
+"""One train-model task's work: retrain a trial's configuration on train+validation for 1.2x its best
+epoch (or promote its checkpoint, or build an ensemble) and store every serving format."""
 
 import logging
 import tempfile

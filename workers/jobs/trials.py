@@ -1,5 +1,5 @@
-"""One run-trial task, end to end: claim (trial_runs, under the study's lock), train outside
-any transaction, finish (under the lock again, claiming the next trial in the same step)."""
+"""One run-trial task: claim under the study's lock (services/trial_claims.py), train outside any
+transaction, finish and claim the next trial in the same step."""
 
 import itertools
 import logging
