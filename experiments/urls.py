@@ -9,12 +9,12 @@ from experiments.views import (
     predictions,
     recipes,
     registry,
-    reruns,
     serving_exports,
     studies,
     study_comparison,
     teams,
     trained_models,
+    trial_reruns,
 )
 
 urlpatterns = [
@@ -59,8 +59,8 @@ urlpatterns = [
     path("studies/<int:study_id>/models/", trained_models.study_models_request, name="study_models_request"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/models/", trained_models.trial_models_request,
          name="trial_models_request"),
-    path("studies/<int:study_id>/trials/<int:trial_pk>/rerun/", reruns.trial_rerun_view, name="trial_rerun"),
-    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/live/", reruns.trial_reruns_live,
+    path("studies/<int:study_id>/trials/<int:trial_pk>/rerun/", trial_reruns.trial_rerun_view, name="trial_rerun"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/live/", trial_reruns.trial_reruns_live,
          name="trial_reruns_live"),
     path("models/", trained_models.model_list, name="model_list"),
     path("ensembles/new/", ensembles.ensemble_new, name="ensemble_new"),

@@ -105,10 +105,10 @@ def _run_job(task, run, **ids) -> str:
 
 # One task per job kind, named by its row of JOB_KINDS (the only place the names are written).
 @shared_task(name=JOB_KINDS["models"].task, **JOB_TASK)
-def train_model(self, model_pk: int) -> str:
-    from workers.jobs.trained_models import make_trained_model
+def make_trained_model(self, model_pk: int) -> str:
+    from workers.jobs.trained_models import make_trained_model as run
 
-    return _run_job(self, make_trained_model, model_pk=model_pk)
+    return _run_job(self, run, model_pk=model_pk)
 
 
 @shared_task(name=JOB_KINDS["reruns"].task, **JOB_TASK)

@@ -18,7 +18,6 @@ from experiments.models.notifications import (
 from experiments.models.predictions import PredictionJob
 from experiments.models.recipes import EnsembleRecipe, RecipeRun
 from experiments.models.registry import AliasMove, ModelAlias, ModelVersion, RegisteredModel, ServingExport
-from experiments.models.reruns import TrialRerun, TrialRerunEpoch
 from experiments.models.studies import PruningReference, Study, Trial, TrialEpoch
 from experiments.models.teams import ROLE_RANK, ApiToken, Invitation, Membership, PasswordResetRequest, Team, lower_role
 from experiments.models.trained_models import (
@@ -28,6 +27,7 @@ from experiments.models.trained_models import (
     TrainedModel,
     TrainedModelEpoch,
 )
+from experiments.models.trial_reruns import TrialRerun, TrialRerunEpoch
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",

@@ -4,7 +4,7 @@ never query the ORM themselves."""
 from experiments.models import Artifact, EnsembleMember, Study, TrainedModel, TrainedModelEpoch, Trial
 from experiments.states import TrialStatus
 
-# model_runs.model_record_epoch's `phase`: best-epoch detection, then the retraining itself.
+# trained_models.model_record_epoch's `phase`: best-epoch detection, then the retraining itself.
 TrainingPhase = TrainedModelEpoch.Phase
 
 

@@ -106,7 +106,7 @@ def _model_failed(pk: int, error: str) -> None:
 
 # In the order the reaper's counts and the scaling endpoint's fields list them.
 JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
-    JobKind(name="models", label="model", table=TrainedModel, task="workers.tasks.train_model",
+    JobKind(name="models", label="model", table=TrainedModel, task="workers.tasks.make_trained_model",
             queue_of=model_queue, study="study", queue=ENSEMBLE_QUEUE, send_related=("study",),
             claim_related=("study", "trial__checkpoint", "dataset__arrays", "dataset__upload", "team"),
             reset=lambda pk: TrainedModelEpoch.objects.filter(model_id=pk).delete(),

@@ -50,7 +50,7 @@ from experiments.views.access import (
     get_trial_for_user,
     team_required,
 )
-from experiments.views.reruns import reruns_context
+from experiments.views.trial_reruns import reruns_context
 
 # A message true only while the study runs ("…started."): the page drops it when the study is
 # not running, and the live part removes it from an open page when the study ends.

@@ -21,10 +21,11 @@ from experiments.selectors.trained_models import (
 )
 from experiments.selectors.trials import study_top_trials
 from experiments.services.jobs import CONVERSION_QUEUE
-from experiments.services.model_runs import ModelCancelError, model_cancel
 from experiments.services.trained_models import (
+    ModelCancelError,
     ModelFileUnavailable,
     ModelRequestError,
+    model_cancel,
     model_file_download,
     trained_models_request,
 )
@@ -52,7 +53,8 @@ def model_list(request):
         model.validation = figures.model_validation(model)
         model.warnings = figures.model_warnings(model, dominant_label="one member" if figures.dominant_member(
             model.report.get("weights")) is not None else None)
-    return render(request, "models/list.html", {"models": models, "any_active": any(m.is_active for m in models)})
+    return render(request, "trained_models/list.html",
+                  {"models": models, "any_active": any(m.is_active for m in models)})
 
 
 def _detail_context(model: TrainedModel) -> dict:
@@ -97,7 +99,7 @@ def _best_member_label(model: TrainedModel, members: list) -> str:
 
 @team_required
 def model_detail(request, model_id: int):
-    return render(request, "models/detail.html", _detail_context(get_model_for_user(request, model_id)))
+    return render(request, "trained_models/detail.html", _detail_context(get_model_for_user(request, model_id)))
 
 
 @team_required
@@ -106,11 +108,11 @@ def model_live(request, model_id: int):
     context = _detail_context(get_model_for_user(request, model_id))
     # The page last saw the job in progress: swap in what its end makes possible (Register, Predict).
     context["just_ended"] = not context["model"].is_active and request.GET.get("seen") in JOB_ACTIVE
-    return render(request, "models/_live.html", context)
+    return render(request, "trained_models/_live.html", context)
 
 
 def _download_error(request, model: TrainedModel, message: str, status: int):
-    return render(request, "models/download_error.html", {"model": model, "message": message}, status=status)
+    return render(request, "trained_models/download_error.html", {"model": model, "message": message}, status=status)
 
 
 def model_file_response(model: TrainedModel, fmt: str):

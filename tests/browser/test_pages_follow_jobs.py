@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import EnsembleRecipe, RecipeRun, ServingExport, Study, TrainedModel, Trial
-from experiments.services import jobs, model_runs, serving_exports
+from experiments.services import jobs, serving_exports, trained_models
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.jobs import JOB_KINDS
 from tests.browser.conftest import OUTPUT, log_in
@@ -41,7 +41,7 @@ def open_as_alice(page, live_server, path: str) -> list[str]:
 def finish(model: TrainedModel, report: dict | None = None, members: list | None = None) -> None:
     """What a worker does when a model's job ends well: claim, then complete."""
     attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="w").attempts
-    assert model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+    assert trained_models.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": 0.2, "accuracy": 0.9},
                                      test_metrics={"loss": 0.25, "accuracy": 0.88}, signature=SIGNATURE, versions={},
                                      files={}, duration_seconds=1.0, report=report, members=members)

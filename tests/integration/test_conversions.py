@@ -158,7 +158,7 @@ def test_a_real_worker_of_the_cpu_queue_picks_up_a_model_completed_without_tenso
                                                                                        start_worker, alice_client):
     """The whole route: the completion of a model that lacks its TensorFlow formats sends the
     conversion to the cpu queue, a TensorFlow worker process makes them, the page follows."""
-    from experiments.services.model_runs import model_complete
+    from experiments.services.trained_models import model_complete
 
     path, _ = tiny_keras_file(tmp_path)
     TrainedModel.objects.filter(pk=jax_trained_model.pk).update(status=TrainedModel.Status.QUEUED)

@@ -88,7 +88,7 @@ def test_worker_code_persists_only_through_services(graph):
 
 def test_the_orm_finder_finds_both_kinds_of_import(graph):
     assert any("django.db" in line for line in orm_imports(graph, "experiments.services.jobs"))
-    assert orm_imports(graph, "experiments.services.model_runs")  # from experiments.models import ...
+    assert orm_imports(graph, "experiments.services.trained_models")  # from experiments.models import ...
 
 
 def test_no_module_over_500_lines():

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
-from experiments.services import conversions, jobs, model_runs
+from experiments.services import conversions, jobs, trained_models
 from experiments.services.artifacts import artifact_create
 from experiments.services.jobs import JOB_KINDS
 from workers.host import reaper
@@ -33,7 +33,7 @@ def complete_model(model, pending=tuple(TF_FORMATS)) -> bool:
     attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="jax-host").attempts
     signature = {"keras": {"inputs": [], "outputs": []}, "input_description": {"keras": "float32 features"},
                  "unavailable": dict.fromkeys(pending, PENDING_REASON)}
-    return model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+    return trained_models.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": 0.1}, test_metrics={"loss": 0.2}, signature=signature,
                                      versions={}, files={"keras": a_file(model.team, "m-v1.keras")},
                                      duration_seconds=1.0, pending_formats=pending)
@@ -92,7 +92,7 @@ def test_a_superseded_model_completion_queues_no_conversion(model):
     TrainedModel.objects.filter(pk=model.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
     jobs.jobs_reap(kind=JOB_KINDS["models"])
     jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="b")
-    assert not model_runs.model_complete(model_pk=model.pk, attempt=old, best_epoch=2, epochs=2, val_metrics={},
+    assert not trained_models.model_complete(model_pk=model.pk, attempt=old, best_epoch=2, epochs=2, val_metrics={},
                                          test_metrics={}, signature={}, versions={}, files={},
                                          duration_seconds=1.0, pending_formats=TF_FORMATS)
     assert not ModelConversion.objects.exists()

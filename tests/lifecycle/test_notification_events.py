@@ -18,7 +18,7 @@ from experiments.models import (
     TrainedModel,
     Trial,
 )
-from experiments.services import jobs, model_runs, notifications, studies, trial_claims, trial_reaper
+from experiments.services import jobs, notifications, studies, trained_models, trial_claims, trial_reaper
 from experiments.services.jobs import JOB_KINDS
 from experiments.services.memberships import membership_add
 from experiments.services.notification_delivery import deliveries_resend_due
@@ -182,7 +182,7 @@ def requested_model(make_study, alice):
 
 
 def complete(model, attempt):
-    return model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+    return trained_models.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"accuracy": 0.9}, test_metrics={"accuracy": 0.875},
                                      signature={}, versions={}, files={}, duration_seconds=1.0)
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from experiments.models import EnsembleRecipe, ModelAlias, RecipeRun, Study, TrainedModel
-from experiments.services import jobs, model_runs
+from experiments.services import jobs, trained_models
 from experiments.services.jobs import JOB_KINDS
 from experiments.services.recipe_runs import RecipeRunError, recipe_run_start
 from tests.lifecycle.recipe_rows import trial
@@ -28,7 +28,7 @@ def recipe_of(acme, alice, studies, **options):
 
 def finish(model, val_loss=0.1, report=None, members=None):
     attempt = jobs.job_claim(kind=JOB_KINDS["models"], pk=model.pk, worker_host="w").attempts
-    assert model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+    assert trained_models.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": val_loss}, test_metrics={"loss": val_loss + 0.05},
                                      signature=SIGNATURE, versions={}, files={}, duration_seconds=1.0,
                                      report=report, members=members)
@@ -328,6 +328,6 @@ def test_the_collapse_rule_on_constructed_reports():
 def test_a_cancelled_retrain_fails_the_run(acme, alice, two_studies):
     run = recipe_run_start(recipe=recipe_of(acme, alice, two_studies[:2]), user=alice)
     first = TrainedModel.objects.get(pk=run.members[0].split(":")[1])
-    model_runs.model_cancel(model=first)
+    trained_models.model_cancel(model=first)
     run.refresh_from_db()
     assert run.status == Status.FAILED and "cancelled: Cancelled by a user." in run.error

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from experiments.models import Study, Trial
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.worker_hosts import worker_register
+from experiments.services.fleet import worker_register
 from tests.api.conftest import token_client
 from tests.integration.helpers import TINY_SPACE
 from tests.web.pages import page_text, shows

@@ -192,7 +192,7 @@ def _stacked_result(row, members, fit, cap, val, test, data, task: str, workdir:
 
 
 def build_ensemble(row, *, workdir: Path) -> dict:
-    """Returns what model_runs.model_complete needs (but files, which the caller stores)."""
+    """Returns what trained_models.model_complete needs (but files, which the caller stores)."""
     data, info = load_dataset(row.dataset)
     task = row.dataset.task
     members = [_Member(m, workdir) for m in ensemble_members(ensemble=row)]

@@ -8,9 +8,9 @@ import time
 
 from django.conf import settings
 
-from experiments.selectors.worker_hosts import worker_leads_reaper
+from experiments.selectors.fleet import worker_leads_reaper
 from experiments.services.connections import connection_close
-from experiments.services.worker_hosts import worker_heartbeat, worker_register, worker_stop
+from experiments.services.fleet import worker_heartbeat, worker_register, worker_stop
 from workers.host.backends.selection import worker_backend
 from workers.host.devices import host_devices
 from workers.host.heartbeat import Heartbeat

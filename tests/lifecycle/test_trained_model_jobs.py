@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
-from experiments.services import jobs, model_runs
+from experiments.services import jobs, trained_models
 from experiments.services.jobs import JOB_KINDS
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ def lose(model):
 
 
 def complete(model, attempt):
-    return model_runs.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
+    return trained_models.model_complete(model_pk=model.pk, attempt=attempt, best_epoch=2, epochs=2,
                                      val_metrics={"loss": 0.1}, test_metrics={"loss": 0.2}, signature={},
                                      versions={}, files={}, duration_seconds=1.0)
 
@@ -36,7 +36,8 @@ def test_one_worker_claims_a_model_and_a_duplicate_finds_nothing(model):
 
 def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_model(model):
     old = claim(model, "a").attempts
-    assert model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=0, metrics={"loss": 1})
+    assert trained_models.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=0,
+                                             metrics={"loss": 1})
     lose(model)
     assert jobs.jobs_reap(kind=JOB_KINDS["models"])["requeued"] == 1
     new = claim(model, "b").attempts
@@ -44,7 +45,7 @@ def test_a_superseded_worker_is_refused_and_the_new_attempt_owns_the_model(model
     assert not TrainedModelEpoch.objects.filter(model=model).exists()  # the old attempt's curve is gone
     # The old worker wakes up: every write is refused, so it stops and stores nothing.
     assert not jobs.job_heartbeat(kind=JOB_KINDS["models"], pk=model.pk, attempt=old)
-    assert not model_runs.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=1, metrics={})
+    assert not trained_models.model_record_epoch(model_pk=model.pk, attempt=old, phase="retrain", epoch=1, metrics={})
     assert not complete(model, old)
     assert not jobs.job_fail(kind=JOB_KINDS["models"], pk=model.pk, attempt=old, error="late")
     row = TrainedModel.objects.get(pk=model.pk)
@@ -68,19 +69,20 @@ def test_a_model_whose_task_never_arrived_is_sent_again_with_backoff(model, sett
 
 def test_cancel_stops_a_running_model_and_never_undoes_a_completed_one(model):
     attempt = claim(model).attempts
-    model_runs.model_cancel(model=model)
-    assert not model_runs.model_record_epoch(model_pk=model.pk, attempt=attempt, phase="retrain", epoch=0, metrics={})
+    trained_models.model_cancel(model=model)
+    assert not trained_models.model_record_epoch(model_pk=model.pk, attempt=attempt, phase="retrain", epoch=0,
+                                                 metrics={})
     assert not complete(model, attempt)
     row = TrainedModel.objects.get(pk=model.pk)
     assert row.status == TrainedModel.Status.CANCELLED and not ModelFile.objects.filter(model=model).exists()
-    with pytest.raises(model_runs.ModelCancelError, match="cancelled"):
-        model_runs.model_cancel(model=row)
+    with pytest.raises(trained_models.ModelCancelError, match="cancelled"):
+        trained_models.model_cancel(model=row)
 
 
 def test_a_completed_model_cannot_be_cancelled(model):
     assert complete(model, claim(model).attempts)
-    with pytest.raises(model_runs.ModelCancelError, match="completed"):
-        model_runs.model_cancel(model=model)
+    with pytest.raises(trained_models.ModelCancelError, match="completed"):
+        trained_models.model_cancel(model=model)
     assert TrainedModel.objects.get(pk=model.pk).status == TrainedModel.Status.COMPLETED
 
 
