@@ -37,10 +37,17 @@ def redis_url_for(url: str, number: int) -> str:
     return urlunsplit(parts._replace(path=f"/{base - number}"))
 
 
+# Set once isolated: the Celery workers and fresh processes a test starts inherit the environment,
+# PYTEST_XDIST_WORKER included, and load these settings again; a second shift would put their
+# broker on another process's Redis database.
+ISOLATED = "TUNEBOARD_TEST_ISOLATED_FOR"
+
+
 def isolate(environ=os.environ, worker: str = WORKER) -> None:
     number = worker_number(worker)
-    if number is None:
+    if number is None or environ.get(ISOLATED) == worker:
         return
+    environ[ISOLATED] = worker
     for name, value in THREAD_LIMITS.items():
         environ.setdefault(name, value)
     broker = environ.get("CELERY_BROKER_URL", "")

@@ -24,6 +24,9 @@ def test_a_process_gets_its_own_broker_var_folder_and_one_thread(tmp_path):
     assert Path(environ["TUNEBOARD_SERVING_DIR"]) == tmp_path / "serving" / "gw2"
     assert environ["OMP_NUM_THREADS"] == "2", "a limit set by hand stands"
     assert environ["TF_NUM_INTRAOP_THREADS"] == "1"
+    isolated = dict(environ)
+    isolate(environ, "gw2")  # a worker the test starts loads the settings again: nothing moves twice
+    assert environ == isolated
 
 
 def test_a_plain_run_keeps_what_it_was_given():
