@@ -55,6 +55,9 @@ if [ ! -x /usr/bin/chromium ]; then
   install chromium
 fi
 
+# make test's parallel phase gives each pytest process a database of its own: PostgreSQL's
+# test_tuneboard_gw0, _gw1, ... (pytest-django) and this Redis database and the ones below it
+# (gw0 15, gw1 14, ...: tests/parallel.py).
 echo "DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/tuneboard"
 echo "CELERY_BROKER_URL=redis://127.0.0.1:$REDIS_PORT/${TUNEBOARD_TEST_REDIS_DB:-15}"
 echo "TUNEBOARD_TEST_REDIS_PORT=$REDIS_PORT"

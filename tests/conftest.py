@@ -15,6 +15,7 @@ from django.conf import settings
 
 from experiments.models import Membership, Team
 from experiments.services.memberships import membership_add
+from tests.parallel import PHASES, WORKER, select_phase
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
@@ -24,6 +25,16 @@ TEST_HYPERMODELS = ",".join([
     "tiny=tests.fixtures.hypermodels:build_tiny",
     "slow=tests.fixtures.hypermodels:SlowTiny",
 ])
+
+
+def pytest_addoption(parser):
+    parser.addoption("--phase", choices=PHASES, default=None,
+                     help="make test's phases: parallel (all but @serial, the default under -n), "
+                          "serial (only @serial, run alone), all (the default without -n)")
+
+
+def pytest_collection_modifyitems(config, items):
+    select_phase(config, items)
 
 
 def _user(django_user_model, username):
@@ -114,7 +125,7 @@ def wait_for(predicate, *, timeout: float = 120, interval: float = 0.25, what: s
     raise AssertionError(f"Timed out after {timeout}s waiting for {what}.")
 
 
-LOG_DIR = ROOT / "var" / "test" / "processes"
+LOG_DIR = ROOT / "var" / "test" / "processes" / WORKER  # two xdist processes both start a "w1"
 
 
 class CeleryProcess:

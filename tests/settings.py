@@ -5,6 +5,9 @@ environment (not only into the settings) so the worker processes the tests start
 
 import os
 
+from tests.parallel import isolate
+
+isolate()  # an xdist process's own Redis database and var folder (tests/parallel.py)
 os.environ.setdefault("SECRET_KEY", "tests-only-signing-key-" + "x7Qp2Lr9Vb4Nz8Kd3Hs6Wf1Yc5Tg0Ju" * 2)
 
 from webapp.settings import *  # noqa: E402,F401,F403

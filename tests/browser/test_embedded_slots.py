@@ -19,7 +19,8 @@ import pytest
 
 from tests.conftest import ROOT, TEST_HYPERMODELS
 
-pytestmark = [pytest.mark.browser, pytest.mark.worker]
+# serial: an ETA and a pick-up timed in seconds (make test runs it alone).
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.serial]
 
 # What a new user's shell has: none of the suite's PostgreSQL, Redis or fast recovery settings.
 SUITE_ONLY = ("DATABASE_URL", "CELERY_BROKER_URL", "TUNEBOARD_ARTIFACT_STORAGE", "TUNEBOARD_VAR_DIR",

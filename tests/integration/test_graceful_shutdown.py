@@ -14,7 +14,8 @@ from tests.integration.helpers import digits, saved_study, started_study
 from tests.integration.restarts import broker
 from workers.jobs.trials import SHUTDOWN_REASON
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+# serial: exits timed in seconds (make test runs it alone).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.serial]
 
 EPOCHS = 16  # SlowTiny epochs take >= 0.5 s: a trial runs >= 8 s, long enough to stop mid-way
 

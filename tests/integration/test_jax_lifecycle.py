@@ -54,6 +54,7 @@ def test_cancel_stops_running_jax_trials(acme, alice, start_worker):
     assert len(cancelled) == 2 and all(trial.epochs.count() < 50 for trial in cancelled)
 
 
+@pytest.mark.serial  # the exit is timed in seconds
 def test_sigterm_hands_a_jax_trial_back_and_it_completes_on_the_other_jax_worker(acme, alice, start_worker):
     broker().flushdb()
     workers = _jax_workers(start_worker, "jax1", "jax2")

@@ -58,6 +58,7 @@ def test_duplicated_wake_ups_never_run_more_trials_than_the_parallelism(acme, al
     assert Trial.objects.filter(study=study).count() == 4
 
 
+@pytest.mark.serial  # restarts the shared Redis
 def test_a_redis_restart_mid_study_ends_with_the_study_completed(acme, alice, start_worker, start_beat):
     start_worker("w1")
     start_beat()
@@ -69,6 +70,7 @@ def test_a_redis_restart_mid_study_ends_with_the_study_completed(acme, alice, st
     assert len(assert_no_duplicates(study)) == 4
 
 
+@pytest.mark.serial  # restarts the shared PostgreSQL
 def test_a_postgres_restart_mid_study_ends_with_the_study_completed(acme, alice, start_worker, start_beat):
     start_worker("w1")
     start_beat()

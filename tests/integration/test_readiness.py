@@ -10,7 +10,8 @@ from django.db import connection
 
 from tests.integration.restarts import _as_postgres
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# serial: it stops the shared PostgreSQL (make test runs it alone).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 
 
 def postgres_ctl_command(action: str) -> list[str]:

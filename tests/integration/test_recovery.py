@@ -18,7 +18,8 @@ from tests.conftest import wait_for
 from tests.integration.helpers import digits, saved_study, started_study
 from tests.integration.restarts import broker, restart_redis, start_redis, stop_redis
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+# serial: Redis restarted, a hog on every core, bounds in seconds (make test runs it alone).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.serial]
 
 # The product's defaults (webapp/settings.py), not the suite's fast ones: the bound is theirs.
 DEFAULT_RECOVERY = {"TUNEBOARD_TRIAL_HEARTBEAT_SECONDS": "5", "TUNEBOARD_TRIAL_STALE_SECONDS": "20",

@@ -13,7 +13,8 @@ from experiments.models import Dataset
 from experiments.selectors.artifacts import artifact_copy_to_path
 from tests.conftest import LOG_DIR, PASSWORD
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# serial: memory sampled every 10 ms (make test runs it alone).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 
 PEAK_MB = 300
 FIELDS = {"task": "auto", "kind": "auto", "val_fraction": "0.15", "test_fraction": "0.15", "seed": "0"}

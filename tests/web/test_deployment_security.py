@@ -190,7 +190,9 @@ def test_manage_py_refuses_to_start_without_a_secret_key_when_debug_is_off(tmp_p
     assert "secrets.token_urlsafe(50)" in done.stderr
 
 
-@pytest.mark.parametrize("key", ["short", "x" * 60, "ab" * 40, "django-insecure-" + secrets.token_urlsafe(50)])
+# ids: the random key's own would differ between pytest-xdist's processes, which must collect alike.
+@pytest.mark.parametrize("key", ["short", "x" * 60, "ab" * 40, "django-insecure-" + secrets.token_urlsafe(50)],
+                         ids=["short", "one-character", "two-characters", "django-insecure"])
 def test_a_weak_secret_key_stops_a_deployment_from_starting_and_says_how_to_make_one(tmp_path, key):
     """The keys `check --deploy` calls weak (security.W009: under 50 characters, under 5 different
     ones, Django's insecure prefix) stop every process at start-up, not just the check."""
