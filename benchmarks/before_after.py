@@ -25,8 +25,7 @@ BENCHMARKS = [
     ("benchmarks.pages", [], ["study_page_p95_ms", "study_page_queries", "chart_data_p95_ms", "chart_data_queries",
                               "leaderboard_p95_ms", "leaderboard_queries"]),
     ("benchmarks.api", [], None),  # every time and query count it prints
-    ("benchmarks.orchestration", ["overhead", "pickup"], ["overhead_ms_per_trial", "overhead_vs_sleep_ms_per_trial",
-                                                          "pickup_ms_p95"]),
+    ("benchmarks.orchestration", ["overhead"], ["overhead_ms_per_trial", "overhead_vs_sleep_ms_per_trial"]),
 ]
 
 
