@@ -1,7 +1,7 @@
 """The same benchmarks on two commits, same host, one window, interleaved rounds: does a
 restructuring slow the pages, the API or the orchestration down?
 
-    python -m benchmarks.before_after BEFORE [AFTER] [--rounds 3] [--out NAME]
+    python -m benchmarks.before_after BEFORE [AFTER] [--rounds 3] [--out NAME] [--only pages api]
 
 Each commit is checked out into a temporary git worktree and each benchmark runs there as its
 own process against its own database (so neither side sees the other's code or rows); the
@@ -60,6 +60,7 @@ def main() -> None:
     parser.add_argument("after", nargs="?", default="HEAD")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default="before-after")
+    parser.add_argument("--only", nargs="*", default=None, help="benchmark modules to run, e.g. pages api")
     options = parser.parse_args()
     commits = {side: subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True,
                                     text=True).stdout.strip()
@@ -70,7 +71,8 @@ def main() -> None:
         try:
             for number in range(options.rounds):
                 order = ("before", "after") if number % 2 == 0 else ("after", "before")
-                for module, args, keys in BENCHMARKS:
+                for module, args, keys in [b for b in BENCHMARKS
+                                           if options.only is None or b[0].split(".")[-1] in options.only]:
                     for side in order:
                         figures = _run(checkouts[side], module, args, side)
                         for key in keys or [k for k in figures if ("_ms" in k or "queries" in k)
