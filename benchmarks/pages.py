@@ -5,18 +5,21 @@
 Seeds (in the benchmark database) a study with 10,000 finished trials of 50 epochs each
 (500,000 epoch rows) and a leaderboard of 1,000 models, then requests the study page, its
 chart data and the leaderboard through Django's request handling (no network), 30 times
-each after two warm-ups. Prints one JSON object as its last line and writes
+each (TUNEBOARD_BENCH_REQUESTS) after two warm-ups. Prints one JSON object as its last line and writes
 benchmarks/results/pages.json: *_p95_ms (targets <= 300) and *_queries.
 """
 
 import json
+import os
 import random
 import sys
 import time
 
 from benchmarks.harness import RESULTS, percentile, setup_django
 
-TRIALS, EPOCHS, MODELS, REQUESTS = 10_000, 50, 1_000, 30
+TRIALS, EPOCHS, MODELS = 10_000, 50, 1_000
+# More requests steady the medians a before/after comparison reads (benchmarks/before_after.py).
+REQUESTS = int(os.environ.get("TUNEBOARD_BENCH_REQUESTS", "30"))
 BATCH = 20_000
 
 

@@ -11,7 +11,6 @@ from tests.web.conftest import (  # noqa: F401  (fixtures)
     acme_running_study,
     acme_study,
     acme_trial,
-    fast_password_hashing,
 )
 
 

@@ -12,12 +12,6 @@ from experiments.services.studies import study_start
 from tests.integration.helpers import saved_study
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # The personas' passwords are hashed once per test; the default hasher takes ~0.3 s each.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def acme_dataset(acme, alice):
     # iris: the smallest bundled dataset, so each test's setup stays fast.
