@@ -26,22 +26,28 @@ $(VENV)/.installed: pyproject.toml client/pyproject.toml $(if $(VENV_STALE),FORC
 run: $(VENV)/.installed
 	TF_CPP_MIN_LOG_LEVEL=2 bash scripts/run_embedded.sh
 
-# Two phases: TEST_PROCESSES pytest processes share the tests (the integration and browser tests
-# mostly wait on workers, PostgreSQL and Redis), then the tests marked serial run alone (they
-# restart the shared PostgreSQL or Redis, or measure time or memory). PYTEST_ARGS goes to both
-# (a file, -k, -m select within each); a phase left with no test (exit 5) is not a failure unless
-# both are. Exit 2 (interrupted, or tests that do not collect) skips the serial phase. worksteal:
-# a process that runs out of tests takes half of another's, so no long test waits in one's queue.
+# Three phases: TEST_PROCESSES pytest processes share the tests (the integration and browser
+# tests mostly wait on workers, PostgreSQL and Redis); then the @serial tests (bounds in seconds, a
+# memory ceiling) two at a time, away from that crowd; then the @alone ones (they stop the shared
+# PostgreSQL or load every core) one at a time. PYTEST_ARGS goes to every phase (a file, -k, -m
+# select within each); a phase left with no test (exit 5) is not a failure unless all are. Exit 2
+# (interrupted, or tests that do not collect) stops there. One test at a time to whichever
+# process is free, the long ones first (tests/parallel.py): no long test starts last.
 TEST_PROCESSES ?= 4
+PYTEST = $(VENV)/bin/pytest
+ONE_AT_A_TIME = --dist load --maxschedchunk 1
 test: $(VENV)/.installed
 	mkdir -p var
 	bash scripts/test_services.sh > var/test-services.env
 	set -a; . ./var/test-services.env; set +a; export TF_CPP_MIN_LOG_LEVEL=2 TUNEBOARD_VAR_DIR=$(CURDIR)/var/test; \
-	  $(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist worksteal --phase parallel $(PYTEST_ARGS); parallel=$$?; \
+	  $(PYTEST) -n $(TEST_PROCESSES) $(ONE_AT_A_TIME) --phase parallel $(PYTEST_ARGS); parallel=$$?; \
 	  [ $$parallel = 2 ] && exit 2; \
-	  $(VENV)/bin/pytest --phase serial $(PYTEST_ARGS) -n 0; serial=$$?; \
-	  case "$$parallel,$$serial" in 0,0|0,5|5,0) ;; \
-	    *) echo "make test: parallel phase exit $$parallel, serial phase exit $$serial" >&2; exit 1;; esac
+	  $(PYTEST) -n 2 $(ONE_AT_A_TIME) --phase serial $(PYTEST_ARGS); serial=$$?; \
+	  [ $$serial = 2 ] && exit 2; \
+	  $(PYTEST) -n 0 --phase alone $(PYTEST_ARGS); alone=$$?; \
+	  for code in $$parallel $$serial $$alone; do case $$code in 0|5) ;; *) failed=yes;; esac; done; \
+	  if [ -n "$$failed" ] || [ "$$parallel$$serial$$alone" = 555 ]; then \
+	    echo "make test: phase exits: parallel $$parallel, serial $$serial, alone $$alone" >&2; exit 1; fi
 
 bench: $(VENV)/.installed
 	bash scripts/test_services.sh > var/test-services.env

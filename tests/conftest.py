@@ -29,8 +29,9 @@ TEST_HYPERMODELS = ",".join([
 
 def pytest_addoption(parser):
     parser.addoption("--phase", choices=PHASES, default=None,
-                     help="make test's phases: parallel (all but @serial, the default under -n), "
-                          "serial (only @serial, run alone), all (the default without -n)")
+                     help="make test's phases: parallel (all but @serial and @alone, the default under -n), "
+                          "serial (only @serial, two at a time), alone (only @alone, one at a time), "
+                          "all (the default without -n)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-# "gw0", "gw1", ... inside an xdist process; "" in a plain pytest run (and the serial phase).
+# "gw0", "gw1", ... inside an xdist process; "" in a plain pytest run (and the alone phase).
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 
 THREAD_LIMITS = {
@@ -60,23 +60,43 @@ def isolate(environ=os.environ, worker: str = WORKER) -> None:
             environ[name] = str(Path(environ[name]) / worker)
 
 
-PHASES = ("all", "parallel", "serial")
+# make test's three phases, each a pytest run of its own: "parallel" (every test without the
+# two markers, TEST_PROCESSES at a time), "serial" (@serial: bounds in seconds or a memory
+# ceiling, two at a time, away from the crowd) and "alone" (@alone: a test that stops the shared
+# PostgreSQL or loads every core, with nothing beside it). "all" is a plain run of everything.
+PHASES = ("all", "parallel", "serial", "alone")
+MARKED_PHASES = ("serial", "alone")
 
 
 def phase_of(config) -> str:
-    """--phase, or under xdist "parallel": a `serial` test (it restarts the shared PostgreSQL or
-    Redis, or measures time or memory) never runs beside others."""
+    """--phase, or under xdist "parallel", so an @serial or @alone test never runs in the crowd."""
     return config.getoption("phase") or ("parallel" if hasattr(config, "workerinput") else "all")
+
+
+def item_phase(item) -> str:
+    return next((name for name in MARKED_PHASES if item.get_closest_marker(name) is not None), "parallel")
+
+
+# Tests that take tens of seconds: a real worker, a real browser, or marked `long`.
+LONG_MARKERS = ("worker", "browser", "long")
+
+
+def long_first(items: list) -> None:
+    """The long tests first, the rest in collection order: make test hands out one test at a time
+    (--dist load --maxschedchunk 1), so the long ones start on every process at once and the
+    short ones fill in at the end, instead of one long test holding the phase while the other
+    processes sit idle."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in LONG_MARKERS))
 
 
 def select_phase(config, items: list) -> None:
     phase = phase_of(config)
     if phase == "all":
         return
-    serial = phase == "serial"
     keep, drop = [], []
     for item in items:
-        (keep if (item.get_closest_marker("serial") is not None) == serial else drop).append(item)
+        (keep if item_phase(item) == phase else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    long_first(items)

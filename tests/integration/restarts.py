@@ -1,12 +1,15 @@
-"""Restart the real PostgreSQL and Redis the suite runs against (fault-tolerance tests)."""
+"""Restart the real PostgreSQL and Redis the suite runs against (fault-tolerance tests), or a
+Redis server of the test's own, which it can restart beside other tests."""
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import connection
 
@@ -41,37 +44,54 @@ def restart_postgres() -> None:
     raise AssertionError("PostgreSQL did not come back after the restart.")
 
 
-def _redis_client() -> redis.Redis:
-    return redis.Redis(host="127.0.0.1", port=int(os.environ.get("TUNEBOARD_TEST_REDIS_PORT", "6379")))
-
-
-def stop_redis() -> None:
-    """Stop Redis without saving (what it keeps on disk is nothing here): every message is lost."""
-    try:
-        _redis_client().shutdown(nosave=True)
-    except redis.exceptions.ConnectionError:
-        pass  # shutdown closes the connection under us
-
-
-def start_redis() -> None:
-    client = _redis_client()
-    port = client.connection_pool.connection_kwargs["port"]
-    subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
-                    "--save", "", "--appendonly", "no"], check=True, capture_output=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if client.ping():
-                return
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.2)
-    raise AssertionError("Redis did not come back after the restart.")
-
-
-def restart_redis() -> None:
-    stop_redis()
-    start_redis()
-
-
 def broker() -> redis.Redis:
     return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+
+
+class OwnRedis:
+    """A real redis-server on a free port for one test: stopping or restarting it loses what it
+    held, as with the suite's, without touching the Redis that other tests share."""
+
+    def __init__(self):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.env = {"CELERY_BROKER_URL": self.url}  # for start_worker and start_beat
+        self.process: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                                         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if client.ping():
+                    return
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError(f"redis-server did not answer on port {self.port}.")
+
+    def stop(self) -> None:
+        """Stop without saving (nothing is kept on disk here): every message is lost."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def use_broker(url: str) -> None:
+    """This process's sends (study starts, model requests) go to `url` from now on: the Celery
+    app's connection and producer pools are dropped so the next send connects afresh."""
+    app = current_app
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+    # Not broker_url: its CELERY_BROKER_URL in the environment wins over the configuration.
+    app.conf.broker_write_url = app.conf.broker_read_url = url

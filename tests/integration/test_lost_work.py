@@ -11,7 +11,7 @@ from experiments.models import Study, Trial
 from experiments.services.queueing import RUN_TRIAL_TASK
 from tests.conftest import wait_for
 from tests.integration.helpers import digits, started_study
-from tests.integration.restarts import broker, restart_postgres, restart_redis
+from tests.integration.restarts import broker, restart_postgres
 from tests.integration.test_parallel_search import assert_no_duplicates, finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -58,19 +58,18 @@ def test_duplicated_wake_ups_never_run_more_trials_than_the_parallelism(acme, al
     assert Trial.objects.filter(study=study).count() == 4
 
 
-@pytest.mark.serial  # restarts the shared Redis
-def test_a_redis_restart_mid_study_ends_with_the_study_completed(acme, alice, start_worker, start_beat):
-    start_worker("w1")
-    start_beat()
+def test_a_redis_restart_mid_study_ends_with_the_study_completed(acme, alice, start_worker, start_beat, own_redis):
+    start_worker("w1", env=own_redis.env)
+    start_beat(env=own_redis.env)
     study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=4, epochs=2)
     wait_for(lambda: running_trial(study), timeout=120, what="a trial to run")
-    restart_redis()  # queued wake-ups are gone with it
+    own_redis.restart()  # queued wake-ups are gone with it
     wait_for(lambda: finished(study), timeout=300, what="the study to finish after the Redis restart")
     assert study.status == Study.Status.COMPLETED, study.message
     assert len(assert_no_duplicates(study)) == 4
 
 
-@pytest.mark.serial  # restarts the shared PostgreSQL
+@pytest.mark.alone  # restarts the shared PostgreSQL
 def test_a_postgres_restart_mid_study_ends_with_the_study_completed(acme, alice, start_worker, start_beat):
     start_worker("w1")
     start_beat()

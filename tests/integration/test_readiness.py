@@ -10,8 +10,8 @@ from django.db import connection
 
 from tests.integration.restarts import _as_postgres
 
-# serial: it stops the shared PostgreSQL (make test runs it alone).
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
+# alone: it stops the shared PostgreSQL (make test runs it with no other test beside it).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.alone]
 
 
 def postgres_ctl_command(action: str) -> list[str]:

@@ -16,10 +16,10 @@ from experiments.models import Study, TrainedModel, Trial
 from experiments.services.trained_models import trained_models_request
 from tests.conftest import wait_for
 from tests.integration.helpers import digits, saved_study, started_study
-from tests.integration.restarts import broker, restart_redis, start_redis, stop_redis
+from tests.integration.restarts import broker
 
-# serial: Redis restarted, a hog on every core, bounds in seconds (make test runs it alone).
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.serial]
+# Each test's Redis is its own (own_redis) where it is stopped: none restarts the shared one.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 # The product's defaults (webapp/settings.py), not the suite's fast ones: the bound is theirs.
 DEFAULT_RECOVERY = {"TUNEBOARD_TRIAL_HEARTBEAT_SECONDS": "5", "TUNEBOARD_TRIAL_STALE_SECONDS": "20",
@@ -36,6 +36,7 @@ def cpu_hog():
         hog.wait()
 
 
+@pytest.mark.alone  # a hog on every core, a bound in seconds: beside no other test, none beside it
 def test_a_trial_of_a_killed_worker_is_retried_within_30_seconds_on_a_loaded_host(acme, alice, start_worker,
                                                                                    cpu_hog):
     # No beat: the reaper-leader worker reaps from its main process, even with every child busy.
@@ -56,19 +57,21 @@ def test_a_trial_of_a_killed_worker_is_retried_within_30_seconds_on_a_loaded_hos
     assert retry.worker_name != victim.worker_name and retry.hyperparameters == victim.hyperparameters
 
 
-def test_after_a_redis_outage_both_slots_are_busy_again_within_30_seconds(acme, alice, start_worker, cpu_hog):
+@pytest.mark.alone  # a hog on every core, a bound in seconds
+def test_after_a_redis_outage_both_slots_are_busy_again_within_30_seconds(acme, alice, start_worker, cpu_hog,
+                                                                          own_redis):
     """Redis stopped for 10 s while trials end: their wake-ups cannot be sent (and do not count
     as sent), the ones in Redis are lost with it. Both slots run again soon after it is back."""
     # Each task runs one trial and hands its slot back through the broker: every slot needs a wake-up.
     start_worker("w1", concurrency=2, env={**DEFAULT_RECOVERY, "TUNEBOARD_RESEND_AFTER_SECONDS": "30",
-                                           "TUNEBOARD_CONTINUE_SECONDS": "0"})
+                                           "TUNEBOARD_CONTINUE_SECONDS": "0", **own_redis.env})
     study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=200, epochs=2,
                           patience=2, parallelism=2)
     wait_for(lambda: Trial.objects.filter(study=study, status="running").count() == 2, timeout=180,
              interval=0.1, what="both slots running")
-    stop_redis()
+    own_redis.stop()
     time.sleep(10)
-    start_redis()
+    own_redis.start()
     back = time.monotonic()
     wait_for(lambda: Trial.objects.filter(study=study, status="running").count() == 2, timeout=60, interval=0.1,
              what="both slots running again after Redis came back")
@@ -78,6 +81,7 @@ def test_after_a_redis_outage_both_slots_are_busy_again_within_30_seconds(acme, 
     assert study.status == Study.Status.RUNNING and not Trial.objects.filter(study=study, status="lost").exists()
 
 
+@pytest.mark.serial  # a bound in seconds
 def test_a_lost_wakeup_gives_a_busy_study_its_slot_back(acme, alice, start_worker, start_beat):
     broker().flushdb()  # nothing left over from earlier tests
     study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=4, epochs=30,
@@ -96,8 +100,7 @@ def test_a_lost_wakeup_gives_a_busy_study_its_slot_back(acme, alice, start_worke
     assert time.monotonic() - first_claim < 20
 
 
-def test_a_model_request_lost_with_the_broker_is_still_made(acme, alice, start_worker, start_beat):
-    broker().flushdb()  # nothing left over from earlier tests
+def test_a_model_request_lost_with_the_broker_is_still_made(acme, alice, start_worker, start_beat, own_redis):
     study = saved_study(acme, alice, digits(acme, alice), hypermodel="tiny")
     Study.objects.filter(pk=study.pk).update(status=Study.Status.COMPLETED)
     trial = Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.COMPLETED,
@@ -107,9 +110,9 @@ def test_a_model_request_lost_with_the_broker_is_still_made(acme, alice, start_w
                                       epoch_source="recorded")
     wait_for(lambda: broker().llen("cpu") == 1, timeout=10, what="the model's task in the queue")
     sent_first = TrainedModel.objects.get(pk=model.pk).last_sent
-    restart_redis()  # the task is gone; the page had said it started
-    start_worker("w1")
-    start_beat()
+    own_redis.restart()  # the task is gone; the page had said it started
+    start_worker("w1", env=own_redis.env)
+    start_beat(env=own_redis.env)
     wait_for(lambda: TrainedModel.objects.get(pk=model.pk).status in ("completed", "failed"), timeout=180,
              what="the model to be made")
     model.refresh_from_db()

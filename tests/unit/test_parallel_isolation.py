@@ -1,11 +1,11 @@
 """make test's parallel phase: each pytest process gets its own Redis database and var folder,
-and a plain run (the serial phase) keeps what it was given."""
+a plain run keeps what it was given, and each phase takes its own tests, the long ones first."""
 
 from pathlib import Path
 
 import pytest
 
-from tests.parallel import isolate, redis_url_for
+from tests.parallel import isolate, redis_url_for, select_phase
 
 
 def test_each_process_counts_down_from_the_suites_redis_database():
@@ -33,3 +33,39 @@ def test_a_plain_run_keeps_what_it_was_given():
     environ = {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/15"}
     isolate(environ, "")
     assert environ == {"CELERY_BROKER_URL": "redis://127.0.0.1:6379/15"}
+
+
+class _Item:
+    def __init__(self, name: str, *markers: str):
+        self.name, self.markers = name, set(markers)
+
+    def get_closest_marker(self, name):
+        return name if name in self.markers else None
+
+
+class _Config:
+    def __init__(self, phase: str):
+        self.phase, self.deselected = phase, []
+        self.hook = self
+
+    def getoption(self, name):
+        return self.phase
+
+    def pytest_deselected(self, items):
+        self.deselected += items
+
+
+def _phase(phase: str, items: list) -> tuple[list[str], list[str]]:
+    config = _Config(phase)
+    select_phase(config, items)
+    return [item.name for item in items], [item.name for item in config.deselected]
+
+
+def test_each_phase_takes_its_marked_tests_and_starts_the_long_ones_first():
+    items = [_Item("quick"), _Item("timed", "serial", "worker"), _Item("stops-postgres", "alone"),
+             _Item("browser", "browser"), _Item("quick-2"), _Item("trains", "long"), _Item("timed-2", "serial")]
+    assert _phase("parallel", list(items)) == (["browser", "trains", "quick", "quick-2"],
+                                               ["timed", "stops-postgres", "timed-2"])
+    assert _phase("serial", list(items))[0] == ["timed", "timed-2"]
+    assert _phase("alone", list(items))[0] == ["stops-postgres"]
+    assert _phase("all", list(items))[0] == [item.name for item in items]  # a plain run: as collected
