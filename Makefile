@@ -31,8 +31,9 @@ run: $(VENV)/.installed
 # memory ceiling) two at a time, away from that crowd; then the @alone ones (they stop the shared
 # PostgreSQL or load every core) one at a time. PYTEST_ARGS goes to every phase (a file, -k, -m
 # select within each); a phase left with no test (exit 5) is not a failure unless all are. Exit 2
-# (interrupted, or tests that do not collect) stops there. One test at a time to whichever
-# process is free, the long ones first (tests/parallel.py): no long test starts last.
+# (interrupted, or tests that do not collect) stops there. worksteal: a process that runs out of
+# tests takes half of another's. The serial phase hands its few tests out one at a time, the
+# long ones first (tests/parallel.py), so neither process is left with two long ones at the end.
 TEST_PROCESSES ?= 4
 PYTEST = $(VENV)/bin/pytest
 ONE_AT_A_TIME = --dist load --maxschedchunk 1
@@ -40,7 +41,7 @@ test: $(VENV)/.installed
 	mkdir -p var
 	bash scripts/test_services.sh > var/test-services.env
 	set -a; . ./var/test-services.env; set +a; export TF_CPP_MIN_LOG_LEVEL=2 TUNEBOARD_VAR_DIR=$(CURDIR)/var/test; \
-	  $(PYTEST) -n $(TEST_PROCESSES) $(ONE_AT_A_TIME) --phase parallel $(PYTEST_ARGS); parallel=$$?; \
+	  $(PYTEST) -n $(TEST_PROCESSES) --dist worksteal --phase parallel $(PYTEST_ARGS); parallel=$$?; \
 	  [ $$parallel = 2 ] && exit 2; \
 	  $(PYTEST) -n 2 $(ONE_AT_A_TIME) --phase serial $(PYTEST_ARGS); serial=$$?; \
 	  [ $$serial = 2 ] && exit 2; \

@@ -91,7 +91,6 @@ def test_generated_requests_get_no_500_and_answers_that_conform(method, keep_tes
     assert tried >= (10 if method == "GET" else 5)
 
 
-@pytest.mark.long
 def test_the_api_keeps_to_its_schema_on_sqlite_too(tmp_path):
     """`make run` serves the API from SQLite: the same generated requests run there, in a pytest of
     their own on an SQLite test database (lookups PostgreSQL has and SQLite lacks were 500s)."""

@@ -87,10 +87,10 @@ class OwnRedis:
 
 def use_broker(url: str) -> None:
     """This process's sends (study starts, model requests) go to `url` from now on: the Celery
-    app's connection and producer pools are dropped so the next send connects afresh."""
+    app lets go of its connection and producer pools, so the next send takes the pool for `url`.
+    (Not force_close_all: kombu keeps one pool per URL, and a closed one would refuse every later
+    send to the shared Redis.)"""
     app = current_app
-    if app._pool is not None:
-        app._pool.force_close_all()
     app._pool = None
     app.amqp._producer_pool = None
     # Not broker_url: its CELERY_BROKER_URL in the environment wins over the configuration.

@@ -26,7 +26,7 @@ from tests.conftest import wait_for
 from tests.integration.helpers import saved_study
 from workers.jobs.conversions import convert_model
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.long]
+pytestmark = pytest.mark.django_db(transaction=True)
 TF_FORMATS = ["savedmodel", "tflite", "tflite_int8"]
 X = np.random.default_rng(3).normal(size=(16, 4)).astype("float32")
 

@@ -260,7 +260,6 @@ def test_two_devices_per_trial_with_one_cpu_device_fails_saying_how_to_fix_it():
         "devices per trial to 1.")
 
 
-@pytest.mark.long
 def test_a_trial_with_two_devices_trains_two_replicas_of_a_mirrored_strategy():
     env = {**os.environ, "TUNEBOARD_CPU_DEVICES": "2", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "unit" / "two_replica_trial.py")], cwd=ROOT, env=env,

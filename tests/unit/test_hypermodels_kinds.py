@@ -288,7 +288,6 @@ def test_a_team_hypermodel_without_kinds_is_not_given_images(settings):
 # --- KerasTuner's application hypermodels -----------------------------------------------------
 
 
-@pytest.mark.long
 @pytest.mark.parametrize(("name", "values"), [("xception", {}), ("resnet", {"version": "v2"})])
 def test_application_hypermodels_take_small_raw_images_and_train_a_step(name, values):
     # One graph-mode step each, the way a worker trains: ResNet50 v2 (the smallest ResNet of

@@ -1,5 +1,5 @@
 """make test's parallel phase: each pytest process gets its own Redis database and var folder,
-a plain run keeps what it was given, and each phase takes its own tests, the long ones first."""
+a plain run keeps what it was given, and each phase takes its own tests."""
 
 from pathlib import Path
 
@@ -61,11 +61,13 @@ def _phase(phase: str, items: list) -> tuple[list[str], list[str]]:
     return [item.name for item in items], [item.name for item in config.deselected]
 
 
-def test_each_phase_takes_its_marked_tests_and_starts_the_long_ones_first():
+def test_each_phase_takes_its_marked_tests_and_the_serial_one_starts_the_long_ones_first():
     items = [_Item("quick"), _Item("timed", "serial", "worker"), _Item("stops-postgres", "alone"),
-             _Item("browser", "browser"), _Item("quick-2"), _Item("trains", "long"), _Item("timed-2", "serial")]
-    assert _phase("parallel", list(items)) == (["browser", "trains", "quick", "quick-2"],
+             _Item("browser", "browser"), _Item("quick-2"), _Item("trains", "worker"), _Item("timed-2", "serial")]
+    assert _phase("parallel", list(items)) == (["quick", "browser", "quick-2", "trains"],
                                                ["timed", "stops-postgres", "timed-2"])
     assert _phase("serial", list(items))[0] == ["timed", "timed-2"]
+    serial = [_Item("timed", "serial"), _Item("timed-on-a-worker", "serial", "worker")]
+    assert _phase("serial", serial)[0] == ["timed-on-a-worker", "timed"]
     assert _phase("alone", list(items))[0] == ["stops-postgres"]
     assert _phase("all", list(items))[0] == [item.name for item in items]  # a plain run: as collected

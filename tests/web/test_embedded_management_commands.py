@@ -27,7 +27,6 @@ def manage(var_dir, *args, **variables) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.long
 def test_management_commands_run_without_a_secret_key_in_the_make_run_checkout(tmp_path):
     var = tmp_path / "var"
     for args in (["export_serving", "--help"], ["createsuperuser", "--help"], ["migrate", "--noinput"],

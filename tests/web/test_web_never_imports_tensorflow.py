@@ -3,7 +3,6 @@ serves every page of the project (and the admin) and none of them is in sys.modu
 
 from pathlib import Path
 
-import pytest
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -239,7 +238,6 @@ def _run_web_process(tmp_path: Path) -> dict:
     }, timeout=300)
 
 
-@pytest.mark.long
 def test_the_web_serves_every_page_without_importing_tensorflow_keras_or_keras_tuner(tmp_path):
     result = _run_web_process(tmp_path)
 
