@@ -65,7 +65,6 @@ def isolate(environ=os.environ, worker: str = WORKER) -> None:
 # ceiling, two at a time, away from the crowd) and "alone" (@alone: a test that stops the shared
 # PostgreSQL or loads every core, with nothing beside it). "all" is a plain run of everything.
 PHASES = ("all", "parallel", "serial", "alone")
-MARKED_PHASES = ("serial", "alone")
 
 
 def phase_of(config) -> str:
@@ -74,7 +73,8 @@ def phase_of(config) -> str:
 
 
 def item_phase(item) -> str:
-    return next((name for name in MARKED_PHASES if item.get_closest_marker(name) is not None), "parallel")
+    """@alone wins over @serial: one test of a serial module may need the host to itself."""
+    return next((name for name in ("alone", "serial") if item.get_closest_marker(name) is not None), "parallel")
 
 
 # Tests that take tens of seconds: a real worker or a real browser.

@@ -67,7 +67,9 @@ def test_each_phase_takes_its_marked_tests_and_the_serial_one_starts_the_long_on
     assert _phase("parallel", list(items)) == (["quick", "browser", "quick-2", "trains"],
                                                ["timed", "stops-postgres", "timed-2"])
     assert _phase("serial", list(items))[0] == ["timed", "timed-2"]
-    serial = [_Item("timed", "serial"), _Item("timed-on-a-worker", "serial", "worker")]
-    assert _phase("serial", serial)[0] == ["timed-on-a-worker", "timed"]
+    serial = [_Item("timed", "serial"), _Item("timed-on-a-worker", "serial", "worker"),
+              _Item("eta", "serial", "alone")]
+    assert _phase("serial", list(serial))[0] == ["timed-on-a-worker", "timed"]
+    assert _phase("alone", list(serial))[0] == ["eta"]  # @alone wins over its module's @serial
     assert _phase("alone", list(items))[0] == ["stops-postgres"]
     assert _phase("all", list(items))[0] == [item.name for item in items]  # a plain run: as collected
