@@ -29,7 +29,7 @@ run: $(VENV)/.installed
 # Three phases: TEST_PROCESSES pytest processes share the tests (the integration and browser
 # tests mostly wait on workers, PostgreSQL and Redis); then the @serial tests (bounds in seconds, a
 # memory ceiling) two at a time, away from that crowd; then the @alone ones (they stop the shared
-# PostgreSQL or load every core) one at a time. PYTEST_ARGS goes to every phase (a file, -k, -m
+# PostgreSQL, load every core or hold an ETA to the load) one at a time. PYTEST_ARGS goes to every phase (a file, -k, -m
 # select within each); a phase left with no test (exit 5) is not a failure unless all are. Exit 2
 # (interrupted, or tests that do not collect) stops there. worksteal: a process that runs out of
 # tests takes half of another's. The serial phase hands its few tests out one at a time, the

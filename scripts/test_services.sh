@@ -62,4 +62,3 @@ fi
 # (gw0 15, gw1 14, ...: tests/parallel.py).
 echo "DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/tuneboard"
 echo "CELERY_BROKER_URL=redis://127.0.0.1:$REDIS_PORT/${TUNEBOARD_TEST_REDIS_DB:-15}"
-echo "TUNEBOARD_TEST_REDIS_PORT=$REDIS_PORT"

@@ -36,7 +36,7 @@ def cpu_hog():
         hog.wait()
 
 
-@pytest.mark.alone  # a hog on every core, a bound in seconds: beside no other test, none beside it
+@pytest.mark.alone  # a hog on every core, a bound in seconds
 def test_a_trial_of_a_killed_worker_is_retried_within_30_seconds_on_a_loaded_host(acme, alice, start_worker,
                                                                                    cpu_hog):
     # No beat: the reaper-leader worker reaps from its main process, even with every child busy.
