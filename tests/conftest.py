@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
 TEST_HYPERMODELS = ",".join([
     "failing=tests.fixtures.hypermodels:build_failing",
+    "chatty=tests.fixtures.hypermodels:build_chatty_failing",
     "nan_loss=tests.fixtures.hypermodels:build_nan_loss",
     "tiny=tests.fixtures.hypermodels:build_tiny",
     "slow=tests.fixtures.hypermodels:SlowTiny",

@@ -238,6 +238,12 @@ INVITATION_DAYS = env_int("TUNEBOARD_INVITATION_DAYS", 7, minimum=1)
 
 # The audit log (experiments/services/audit.py; django-auditlog with a team column): kept this many days.
 AUDIT_DAYS = env_int("TUNEBOARD_AUDIT_DAYS", 365, minimum=1)
+# What a trial or job printed: kept this many days, and per run its first and last KB (the
+# middle of a print storm is cut, with a marker); the worker writes it every few seconds.
+JOB_LOG_DAYS = env_int("TUNEBOARD_JOB_LOG_DAYS", 30, minimum=1)
+JOB_LOG_HEAD_KB = env_int("TUNEBOARD_JOB_LOG_HEAD_KB", 64, minimum=1)
+JOB_LOG_TAIL_KB = env_int("TUNEBOARD_JOB_LOG_TAIL_KB", 192, minimum=1)
+JOB_LOG_FLUSH_SECONDS = env_int("TUNEBOARD_JOB_LOG_FLUSH_SECONDS", 2, minimum=1)
 AUDITLOG_LOGENTRY_MODEL = "experiments.AuditEvent"
 AUDITLOG_USE_FK_STRING_REPRESENTATION = True  # "alice", not a user id, in the recorded changes
 AUDITLOG_STORE_JSON_CHANGES = True
@@ -361,6 +367,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-work": {"task": "workers.tasks.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
     "purge-old-audit-events": {"task": "workers.tasks.purge_audit", "schedule": 3600.0},
+    "purge-old-job-logs": {"task": "workers.tasks.purge_job_logs", "schedule": 3600.0},
 }
 
 # LOG_FORMAT=json: one JSON object a line (time, level, logger, message, and study_id /

@@ -165,3 +165,10 @@ def deliver_notification(delivery_pk: int) -> str:
     from experiments.services.notification_delivery import delivery_attempt
 
     return delivery_attempt(delivery_pk=delivery_pk)
+
+
+@shared_task(name="workers.tasks.purge_job_logs", ignore_result=True)
+def purge_job_logs() -> int:
+    from experiments.services.job_logs import job_logs_purge
+
+    return job_logs_purge()

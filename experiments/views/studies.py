@@ -50,6 +50,7 @@ from experiments.views.access import (
     get_trial_for_user,
     team_required,
 )
+from experiments.views.job_logs import trial_logs_context
 from experiments.views.trial_reruns import reruns_context
 
 # A message true only while the study runs ("…started."): the page drops it when the study is
@@ -238,7 +239,7 @@ def trial_detail(request, study_id: int, trial_pk: int):
                        and figures.trial_still_improving(best_epoch=trial.best_epoch, epochs=study.epochs))
     reruns = reruns_context(trial)
     return render(request, "studies/trial.html", {
-        **reruns,
+        **reruns, **trial_logs_context(trial),
         "trial": trial, "study": study, "epochs": epochs, "metric_names": metric_names,
         "best_metrics": {"validation": figures.checkpoint_metrics(trial.metrics),
                          "train": {k: v for k, v in trial.metrics.items() if not k.startswith("val_")}},

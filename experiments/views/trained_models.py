@@ -37,6 +37,7 @@ from experiments.views.access import (
     get_trial_for_user,
     team_required,
 )
+from experiments.views.job_logs import model_logs_context
 
 CONTENT_TYPES = {
     ModelFile.Format.KERAS: "application/zip",  # a .keras file is a zip archive
@@ -71,6 +72,7 @@ def _detail_context(model: TrainedModel) -> dict:
     dominant = next((m for m in members if m.dominant), None)
     conversion = model_conversion(model=model)
     return {
+        **model_logs_context(model),
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
         "members": members, "dominant": dominant,
         "validation": validation,

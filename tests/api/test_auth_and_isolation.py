@@ -105,6 +105,8 @@ def _acme_routes(dataset, study, trial, model):
         ("post", f"/api/v1/studies/{s}/models/", {"top_n": 1}),
         ("post", f"/api/v1/studies/{s}/models/", {"trial": t, "method": "promote"}),
         ("get", f"/api/v1/models/{model.id}/", None),
+        ("get", f"/api/v1/models/{model.id}/logs/", None),
+        ("get", f"/api/v1/studies/{s}/trials/{t}/logs/", None),
         ("get", f"/api/v1/models/{model.id}/download/keras/", None),
         ("get", f"/api/v1/ensembles/{model.id}/", None),
         ("get", f"/api/v1/leaderboard/{dataset.id}/", None),

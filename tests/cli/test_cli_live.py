@@ -74,8 +74,15 @@ def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_w
     scores = [t["metrics"]["val_accuracy"] for t in trials]
     assert scores == sorted(scores, reverse=True)
 
+    # What the best trial printed: one line an epoch, as text and as JSON.
+    printed = tuneboard("logs", "trial", study["id"], trials[0]["id"]).stdout
+    assert "epoch 1: " in printed and "val_accuracy" in printed
+    (run,) = as_json("logs", "trial", study["id"], trials[0]["id"])
+    assert run["running"] is False and run["text"] == printed
+
     (model,) = as_json("models", "retrain", study["id"], "--top", 1, "--wait", "--name", "iris-dense")
     assert model["status"] == "completed", model["error"]
+    assert "epoch 1: " in tuneboard("logs", "model", model["id"]).stdout
     assert model["trial"] == trials[0]["id"]
     assert set(model["test_metrics"]) >= {"accuracy", "loss"}
 

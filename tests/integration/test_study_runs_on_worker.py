@@ -4,6 +4,7 @@ import pytest
 
 from experiments.models import StoredChunk, Study, Trial, TrialEpoch
 from experiments.selectors.artifacts import artifact_verify
+from experiments.selectors.job_logs import trial_logs
 from tests.conftest import wait_for
 from tests.integration.helpers import DENSE_SMALL_SPACE, digits, started_study
 
@@ -39,6 +40,13 @@ def test_a_three_trial_study_on_digits_completes_with_everything_in_postgres(acm
         assert trial.checkpoint is not None and trial.checkpoint.size > 0
         assert StoredChunk.objects.filter(blob__name=trial.checkpoint.storage_name).exists()
         artifact_verify(artifact=trial.checkpoint)
+        # Its log: one line an epoch, written by the worker, closed when the trial ended.
+        (log,) = trial_logs(trial)
+        assert not log.running and log.attempt == trial.attempt
+        epoch_lines = [line for line in log.text().splitlines() if " epoch " in line]
+        assert [line.split(" epoch ")[1].split(":")[0] for line in epoch_lines] == [
+            str(e.epoch + 1) for e in epochs]
+        assert "val_accuracy" in epoch_lines[0]
     study.refresh_from_db()
     assert study.oracle_state and len(study.oracle_state["end_order"]) == 3
 

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.django_db
 
 PAGES = ["dataset_detail", "study_detail", "study_live", "trial_detail", "model_detail", "model_live",
          "model_download", "model_card", "study_chart_data", "study_trials_csv", "study_compare", "study_clone",
-         "trial_reruns_live", "registry_detail"]
+         "trial_reruns_live", "registry_detail", "trial_logs_live", "trial_logs_download", "model_logs_live",
+         "model_logs_download"]
 # Each action with the form data a real page posts and the study state it is tried on.
 ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),

@@ -13,6 +13,7 @@ from django.conf import settings
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.jobs import JobKind, job_claim, job_fail, job_heartbeat, job_release
 from workers.host.heartbeat import Heartbeat
+from workers.host.job_logs import job_log
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
@@ -66,18 +67,21 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
     heartbeat = Heartbeat(lambda: job_heartbeat(kind=kind, pk=pk, attempt=attempt),
                           settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-{kind.name}-{pk}")
     heartbeat.start()
-    try:
-        return "completed" if work(run) else "superseded"  # refused: requeued or cancelled while it worked
-    except TrialCancelled:
-        if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
-            return "released"  # its worker is shutting down: another one runs it
-        return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
-    except Exception as exc:  # any crash becomes a readable FAILED job
-        with_db_retry(job_fail, kind=kind, pk=pk, attempt=attempt, environment=run.environment,
-                      error=failure_reason(exc, job=f"{kind.label} {pk}"))
-        return "failed"
-    finally:
-        heartbeat.stop()
+    with job_log(kind=kind.name, job_id=pk, attempt=attempt) as captured:
+        try:
+            return "completed" if work(run) else "superseded"  # refused: requeued or cancelled while it worked
+        except TrialCancelled:
+            if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
+                return "released"  # its worker is shutting down: another one runs it
+            return "superseded"  # this attempt no longer owns the row (requeued or cancelled)
+        except Exception as exc:  # any crash becomes a readable FAILED job, its traceback in the log
+            if captured:
+                captured.crashed(exc)
+            with_db_retry(job_fail, kind=kind, pk=pk, attempt=attempt, environment=run.environment,
+                          error=failure_reason(exc, job=f"{kind.label} {pk}"))
+            return "failed"
+        finally:
+            heartbeat.stop()
         if keras:
             import keras as keras_module
 

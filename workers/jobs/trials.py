@@ -20,6 +20,7 @@ from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, tri
 from experiments.services.trial_oracle import Claimant, Outcome
 from workers.host.compute import keras_backend
 from workers.host.heartbeat import Heartbeat
+from workers.host.job_logs import job_log
 from workers.host.memory import release_memory
 from workers.host.shutdown import stop_requested
 from workers.jobs.failures import failure_reason
@@ -48,15 +49,20 @@ class _DatabaseReporter:
 
 
 def _train(study, trial) -> Outcome:
-    import keras
-
     hp = study_hyperparameters(study, trial.hyperparameters)
     spec = trial_spec(study, dict(hp.values), seed=study.seed + trial.number)
-    environment: dict = {}
+    with job_log(kind="trial", job_id=trial.pk, attempt=trial.attempt) as captured:
+        return _train_logged(study, trial, hp, spec, captured)
+
+
+def _train_logged(study, trial, hp, spec, captured) -> Outcome:
+    import keras
+
     started = time.monotonic()
     heartbeat = Heartbeat(lambda: trial_heartbeat(trial_pk=trial.pk), settings.TRIAL_HEARTBEAT_SECONDS,
                           name=f"heartbeat-trial-{trial.pk}")
     heartbeat.start()
+    environment: dict = {}
     try:
         environment = run_environment(study, spec)
         with tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +82,9 @@ def _train(study, trial) -> Outcome:
         if stop_requested():
             return Outcome("released", error=SHUTDOWN_REASON)
         return Outcome("released")
-    except Exception as exc:  # any crash becomes a readable FAILED trial; the study goes on
+    except Exception as exc:  # a crash: a readable FAILED trial, its traceback in the log; the study goes on
+        if captured:
+            captured.crashed(exc)
         return Outcome("failed", error=failure_reason(exc, job=f"trial {trial.pk}"), environment=environment)
     finally:
         heartbeat.stop()

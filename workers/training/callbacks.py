@@ -1,12 +1,15 @@
 """The callbacks a training run fits with: early stopping that keeps the best epoch's weights,
 each epoch's logs reported (a falsy answer stops it: pruned or cancelled), and the time limit."""
 
+import logging
 import time
 
 import keras
 import numpy as np
 
 from workers.trial_stops import TrialFailed
+
+log = logging.getLogger(__name__)
 
 
 def better(a: float, b: float, direction: str) -> bool:
@@ -72,6 +75,8 @@ class EpochReport(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         logs = clean_logs(logs)
         self.history.append((epoch, logs))
+        # The job's log gets one line an epoch (Keras's own progress is one per step, or none).
+        log.info("epoch %d: %s", epoch + 1, ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
         verdict = self.report(epoch, logs)
         if not verdict:
             self.pruned = getattr(verdict, "pruned", None)

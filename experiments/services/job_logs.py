@@ -1,0 +1,40 @@
+"""Writing what a running trial or job printed (its worker, every few seconds from a thread), and
+forgetting old logs. Reading them: experiments/selectors/job_logs.py."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from experiments.models import JobLog
+
+
+@dataclass(frozen=True)
+class LogSnapshot:
+    """The worker's bounded copy of one run's output at a moment."""
+
+    head: str
+    tail: str
+    lines: int
+    cut_lines: int
+    cut_bytes: int
+
+
+def job_log_open(*, kind: str, job_id: int, attempt: int) -> int:
+    """A new log for one run of the job; its id is what the writes name."""
+    return JobLog.objects.create(kind=kind, job_id=job_id, attempt=attempt).pk
+
+
+def job_log_write(*, log_id: int, snapshot: LogSnapshot, running: bool = True) -> None:
+    """Replace the stored copy with the worker's newer one (head and tail are bounded, so a write is too)."""
+    JobLog.objects.filter(pk=log_id).update(
+        head=snapshot.head, tail=snapshot.tail, lines=snapshot.lines, cut_lines=snapshot.cut_lines,
+        cut_bytes=snapshot.cut_bytes, running=running, updated=timezone.now())
+
+
+def job_logs_purge(*, now=None) -> int:
+    """Forget logs not written to for TUNEBOARD_JOB_LOG_DAYS (beat runs it hourly)."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.JOB_LOG_DAYS)
+    deleted, _ = JobLog.objects.filter(updated__lt=cutoff).delete()
+    return deleted

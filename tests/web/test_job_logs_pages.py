@@ -1,0 +1,55 @@
+"""The Logs card of the trial and model pages: empty until a worker writes, a long log shown with
+the marker of what was cut, polled only while a run writes; and the purge by age."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from experiments.models import JobLog
+from experiments.services.job_logs import LogSnapshot, job_log_open, job_log_write, job_logs_purge
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_trial_page_shows_its_runs_logs_with_the_cut_marker_and_polls_only_while_one_runs(
+        alice_client, acme_trial):
+    url = reverse("trial_detail", args=[acme_trial.study_id, acme_trial.pk])
+    assert 'id="logs-empty"' in alice_client.get(url).content.decode()
+
+    first = job_log_open(kind="trial", job_id=acme_trial.pk, attempt=1)
+    job_log_write(log_id=first, running=False, snapshot=LogSnapshot(
+        head="10:00:00 first <b>line</b>\n", tail="10:05:00 last line\n", lines=900, cut_lines=898, cut_bytes=40_000))
+    second = job_log_open(kind="trial", job_id=acme_trial.pk, attempt=1)
+    job_log_write(log_id=second, snapshot=LogSnapshot(head="10:06:00 again\n", tail="", lines=1, cut_lines=0,
+                                                      cut_bytes=0))
+    page = alice_client.get(url).content.decode()
+    assert "first &lt;b&gt;line&lt;/b&gt;" in page, "printed text is escaped"
+    assert "898 lines (40,000 bytes) cut here" in page and "10:05:00 last line" in page
+    assert 'id="log-2"' in page and "still running" in page
+    assert reverse("trial_logs_live", args=[acme_trial.study_id, acme_trial.pk]) in page  # polled while it runs
+
+    JobLog.objects.filter(pk=second).update(running=False)
+    live = alice_client.get(reverse("trial_logs_live", args=[acme_trial.study_id, acme_trial.pk])).content.decode()
+    assert "10:06:00 again" in live and "hx-trigger" not in live
+    text = alice_client.get(reverse("trial_logs_download", args=[acme_trial.study_id, acme_trial.pk])).content.decode()
+    assert text.index("===== run 1") < text.index("10:05:00 last line") < text.index("===== run 2")
+
+
+def test_a_model_page_has_its_logs_card(alice_client, acme_model):
+    log_id = job_log_open(kind="models", job_id=acme_model.pk, attempt=1)
+    job_log_write(log_id=log_id, running=False, snapshot=LogSnapshot(
+        head="10:00:00 INFO workers.training.callbacks: epoch 1: loss 0.5\n", tail="", lines=1, cut_lines=0,
+        cut_bytes=0))
+    page = alice_client.get(reverse("model_detail", args=[acme_model.pk])).content.decode()
+    assert "epoch 1: loss 0.5" in page
+
+
+def test_logs_not_written_to_for_the_retention_are_purged(settings, acme_trial):
+    settings.JOB_LOG_DAYS = 30
+    old = job_log_open(kind="trial", job_id=acme_trial.pk, attempt=1)
+    recent = job_log_open(kind="trial", job_id=acme_trial.pk, attempt=2)
+    JobLog.objects.filter(pk=old).update(updated=timezone.now() - timedelta(days=31))
+    assert job_logs_purge() == 1
+    assert list(JobLog.objects.values_list("pk", flat=True)) == [recent]
