@@ -193,6 +193,8 @@ def worker_env(django_db_setup, django_db_blocker):
         "TUNEBOARD_WORKER_HEARTBEAT_SECONDS": "1",
         "TUNEBOARD_RESEND_AFTER_SECONDS": "4",
         "TUNEBOARD_REAPER_INTERVAL_SECONDS": "1",
+        "TUNEBOARD_JOB_LOG_FLUSH_SECONDS": "1",
+        "TUNEBOARD_SYSTEM_SAMPLE_SECONDS": "1",
         "TUNEBOARD_HYPERMODELS": TEST_HYPERMODELS,
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "PYTHONPATH": str(ROOT),

@@ -244,6 +244,8 @@ JOB_LOG_DAYS = env_int("TUNEBOARD_JOB_LOG_DAYS", 30, minimum=1)
 JOB_LOG_HEAD_KB = env_int("TUNEBOARD_JOB_LOG_HEAD_KB", 64, minimum=1)
 JOB_LOG_TAIL_KB = env_int("TUNEBOARD_JOB_LOG_TAIL_KB", 192, minimum=1)
 JOB_LOG_FLUSH_SECONDS = env_int("TUNEBOARD_JOB_LOG_FLUSH_SECONDS", 2, minimum=1)
+# A running trial's or job's CPU %, RSS, host load and GPU figures (NVML), sampled this often.
+SYSTEM_SAMPLE_SECONDS = env_int("TUNEBOARD_SYSTEM_SAMPLE_SECONDS", 5, minimum=1)
 AUDITLOG_LOGENTRY_MODEL = "experiments.AuditEvent"
 AUDITLOG_USE_FK_STRING_REPRESENTATION = True  # "alice", not a user id, in the recorded changes
 AUDITLOG_STORE_JSON_CHANGES = True

@@ -1,11 +1,12 @@
-"""What a trial or trained model printed while it ran, one entry per run (oldest first)."""
+"""What a trial or trained model printed while it ran, and what it used of its host, one entry per run
+(oldest first)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 
 from experiments.api.errors import ERRORS
-from experiments.models import JobLog
+from experiments.models import JobLog, JobSample
 from experiments.selectors.job_logs import model_logs, trial_logs
 from experiments.views.access import get_model_for_user, get_trial_for_user
 
@@ -17,6 +18,37 @@ class JobLogSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobLog
         fields = ["attempt", "running", "lines", "cut_lines", "cut_bytes", "started", "updated", "text"]
+
+
+class SampleSerializer(serializers.ModelSerializer):
+    values = serializers.JSONField(help_text="cpu_percent (100 = one core), rss_bytes, load1 and, on a GPU host, gpus: "
+                                             "per GPU index, utilization_percent, memory_used_bytes, "
+                                             "memory_total_bytes, power_watts, temperature_c. A figure the host "
+                                             "cannot give is absent, not zero.")
+
+    class Meta:
+        model = JobSample
+        fields = ["at", "values"]
+
+
+class RunSamplesSerializer(serializers.ModelSerializer):
+    samples = SampleSerializer(many=True)
+
+    class Meta:
+        model = JobLog
+        fields = ["attempt", "running", "started", "updated", "samples"]
+
+
+class TrialSystemMetrics(generics.GenericAPIView):
+    """What each run of the trial used of its host, sampled every few seconds by its worker."""
+
+    serializer_class = RunSamplesSerializer
+    pagination_class = None
+
+    @extend_schema(responses={200: RunSamplesSerializer(many=True), **ERRORS})
+    def get(self, request, study_id: int, trial_pk: int):
+        logs = trial_logs(get_trial_for_user(request, study_id, trial_pk))
+        return Response(self.get_serializer(logs, many=True).data)
 
 
 class TrialLogs(generics.GenericAPIView):

@@ -39,6 +39,8 @@ urlpatterns = [
     path("studies/<int:study_id>/trials/<int:trial_pk>/", trials.TrialDetail.as_view(), name="trial-detail"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/epochs/", trials.TrialEpochs.as_view(), name="trial-epochs"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/logs/", job_logs.TrialLogs.as_view(), name="trial-logs"),
+    path("studies/<int:study_id>/trials/<int:trial_pk>/system-metrics/", job_logs.TrialSystemMetrics.as_view(),
+         name="trial-system-metrics"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/reruns/", trials.TrialRerunCreate.as_view(),
          name="trial-reruns"),
     path("models/", trained_models.ModelList.as_view(), name="model-list"),

@@ -6,7 +6,7 @@ from experiments.models.audit import AuditEvent
 from experiments.models.conversions import ModelConversion
 from experiments.models.datasets import Dataset
 from experiments.models.fleet import Worker
-from experiments.models.job_logs import JobLog
+from experiments.models.job_logs import JobLog, JobSample
 from experiments.models.jobs import Job
 from experiments.models.notifications import (
     SUBSCRIBABLE_EVENTS,
@@ -32,9 +32,9 @@ from experiments.models.trial_reruns import TrialRerun, TrialRerunEpoch
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",
-    "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "JobLog", "Membership",
-    "ModelAlias", "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery", "NotificationEvent",
-    "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference", "RecipeRun",
-    "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel",
+    "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "JobLog", "JobSample",
+    "Membership", "ModelAlias", "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery",
+    "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference",
+    "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel",
     "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
 ]

@@ -34,3 +34,16 @@ class JobLog(models.Model):
         marker = (f"[... {self.cut_lines} lines ({self.cut_bytes:,} bytes) cut here: "
                   "the first and last lines are kept ...]\n")
         return self.head + marker + self.tail
+
+
+class JobSample(models.Model):
+    """What the worker measured of one run every TUNEBOARD_SYSTEM_SAMPLE_SECONDS: its process's CPU %
+    and RSS, the host's load, and per GPU it uses (NVML) utilisation, memory, power and temperature.
+    A figure the host cannot give is absent from `values`, never zero."""
+
+    log = models.ForeignKey(JobLog, on_delete=models.CASCADE, related_name="samples")
+    at = models.DateTimeField()
+    values = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["at", "pk"]

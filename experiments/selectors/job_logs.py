@@ -1,11 +1,15 @@
-"""The logs of a trial or job, oldest run first. The caller has found the trial or job for the
+"""The logs of a trial or job with their system samples, oldest run first. The caller has found the trial or job for the
 user's team (views/access.py), so a log is never read by its id alone."""
 
-from experiments.models import JobLog, TrainedModel, Trial
+from django.db.models import Prefetch
+
+from experiments.models import JobLog, JobSample, TrainedModel, Trial
 
 
 def job_logs(*, kind: str, job_id: int) -> list[JobLog]:
-    return list(JobLog.objects.filter(kind=kind, job_id=job_id))
+    """Each run's log with its system samples (`log.samples.all()`, oldest first)."""
+    return list(JobLog.objects.filter(kind=kind, job_id=job_id).prefetch_related(
+        Prefetch("samples", queryset=JobSample.objects.order_by("at", "pk"))))
 
 
 def trial_logs(trial: Trial) -> list[JobLog]:

@@ -1,5 +1,5 @@
-"""Writing what a running trial or job printed (its worker, every few seconds from a thread), and
-forgetting old logs. Reading them: experiments/selectors/job_logs.py."""
+"""Writing what a running trial or job printed and what it used of its host (its worker, every few
+seconds from a thread), and forgetting old logs with their samples. Reading them: experiments/selectors/job_logs.py."""
 
 from dataclasses import dataclass
 from datetime import timedelta
@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from experiments.models import JobLog
+from experiments.models import JobLog, JobSample
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,11 @@ def job_log_write(*, log_id: int, snapshot: LogSnapshot, running: bool = True) -
     JobLog.objects.filter(pk=log_id).update(
         head=snapshot.head, tail=snapshot.tail, lines=snapshot.lines, cut_lines=snapshot.cut_lines,
         cut_bytes=snapshot.cut_bytes, running=running, updated=timezone.now())
+
+
+def job_samples_add(*, log_id: int, samples: list[tuple]) -> None:
+    """The worker's system samples of one run since its last write: (time, values) pairs."""
+    JobSample.objects.bulk_create([JobSample(log_id=log_id, at=at, values=values) for at, values in samples])
 
 
 def job_logs_purge(*, now=None) -> int:

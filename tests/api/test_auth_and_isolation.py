@@ -107,6 +107,7 @@ def _acme_routes(dataset, study, trial, model):
         ("get", f"/api/v1/models/{model.id}/", None),
         ("get", f"/api/v1/models/{model.id}/logs/", None),
         ("get", f"/api/v1/studies/{s}/trials/{t}/logs/", None),
+        ("get", f"/api/v1/studies/{s}/trials/{t}/system-metrics/", None),
         ("get", f"/api/v1/models/{model.id}/download/keras/", None),
         ("get", f"/api/v1/ensembles/{model.id}/", None),
         ("get", f"/api/v1/leaderboard/{dataset.id}/", None),

@@ -37,6 +37,9 @@ def test_a_failing_trials_prints_warnings_and_traceback_reach_its_page_and_the_a
     assert -1 not in positions and positions == sorted(positions), text
     assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in text.splitlines()), "every line has its time"
 
+    (metrics,) = token_client(alice).get(reverse("api:trial-system-metrics", args=[study.id, trial.pk])).json()
+    assert metrics["samples"] and metrics["samples"][-1]["values"]["rss_bytes"] > 0
+
     page = alice_client.get(reverse("trial_detail", args=[study.id, trial.pk])).content.decode()
     assert 'id="logs"' in page and "chatty: about to fail" in page and "Traceback" in page
     download = alice_client.get(reverse("trial_logs_download", args=[study.id, trial.pk]))
@@ -48,4 +51,5 @@ def test_a_failing_trials_prints_warnings_and_traceback_reach_its_page_and_the_a
     other.force_login(charlie)
     for name in ("trial_logs_download", "trial_logs_live"):
         assert other.get(reverse(name, args=[study.id, trial.pk])).status_code == 404
-    assert token_client(charlie).get(reverse("api:trial-logs", args=[study.id, trial.pk])).status_code == 404
+    for name in ("api:trial-logs", "api:trial-system-metrics"):
+        assert token_client(charlie).get(reverse(name, args=[study.id, trial.pk])).status_code == 404

@@ -8,7 +8,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import JobLog
-from experiments.services.job_logs import LogSnapshot, job_log_open, job_log_write, job_logs_purge
+from experiments.services.job_logs import (
+    LogSnapshot,
+    job_log_open,
+    job_log_write,
+    job_logs_purge,
+    job_samples_add,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -37,13 +43,22 @@ def test_a_trial_page_shows_its_runs_logs_with_the_cut_marker_and_polls_only_whi
     assert text.index("===== run 1") < text.index("10:05:00 last line") < text.index("===== run 2")
 
 
-def test_a_model_page_has_its_logs_card(alice_client, acme_model):
+def test_a_model_page_has_its_logs_card_with_the_system_series(alice_client, acme_model):
     log_id = job_log_open(kind="models", job_id=acme_model.pk, attempt=1)
     job_log_write(log_id=log_id, running=False, snapshot=LogSnapshot(
         head="10:00:00 INFO workers.training.callbacks: epoch 1: loss 0.5\n", tail="", lines=1, cut_lines=0,
         cut_bytes=0))
+    now = timezone.now()
+    gpu = {"index": 0, "utilization_percent": 97, "memory_used_bytes": 2**30, "memory_total_bytes": 2**34}
+    job_samples_add(log_id=log_id, samples=[
+        (now, {"cpu_percent": 50.0, "rss_bytes": 300 * 2**20, "load1": 1.0, "gpus": [gpu]}),
+        (now + timedelta(seconds=5), {"cpu_percent": 150.0, "rss_bytes": 400 * 2**20, "load1": 2.0,
+                                      "gpus": [{**gpu, "utilization_percent": 12}]})])
     page = alice_client.get(reverse("model_detail", args=[acme_model.pk])).content.decode()
     assert "epoch 1: loss 0.5" in page
+    assert "CPU: 150.0 % of a core" in page and "Memory (RSS): 400.0 MiB" in page
+    assert "GPU 0 utilisation: 12.0 %" in page and "(highest 97.0)" in page and "GPU 0 power" not in page
+    assert page.count("<polyline") == 5
 
 
 def test_logs_not_written_to_for_the_retention_are_purged(settings, acme_trial):

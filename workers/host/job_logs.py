@@ -1,9 +1,11 @@
-"""What a trial or job prints while it runs, kept for its page: stdout, stderr (Python warnings
-go there), log records of our code and of every library at WARNING and above, one line per epoch
-and the traceback of a crash, each line with its time. The copy is bounded (the first
-JOB_LOG_HEAD_KB and the last JOB_LOG_TAIL_KB, with a count of what was cut between) and written
-by a thread every JOB_LOG_FLUSH_SECONDS, so printing costs the training thread an append to
-memory and a slow database never holds it up (a failed write is retried with the next one)."""
+"""What a trial or job prints while it runs, and what it uses of its host, kept for its page:
+stdout, stderr (Python warnings go there), log records of our code and of every library at
+WARNING and above, one line per epoch and the traceback of a crash, each line with its time;
+and every TUNEBOARD_SYSTEM_SAMPLE_SECONDS a system sample (workers/host/system_metrics.py). The
+log is bounded (the first JOB_LOG_HEAD_KB and the last JOB_LOG_TAIL_KB, with a count of what was
+cut between), and a thread takes the samples and writes both every JOB_LOG_FLUSH_SECONDS, so
+printing costs the training thread an append to memory and a slow database never holds it up
+(a failed write is retried with the next one)."""
 
 import collections
 import logging
@@ -14,15 +16,18 @@ import traceback
 from contextlib import contextmanager
 
 from django.conf import settings
+from django.utils import timezone
 
 from experiments.services.connections import with_db_retry
-from experiments.services.job_logs import LogSnapshot, job_log_open, job_log_write
+from experiments.services.job_logs import LogSnapshot, job_log_open, job_log_write, job_samples_add
 from workers.host.heartbeat import Heartbeat
+from workers.host.system_metrics import SystemSampler
 
 log = logging.getLogger(__name__)
 # Celery re-logs what a child prints under this name: the tee has the line already.
 CELERY_REDIRECT = "celery.redirected"
 OUR_CODE = ("workers", "experiments")
+MAX_UNWRITTEN_SAMPLES = 720
 
 
 class BoundedLog:
@@ -117,15 +122,34 @@ class _Records(logging.Handler):
 
 
 class JobLogCapture:
-    """The bounded log of one run, and the thread that writes it. `crashed(exc)` adds a traceback."""
+    """The bounded log of one run and its system samples, and the thread that takes the samples
+    and writes both. `crashed(exc)` adds a traceback."""
 
-    def __init__(self, log_id: int):
+    def __init__(self, log_id: int, sampler: SystemSampler | None = None):
         self.log_id = log_id
         self.bounded = BoundedLog(settings.JOB_LOG_HEAD_KB * 1024, settings.JOB_LOG_TAIL_KB * 1024)
         self.written = -1
+        self.sampler = sampler
+        self.samples: list[tuple] = []
+        self.next_sample = time.monotonic() + settings.SYSTEM_SAMPLE_SECONDS
         self.writer = Heartbeat(self.write, settings.JOB_LOG_FLUSH_SECONDS, name=f"job-log-{log_id}")
 
+    def take_sample(self) -> None:
+        if self.sampler is None or time.monotonic() < self.next_sample:
+            return
+        self.next_sample = time.monotonic() + settings.SYSTEM_SAMPLE_SECONDS
+        try:
+            self.samples.append((timezone.now(), self.sampler.sample()))
+            del self.samples[:-MAX_UNWRITTEN_SAMPLES]  # a database down for long: keep the newest
+        except Exception:  # a figure the host will not give must not stop the log
+            log.warning("a system sample failed", exc_info=True)
+
     def write(self, *, running: bool = True) -> None:
+        self.take_sample()
+        if self.samples:
+            # Kept for the next write if this one fails: samples are small and come every few seconds.
+            job_samples_add(log_id=self.log_id, samples=self.samples)
+            self.samples = []
         version = self.bounded.version
         if version == self.written and running:
             return
@@ -134,6 +158,14 @@ class JobLogCapture:
 
     def crashed(self, exc: BaseException) -> None:
         self.bounded.write("".join(traceback.format_exception(exc)))
+
+
+def _sampler() -> SystemSampler | None:
+    try:
+        return SystemSampler()
+    except Exception:
+        log.warning("no system samples for this run", exc_info=True)
+        return None
 
 
 @contextmanager
@@ -145,7 +177,7 @@ def job_log(*, kind: str, job_id: int, attempt: int):
         log.warning("no log for %s %s: it runs without one", kind, job_id, exc_info=True)
         yield None
         return
-    capture = JobLogCapture(log_id)
+    capture = JobLogCapture(log_id, _sampler())
     records = _Records(capture.bounded)
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Tee(stdout, capture.bounded), _Tee(stderr, capture.bounded)
@@ -158,6 +190,7 @@ def job_log(*, kind: str, job_id: int, attempt: int):
         logging.getLogger().removeHandler(records)
         capture.writer.stop()
         capture.bounded.flush_partial()
+        capture.next_sample = 0  # every run ends with a sample, however short it was
         try:
             with_db_retry(capture.write, running=False)
         except Exception:

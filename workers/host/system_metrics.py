@@ -1,0 +1,75 @@
+"""What a running trial or job uses of its host, measured in its worker child: the process's CPU %
+(100 = one core) and RSS, the host's 1-minute load, and for each GPU the child sees (its
+CUDA_VISIBLE_DEVICES, else all) utilisation %, memory used and total, power and temperature
+from the NVIDIA Management Library (nvidia-ml-py). A host without NVML (no GPU, no driver)
+gives no GPU figures: the keys are absent, not zero, and an NVML error never fails the run."""
+
+import logging
+import os
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+
+def _nvml():
+    """pynvml, initialised, or None where the host has no NVIDIA driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception:  # the library, the driver or a GPU missing: no GPU figures
+        return None
+
+
+def visible_gpu_indices(count: int, environ=os.environ) -> list[int]:
+    """The GPUs a child was pinned to (workers/host/devices.py sets CUDA_VISIBLE_DEVICES), by index."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return list(range(count))
+    indices = [int(part) for part in visible.split(",") if part.strip().isdigit()]
+    return [index for index in indices if index < count]
+
+
+LOAD_NVML = object()
+
+
+class SystemSampler:
+    """`nvml`: the NVML binding to read (tests inject one), None for none, by default pynvml if it loads."""
+
+    def __init__(self, process: psutil.Process | None = None, nvml=LOAD_NVML, environ=os.environ):
+        self.process = process or psutil.Process()
+        self.process.cpu_percent(None)  # the first call starts the interval the next one measures
+        self.nvml = _nvml() if nvml is LOAD_NVML else nvml
+        self.gpus: list[tuple[int, object]] = []
+        if self.nvml is not None:
+            try:
+                count = self.nvml.nvmlDeviceGetCount()
+                self.gpus = [(index, self.nvml.nvmlDeviceGetHandleByIndex(index))
+                             for index in visible_gpu_indices(count, environ)]
+            except Exception:
+                log.warning("NVML lists no GPU: samples carry no GPU figures", exc_info=True)
+
+    def sample(self) -> dict:
+        values = {"cpu_percent": round(self.process.cpu_percent(None), 1),
+                  "rss_bytes": self.process.memory_info().rss, "load1": round(os.getloadavg()[0], 2)}
+        if self.gpus:
+            values["gpus"] = [self._gpu(index, handle) for index, handle in self.gpus]
+        return values
+
+    def _gpu(self, index: int, handle) -> dict:
+        nvml, figures = self.nvml, {"index": index}
+        readers = {
+            "utilization_percent": lambda: nvml.nvmlDeviceGetUtilizationRates(handle).gpu,
+            "memory_used_bytes": lambda: nvml.nvmlDeviceGetMemoryInfo(handle).used,
+            "memory_total_bytes": lambda: nvml.nvmlDeviceGetMemoryInfo(handle).total,
+            "power_watts": lambda: round(nvml.nvmlDeviceGetPowerUsage(handle) / 1000, 1),
+            "temperature_c": lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+        }
+        for name, read in readers.items():
+            try:
+                figures[name] = read()
+            except Exception:  # one figure this GPU cannot give (power on some boards): left out
+                continue
+        return figures
