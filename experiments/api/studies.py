@@ -71,6 +71,8 @@ class StudySerializer(serializers.ModelSerializer):
     progress = serializers.SerializerMethodField()
     best_trial = serializers.SerializerMethodField()
     pruning_saved = serializers.SerializerMethodField()
+    device_seconds = serializers.SerializerMethodField(
+        help_text="What its ended trials cost: the sum of each one's wall time times the devices it held.")
 
     class Meta:
         model = Study
@@ -80,7 +82,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
                   "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives",
                   "constraints", "status", "message", "created", "started", "finished", "progress", "best_trial",
-                  "pruning_saved", "seeds", "seeds_used", "tags"]
+                  "pruning_saved", "seeds", "seeds_used", "tags", "device_seconds"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
@@ -102,6 +104,9 @@ class StudySerializer(serializers.ModelSerializer):
     def get_progress(self, obj) -> ProgressSerializer:
         progress = self.context[FIGURES]["progress"][obj.pk]
         return {key: progress[key] for key in ("completed", "pruned", "failed", "running", "total", "max_trials")}
+
+    def get_device_seconds(self, obj) -> float:
+        return self.context[FIGURES]["progress"][obj.pk]["device_seconds"]
 
     def get_pruning_saved(self, obj) -> PruningSavedSerializer(allow_null=True):  # type: ignore[valid-type]
         progress = self.context[FIGURES]["progress"][obj.pk]

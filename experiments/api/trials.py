@@ -36,7 +36,7 @@ class TrialSerializer(serializers.ModelSerializer):
         fields = ["id", "url", "study", "trial_id", "number", "attempt", "status", "hyperparameters", "score",
                   "best_epoch", "metrics", "error", "worker_host", "worker_name", "started", "finished",
                   "duration_seconds", "compute", "environment", "notes", "tags", "seeded_from", "epochs_trained",
-                  "pruning", "feasible"]
+                  "pruning", "feasible", "device_seconds", "device_kind"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:trial-detail", kwargs={"study_id": obj.study_id,

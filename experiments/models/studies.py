@@ -169,6 +169,9 @@ class Trial(models.Model):
     claim_ms = models.FloatField(null=True, blank=True)
     # Where and how it ran: device kind and names, replicas, precision, XLA, versions.
     compute = models.JSONField(default=dict, blank=True)
+    # What it cost: its wall time times the devices it held (device_kind: cpu, gpu or tpu), set when it ends.
+    device_seconds = models.FloatField(null=True, blank=True)
+    device_kind = models.CharField(max_length=3, blank=True)
     # What it takes to reproduce it (experiments/tuning/reproducibility.py): dataset hash and split,
     # seed, package versions, host and devices, the hypermodel's code identity.
     environment = models.JSONField(default=dict, blank=True)

@@ -18,6 +18,7 @@ from experiments.tuning.tuners import GUIDED_TUNERS
 TRIAL_FIGURES = {
     **{f"trials_{state}": Count("trials", filter=Q(trials__status=state)) for state in Trial.Status.values},
     "pruned_epochs_trained": Sum("trials__epochs_trained", filter=Q(trials__status=Trial.Status.PRUNED)),
+    "device_seconds": Sum("trials__device_seconds"),
     "trials_at_last_epoch": Count("trials", filter=Q(trials__status=Trial.Status.COMPLETED,
                                                      trials__best_epoch__gte=F("epochs"))),
 }
@@ -33,6 +34,7 @@ def progress_from(study: Study, figures_row) -> dict:
     pruned = by_status.get(Trial.Status.PRUNED, 0)
     finished = completed + failed + pruned
     return {
+        "device_seconds": value("device_seconds") or 0.0,  # every ended trial's wall time x devices held
         "completed": completed,
         "failed": failed,
         "pruned": pruned,

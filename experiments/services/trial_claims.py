@@ -199,7 +199,16 @@ def _finish_row(trial: Trial, study: Study, status: str, kt_state: dict, outcome
     trial.duration_seconds = outcome.duration_seconds or (now - trial.started).total_seconds()
     for name, value in fields.items():
         setattr(trial, name, value)
-    trial.save(update_fields=["status", "kt_state", "finished", "oracle_version", "duration_seconds", *fields])
+    trial.device_kind, devices = devices_held(trial.compute, study.queue)
+    trial.device_seconds = trial.duration_seconds * devices
+    trial.save(update_fields=["status", "kt_state", "finished", "oracle_version", "duration_seconds", "device_kind",
+                              "device_seconds", *fields])
+
+
+def devices_held(compute: dict, queue: str) -> tuple[str, int]:
+    """The kind and number of devices a run held: from its compute record, else (it failed before
+    it was placed) one device of its queue's kind."""
+    return compute.get("device_kind") or queue, len(compute.get("device_names") or []) or 1
 
 
 RELEASED_REASON = "Stopped before it finished (the study was cancelled or its worker shut down); it runs again."

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from experiments.forms.teams import AddMemberForm, InvitationSignUpForm, RoleForm, TeamForm
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
+from experiments.selectors.device_time import team_device_seconds_by_month
 from experiments.selectors.studies import team_recent_studies
 from experiments.selectors.teams import (
     dashboard_data,
@@ -121,6 +122,7 @@ def team_settings(request):
         "add_form": AddMemberForm(), "roles": Membership.Role.choices,
         "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
         "invitation_days": settings.INVITATION_DAYS, **notifications_context(request), **audit,
+        "device_months": team_device_seconds_by_month(team=request.team),
     })
 
 

@@ -5,6 +5,7 @@ import pytest
 from experiments.models import StoredChunk, Study, Trial, TrialEpoch
 from experiments.selectors.artifacts import artifact_verify
 from experiments.selectors.job_logs import trial_logs
+from experiments.selectors.studies import study_progress
 from tests.conftest import wait_for
 from tests.integration.helpers import DENSE_SMALL_SPACE, digits, started_study
 
@@ -52,6 +53,10 @@ def test_a_three_trial_study_on_digits_completes_with_everything_in_postgres(acm
         assert samples and all(s["rss_bytes"] > 50 * 2**20 and s["cpu_percent"] >= 0 and "load1" in s
                                for s in samples)
         assert not any("gpus" in s for s in samples)
+    # What it cost: each trial's wall time on the one CPU device it held; the study's figure is their sum.
+    for trial in trials:
+        assert trial.device_kind == "cpu" and trial.device_seconds == pytest.approx(trial.duration_seconds)
+    assert study_progress(study=study)["device_seconds"] == pytest.approx(sum(t.device_seconds for t in trials))
     study.refresh_from_db()
     assert study.oracle_state and len(study.oracle_state["end_order"]) == 3
 

@@ -1,0 +1,42 @@
+"""Device time adds up on PostgreSQL: a study's figure is its trials' sum (the page and the API), and
+the team page's months sum the studies' figures by device kind."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from experiments.models import Trial
+from experiments.selectors.studies import study_progress
+from tests.api.conftest import token_client
+from tests.integration.helpers import saved_study
+from tests.web.figures_rows import finished_trial
+
+pytestmark = pytest.mark.django_db
+
+
+def test_trials_sum_to_the_study_and_studies_to_the_teams_months(alice, alice_client, acme, acme_dataset,
+                                                                  acme_study):
+    gpu_study = saved_study(acme, alice, acme_dataset, name="on gpus", queue="gpu")
+    finished_trial(acme_study, 1, device_seconds=30.0, device_kind="cpu")
+    finished_trial(acme_study, 2, device_seconds=90.0, device_kind="cpu")
+    finished_trial(gpu_study, 1, device_seconds=7200.0, device_kind="gpu")  # 1 h on two GPUs
+    last_month = timezone.now().replace(day=1) - timedelta(days=3)
+    Trial.objects.filter(pk=finished_trial(gpu_study, 2, device_seconds=600.0, device_kind="gpu").pk).update(
+        finished=last_month)
+
+    assert study_progress(study=acme_study)["device_seconds"] == 120.0
+    assert study_progress(study=gpu_study)["device_seconds"] == 7800.0
+    api = token_client(alice)
+    assert api.get(reverse("api:study-detail", args=[gpu_study.id])).json()["device_seconds"] == 7800.0
+    trials = api.get(reverse("api:trial-list", args=[gpu_study.id])).json()["results"]
+    assert sorted(t["device_seconds"] for t in trials) == [600.0, 7200.0]
+    assert {t["device_kind"] for t in trials} == {"gpu"}
+    page = alice_client.get(reverse("study_detail", args=[acme_study.id])).content.decode()
+    assert "2 min of CPU device time" in page
+
+    team = alice_client.get(reverse("team_settings")).content.decode()
+    this_month, previous = timezone.now().strftime("%B %Y"), last_month.strftime("%B %Y")
+    assert f"<td>{this_month}</td><td>2 min</td><td>2 h 0 min</td><td>0 s</td><td>2 h 2 min</td>" in team
+    assert f"<td>{previous}</td><td>0 s</td><td>10 min</td><td>0 s</td><td>10 min</td>" in team
