@@ -217,3 +217,23 @@ def test_the_runner_says_superseded_when_the_completion_is_refused(kind, row):
     assert run_job(kind, row.pk, work, keras=False) == "superseded"
     assert run_job(kind, row.pk, work, keras=False) == "nothing to do"
     assert current(kind, row).status == JobStatus.CANCELLED
+
+
+def test_the_runner_logs_each_run_with_the_crashs_traceback_and_releases_memory_whatever_the_outcome(
+        kind, row, monkeypatch):
+    from experiments.selectors.job_logs import job_logs
+    from workers.jobs import runner
+
+    released = []
+    monkeypatch.setattr(runner, "release_memory", lambda keras, trial_seconds: released.append(trial_seconds))
+
+    def work(run):
+        print(f"working on {kind.label} {run.pk}")
+        raise ValueError("boom")
+
+    assert run_job(kind, row.pk, work) == "failed"
+    assert len(released) == 1, "the memory a crashed job held is released"
+    (log,) = job_logs(kind=kind.name, job_id=row.pk)
+    text = log.text()
+    assert not log.running and log.attempt == 1
+    assert text.index(f"working on {kind.label} {row.pk}") < text.index("Traceback") < text.index("ValueError: boom")

@@ -82,7 +82,7 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
             return "failed"
         finally:
             heartbeat.stop()
-        if keras:
-            import keras as keras_module
+            if keras:
+                import keras as keras_module
 
-            release_memory(keras_module, trial_seconds=run.seconds())
+                release_memory(keras_module, trial_seconds=run.seconds())
