@@ -40,3 +40,12 @@ def test_a_huge_line_without_a_newline_is_bounded_too():
     snapshot = bounded.snapshot()
     assert len(bounded.partial) <= 1000 and len(snapshot.tail.encode()) <= 1000
     assert "characters of this line cut]" in snapshot.tail and snapshot.cut_lines > 0
+
+
+def test_nul_and_lone_surrogates_are_stored_readable():
+    bounded = BoundedLog(head_bytes=1000, tail_bytes=1000, clock=lambda: 0)
+    bounded.write("a\x00b\n")
+    bounded.write("bad \udcff byte\n")
+    lines = [line.split(" ", 1)[1] for line in _text(bounded).splitlines()]
+    assert lines == ["a\\x00b", "bad ? byte"]
+    _text(bounded).encode("utf-8")  # no surrogate left

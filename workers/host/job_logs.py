@@ -60,8 +60,10 @@ class BoundedLog:
         longest = self.tail_bytes // 4  # so the tail always holds a few lines
         if len(line) > longest:
             line = f"{line[:longest]} [... {len(line) - longest:,} characters of this line cut]"
+        # PostgreSQL's text holds neither NUL nor lone surrogates: a line with them is stored readable.
+        line = line.replace("\x00", "\\x00").encode("utf-8", "replace").decode("utf-8")
         stamped = f"{time.strftime('%H:%M:%S', time.localtime(self.clock()))} {line}\n"
-        size = len(stamped.encode("utf-8", "replace"))
+        size = len(stamped.encode("utf-8"))
         self.lines += 1
         self.version += 1
         if not self.tail and self.head_size + size <= self.head_bytes:
@@ -72,7 +74,7 @@ class BoundedLog:
         self.tail_size += size
         while self.tail_size > self.tail_bytes and len(self.tail) > 1:
             dropped = self.tail.popleft()
-            dropped_size = len(dropped.encode("utf-8", "replace"))
+            dropped_size = len(dropped.encode("utf-8"))
             self.tail_size -= dropped_size
             self.cut_lines += 1
             self.cut_bytes += dropped_size
