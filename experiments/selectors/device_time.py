@@ -16,3 +16,10 @@ def team_device_seconds_by_month(*, team: Team, months: int = 12) -> list[dict]:
         by_month.setdefault(row["month"], {})[row["device_kind"]] = row["seconds"]
     return [{"month": month, "by_kind": kinds, "total": sum(kinds.values())}
             for month, kinds in list(by_month.items())[:months]]
+
+
+def device_seconds_by_team() -> dict[tuple[int, str], float]:
+    """Every team's ended trials' device time by (team id, device kind): /metrics's counter."""
+    rows = (Trial.objects.filter(device_seconds__isnull=False).order_by().values("study__team_id", "device_kind")
+            .annotate(seconds=Sum("device_seconds")))
+    return {(row["study__team_id"], row["device_kind"]): row["seconds"] for row in rows}

@@ -12,9 +12,10 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
+from experiments.selectors.device_time import device_seconds_by_team
 from experiments.selectors.workload import (
     database_error,
     live_workers,
@@ -180,13 +181,19 @@ class DatabaseCollector:
             for queue, n in sorted(live_workers(queues=queues).items()):
                 workers.add_metric([queue], n)
 
+            device_time = CounterMetricFamily(
+                "tuneboard_trial_device_seconds", "Ended trials' wall time times the devices they held, per team id "
+                "and device kind", labels=["team", "device_kind"])
+            for (team, kind), seconds in sorted(device_seconds_by_team().items()):
+                device_time.add_metric([str(team), kind], seconds)
+
             histograms = [histogram.family() for histogram in TRIAL_HISTOGRAMS]
         except Exception:
             up.add_metric([], 0)
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, trials, lost, studies, models, queue_depth_family, workers, *histograms)
+        yield from (up, trials, lost, studies, models, queue_depth_family, workers, device_time, *histograms)
 
 
 _collector = DatabaseCollector()

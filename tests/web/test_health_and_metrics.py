@@ -167,3 +167,13 @@ def test_json_log_lines_carry_the_context_fields():
     assert line["level"] == "WARNING" and line["logger"] == "workers.jobs.trials"
     assert line["message"] == "trial 7 lost" and line["study_id"] == 3 and line["trial_id"] == 7
     assert "time" in line and "model_id" not in line
+
+
+def test_metrics_count_each_teams_device_time_by_kind(client, acme, acme_trial, acme_study):
+    Trial.objects.filter(pk=acme_trial.pk).update(device_seconds=7200.0, device_kind="gpu")
+    Trial.objects.create(study=acme_study, trial_id="1", number=2, status=Trial.Status.FAILED, hyperparameters={},
+                         device_seconds=30.0, device_kind="cpu")
+    families = scrape(client)
+    assert families["tuneboard_trial_device_seconds"].type == "counter"
+    assert sample(families, "tuneboard_trial_device_seconds", "_total", team=str(acme.id), device_kind="gpu") == 7200.0
+    assert sample(families, "tuneboard_trial_device_seconds", "_total", team=str(acme.id), device_kind="cpu") == 30.0
