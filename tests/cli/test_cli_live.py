@@ -14,6 +14,8 @@ from tuneboard_client import cli  # noqa: E402
 from tuneboard_client.cli import common  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
+from tests.conftest import wait_for  # noqa: E402
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 STUDY_YAML = """\
@@ -82,6 +84,8 @@ def test_the_cli_from_study_file_to_savedmodel(acme, alice, live_server, start_w
 
     (model,) = as_json("models", "retrain", study["id"], "--top", 1, "--wait", "--name", "iris-dense")
     assert model["status"] == "completed", model["error"]
+    # The job completes inside its run; the log's last write follows a moment later.
+    wait_for(lambda: not as_json("logs", "model", model["id"])[0]["running"], timeout=30, what="the log to close")
     assert "epoch 1: " in tuneboard("logs", "model", model["id"]).stdout
     assert model["trial"] == trials[0]["id"]
     assert set(model["test_metrics"]) >= {"accuracy", "loss"}
