@@ -17,8 +17,9 @@ INT_FIELDS = ("max_trials", "executions_per_trial", "epochs", "batch_size", "pat
               "pruning_warmup_epochs", "pruning_min_trials", "pruning_min_epochs", "pruning_reduction_factor",
               "stop_patience")
 # Numbers, whole or not; the ones in AT_LEAST_ZERO may not be negative.
-NUMBER_FIELDS = ("pruning_percentile", "stop_target", "stop_min_delta")
+NUMBER_FIELDS = ("pruning_percentile", "stop_target", "stop_min_delta", "stop_device_hours")
 AT_LEAST_ZERO = ("stop_min_delta",)
+ABOVE_ZERO = ("stop_device_hours",)
 # Whole numbers that may be 0 (the others start at 1; the seed may be anything).
 ZERO_ALLOWED = ("patience", "initial_random_trials", "pruning_startup_trials", "pruning_warmup_epochs")
 TEXT_FIELDS = ("name", "hypermodel", "objective_metric", "precision", "jit_compile")
@@ -106,6 +107,8 @@ def validate(data: Any, *, source: str = "the study file") -> dict:
             problems.append(f"{key}: must be a finite number, not {value!r}")
         elif key in AT_LEAST_ZERO and value < 0:
             problems.append(f"{key}: must be 0 or more, not {value}")
+        elif key in ABOVE_ZERO and value <= 0:
+            problems.append(f"{key}: must be more than 0, not {value}")
     delta = data.get("stop_min_delta")
     if type(delta) in (int, float) and delta > 0 and data.get("stop_patience") is None:
         problems.append("stop_min_delta: only applies with stop_patience; set it too, or leave stop_min_delta out")

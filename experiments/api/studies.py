@@ -168,6 +168,8 @@ class StudyInput(StrictSerializer):
     stop_target = serializers.FloatField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_target"])
     stop_patience = serializers.IntegerField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_patience"])
     stop_min_delta = serializers.FloatField(required=False, allow_null=True, help_text=STOPPING_HELP["stop_min_delta"])
+    stop_device_hours = serializers.FloatField(required=False, allow_null=True,
+                                               help_text=STOPPING_HELP["stop_device_hours"])
     start = serializers.BooleanField(required=False, default=False)
 
 

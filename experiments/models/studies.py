@@ -108,6 +108,8 @@ class Study(models.Model):
     stop_target = models.FloatField(null=True, blank=True)
     stop_patience = models.PositiveIntegerField(null=True, blank=True)
     stop_min_delta = models.FloatField(default=0.0)
+    # A budget in device-hours: the study ends COMPLETED with the reason once its finished trials used it.
+    stop_device_hours = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

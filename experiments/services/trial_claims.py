@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.errors import TunerUnavailable
@@ -28,7 +28,7 @@ from experiments.services.trial_oracle import (
 from experiments.signals import study_completed, trial_finished
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.objectives import violations
-from experiments.tuning.stopping_rules import StoppingRules, stop_reason
+from experiments.tuning.stopping_rules import StoppingRules, budget_reason, stop_reason
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
@@ -68,6 +68,23 @@ def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
     results = (Trial.objects.filter(study=study, status__in=RESULTS, score__isnull=False).exclude(feasible=False)
                .order_by("number").values_list("number", "score"))
     reason = stop_reason(rules, results=results, direction=study.objective_direction, metric=study.objective_metric)
+    if reason is None:
+        return False
+    study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
+    study_completed.send(sender=Study, study_id=study.id)
+    notify_study_ended(study=study)
+    return True
+
+
+def _stop_for_device_hours(study: Study) -> bool:
+    """End a running study whose finished trials have used its device-hour budget (the caller
+    holds its lock); as _stop_early, running trials stop at their next epoch end."""
+    if study.stop_device_hours is None:
+        return False
+    used = Trial.objects.filter(study=study, device_seconds__isnull=False).aggregate(
+        seconds=Sum("device_seconds"), trials=Count("id"))
+    reason = budget_reason(StoppingRules.from_study(study), device_seconds=used["seconds"] or 0.0,
+                           trials=used["trials"])
     if reason is None:
         return False
     study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
@@ -270,10 +287,12 @@ def finish_trial(*, trial_pk: int, outcome: Outcome, oracles: Oracles,
             told.failure_limit and study.status == StudyStatus.RUNNING)
         counts.running -= 1  # this trial
         finish = Finish()
+        # A spent trial budget ends the study the ordinary way (_complete_if_done), not as stopped early.
+        spent = bool(oracles.done(oracle) and not counts.running)
         if failure_limit:
             _fail_after_failures(study)
-        elif study.status == StudyStatus.RUNNING and not _stop_early(
-                study, outcome, budget_spent=oracles.done(oracle) and not counts.running):
+        elif study.status == StudyStatus.RUNNING and not (not spent and _stop_for_device_hours(study)) \
+                and not _stop_early(study, outcome, budget_spent=spent):
             finish = _fill_slots(study, oracles, oracle, next_claimant, counts)
         _save_oracle(study, oracles, oracle)
         return finish

@@ -5,9 +5,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-MODEL_FIELDS = ("stop_target", "stop_patience", "stop_min_delta")
+MODEL_FIELDS = ("stop_target", "stop_patience", "stop_min_delta", "stop_device_hours")
 LABELS = {"stop_target": "Stop at target", "stop_patience": "Stop after trials without improvement",
-          "stop_min_delta": "Minimum improvement (δ)"}
+          "stop_min_delta": "Minimum improvement (δ)", "stop_device_hours": "Device-hour budget"}
 HELP_TEXTS = {
     "stop_target": "The study ends once a trial's objective reaches this value (at least it when maximising, "
                    "at most it when minimising). Empty: no target.",
@@ -15,11 +15,15 @@ HELP_TEXTS = {
                      "(completed or pruned, in trial order). Empty: never on a plateau.",
     "stop_min_delta": "An improvement of δ or less does not count (0: any improvement counts). Only with "
                       "trials without improvement.",
+    "stop_device_hours": "The study ends once its finished trials have used this many device-hours (wall time × "
+                         "devices held, as on the study page); running trials stop at their epoch end. Empty: no "
+                         "budget in device-hours.",
 }
 PREFIX = "Stopped early:"
 # The words for a value that is not a (finite) number: the form's fields use them too.
 NOT_A_NUMBER = {"stop_target": "Must be a finite number, or empty for no target.",
-                "stop_min_delta": "Must be 0 or a positive number."}
+                "stop_min_delta": "Must be 0 or a positive number.",
+                "stop_device_hours": "Must be a positive number of device-hours, or empty for no budget."}
 
 
 @dataclass(frozen=True)
@@ -27,21 +31,23 @@ class StoppingRules:
     target: float | None = None
     patience: int | None = None
     min_delta: float = 0.0
+    device_hours: float | None = None
 
     @property
     def enabled(self) -> bool:
+        """A rule on the objective is set (the device-hour budget is checked on its own, for every trial)."""
         return self.target is not None or self.patience is not None
 
     @classmethod
     def from_study(cls, study) -> "StoppingRules":
-        return cls(study.stop_target, study.stop_patience, study.stop_min_delta or 0.0)
+        return cls(study.stop_target, study.stop_patience, study.stop_min_delta or 0.0, study.stop_device_hours)
 
 
 def _number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def stopping_errors(*, stop_target=None, stop_patience=None, stop_min_delta=None,
+def stopping_errors(*, stop_target=None, stop_patience=None, stop_min_delta=None, stop_device_hours=None,
                     max_trials=None) -> dict[str, str]:
     """{Study field: message} for every rule the settings break; empty when they all hold."""
     errors = {}
@@ -58,6 +64,8 @@ def stopping_errors(*, stop_target=None, stop_patience=None, stop_min_delta=None
     elif stop_min_delta and stop_patience is None:
         errors["stop_min_delta"] = ("Only applies with trials without improvement: set those too, or leave the "
                                     "minimum improvement at 0.")
+    if stop_device_hours is not None and (not _number(stop_device_hours) or stop_device_hours <= 0):
+        errors["stop_device_hours"] = NOT_A_NUMBER["stop_device_hours"]
     return errors
 
 
@@ -95,9 +103,18 @@ def stop_reason(rules: StoppingRules, *, results: Iterable[tuple[int, float]], d
             f"trial{'s' if rules.patience != 1 else ''} (best {metric} {best:.4g} at trial {best_number}).")
 
 
+def budget_reason(rules: StoppingRules, *, device_seconds: float, trials: int) -> str | None:
+    """Why the study should stop now for its device-hour budget, or None. `device_seconds` are
+    those of its `trials` finished trials (every attempt, failed ones too: they held devices)."""
+    if rules.device_hours is None or device_seconds < rules.device_hours * 3600:
+        return None
+    return (f"{PREFIX} its budget of {rules.device_hours:g} device-hours is spent "
+            f"({device_seconds / 3600:.3g} device-hours over {trials} trial{'s' if trials != 1 else ''}).")
+
+
 def describe(rules: StoppingRules, *, metric: str, direction: str) -> str:
     """One line for the study page."""
-    if not rules.enabled:
+    if not rules.enabled and rules.device_hours is None:
         return "none: the study runs its whole budget"
     parts = []
     if rules.target is not None:
@@ -106,4 +123,6 @@ def describe(rules: StoppingRules, *, metric: str, direction: str) -> str:
         by = f" by more than {rules.min_delta:g}" if rules.min_delta else ""
         parts.append(f"when the best has not improved{by} in {rules.patience} "
                      f"trial{'s' if rules.patience != 1 else ''}")
+    if rules.device_hours is not None:
+        parts.append(f"once its trials have used {rules.device_hours:g} device-hours")
     return "stop " + ", or ".join(parts)

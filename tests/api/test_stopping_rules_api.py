@@ -36,6 +36,7 @@ def test_rules_left_out_or_null_mean_none(alice_api, acme_dataset):
     ({"stop_patience": 50}, "stop_patience", "Must be a whole number from 1 to 5 (max trials)"),
     ({"stop_patience": 2, "stop_min_delta": -1}, "stop_min_delta", "Must be 0 or a positive number."),
     ({"stop_min_delta": 0.1}, "stop_min_delta", "Only applies with trials without improvement"),
+    ({"stop_device_hours": 0}, "stop_device_hours", "Must be a positive number of device-hours"),
 ])
 def test_a_bad_rule_is_a_400_naming_the_field_and_nothing_is_saved(alice_api, acme_dataset, fields, field, message):
     response = alice_api.post("/api/v1/studies/", _study_body(acme_dataset, **fields), format="json")

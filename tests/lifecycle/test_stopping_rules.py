@@ -2,7 +2,10 @@
 ends a plateau completes the study under its lock, with the reason, one notification, no claim
 or wake-up after it, and running trials stopped as a cancel stops them (their epochs kept)."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from experiments.models import EventKind, NotificationEvent, Study, Trial, TrialEpoch
 from experiments.services import studies, trial_claims, trial_epochs
@@ -132,3 +135,26 @@ def test_a_study_stopped_early_cannot_be_resumed(stopping_study):
     study = run(stopping_study(stop_target=0.5), [0.6])
     with pytest.raises(studies.StudyError, match="cannot be started"):
         studies.study_start(study=study)
+
+
+def _ran_for(trial, seconds):
+    """The trial started `seconds` ago, so its finish records that much device time (one CPU)."""
+    Trial.objects.filter(pk=trial.pk).update(started=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_device_hour_budget_stops_the_study_mid_way_with_the_reason(stopping_study):
+    study = stopping_study(parallelism=2, stop_device_hours=0.1)  # 360 device-seconds
+    first, second = claim(study, "a").trial, claim(study, "b").trial
+    _ran_for(first, 200)
+    after_first = finish(first, 0.5, next_claimant=Claimant(tuner_id="c", worker_host="h"))
+    assert after_first.claim.status == "running"  # 200 of 360 s: the study goes on
+    _ran_for(second, 170)
+    finish(second, 0.4, status="failed")  # a failed trial held its device too
+    study.refresh_from_db()
+    assert study.status == Study.Status.COMPLETED and study.stopped_early
+    assert study.message == "Stopped early: its budget of 0.1 device-hours is spent (0.103 device-hours over 2 trials)."
+    assert claim(study).status == "stopped"
+    # The trial still running stops at its next epoch end, as after any stop.
+    third = after_first.claim.trial
+    assert not trial_epochs.trial_record_epoch(trial_pk=third.pk, execution=0, epoch=0, metrics={"val_accuracy": 1})
+    assert Trial.objects.filter(study=study).count() == 3

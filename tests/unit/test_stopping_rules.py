@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from experiments.tuning.stopping_rules import StoppingRules, describe, stop_reason, stopping_errors
+from experiments.tuning.stopping_rules import StoppingRules, budget_reason, describe, stop_reason, stopping_errors
 
 
 def reason(rules, scores, direction="max"):
@@ -53,6 +53,9 @@ def test_scores_that_are_not_numbers_are_left_out():
     ({"stop_patience": 3, "stop_min_delta": -0.1}, "stop_min_delta", "Must be 0 or a positive number."),
     ({"stop_patience": 3, "stop_min_delta": math.inf}, "stop_min_delta", "Must be 0 or a positive number."),
     ({"stop_min_delta": 0.01}, "stop_min_delta", "Only applies with trials without improvement"),
+    ({"stop_device_hours": 0}, "stop_device_hours", "Must be a positive number of device-hours"),
+    ({"stop_device_hours": -2.5}, "stop_device_hours", "Must be a positive number of device-hours"),
+    ({"stop_device_hours": math.inf}, "stop_device_hours", "Must be a positive number of device-hours"),
 ])
 def test_bad_settings_are_refused_with_a_message_naming_the_field(values, field, message):
     errors = stopping_errors(max_trials=10, **values)
@@ -69,3 +72,13 @@ def test_the_study_page_describes_the_rules_in_one_line():
     assert describe(StoppingRules(target=0.95, patience=5, min_delta=0.001), metric="val_accuracy",
                     direction="max") == ("stop once val_accuracy ≥ 0.95, or when the best has not improved by more "
                                          "than 0.001 in 5 trials")
+    assert describe(StoppingRules(device_hours=2.5), metric="val_loss", direction="min") == (
+        "stop once its trials have used 2.5 device-hours")
+
+
+def test_a_device_hour_budget_is_spent_once_the_finished_trials_reach_it():
+    rules = StoppingRules(device_hours=0.5)
+    assert budget_reason(StoppingRules(), device_seconds=1e9, trials=3) is None
+    assert budget_reason(rules, device_seconds=1799.0, trials=3) is None
+    assert budget_reason(rules, device_seconds=1800.0, trials=1) == (
+        "Stopped early: its budget of 0.5 device-hours is spent (0.5 device-hours over 1 trial).")

@@ -59,6 +59,7 @@ def test_empty_rules_save_a_study_that_runs_its_whole_budget(alice_client, acme_
     ({"stop_patience": "6"}, "stop_patience", "Must be a whole number from 1 to 5 (max trials)"),
     ({"stop_patience": "2", "stop_min_delta": "-0.1"}, "stop_min_delta", "Must be 0 or a positive number."),
     ({"stop_min_delta": "0.01"}, "stop_min_delta", "Only applies with trials without improvement"),
+    ({"stop_device_hours": "-1"}, "stop_device_hours", "Must be a positive number of device-hours"),
 ])
 def test_a_bad_rule_is_refused_at_its_field_and_nothing_is_saved(alice_client, acme_dataset, fields, field, message):
     response = _post(alice_client, _form(acme_dataset, **fields))
