@@ -2,6 +2,7 @@
 deployment's typo fails at start-up."""
 
 import ipaddress
+import math
 import os
 import re
 import secrets
@@ -54,6 +55,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_prices(name: str, kinds: tuple[str, ...]) -> dict[str, float]:
+    """{"gpu": 2.5, ...} from "gpu=2.5,tpu=4": a price per device-hour for some of `kinds`."""
+    prices = {}
+    for item in env_list(name, []):
+        kind, _, price = item.partition("=")
+        kind = kind.strip().lower()
+        try:
+            value = float(price)
+        except ValueError:
+            value = math.nan
+        if kind not in kinds or not math.isfinite(value) or value < 0:
+            raise ImproperlyConfigured(f"{name} must be kind=price pairs (kinds {', '.join(kinds)}; prices 0 or "
+                                       f"more), e.g. gpu=2.5,tpu=4; got {item!r}.")
+        prices[kind] = value
+    return prices
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

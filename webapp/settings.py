@@ -16,6 +16,7 @@ from webapp.env import (
     env_int,
     env_list,
     env_networks,
+    env_prices,
     env_secret_key,
     env_str,
     private_dir,
@@ -246,6 +247,10 @@ JOB_LOG_TAIL_KB = env_int("TUNEBOARD_JOB_LOG_TAIL_KB", 192, minimum=1)
 JOB_LOG_FLUSH_SECONDS = env_int("TUNEBOARD_JOB_LOG_FLUSH_SECONDS", 2, minimum=1)
 # A running trial's or job's CPU %, RSS, host load and GPU figures (NVML), sampled this often.
 SYSTEM_SAMPLE_SECONDS = env_int("TUNEBOARD_SYSTEM_SAMPLE_SECONDS", 5, minimum=1)
+# What a device-hour costs per queue ("gpu=2.5,tpu=4,cpu=0.05", in PRICE_CURRENCY): device time
+# is then shown as money too. Unset: time only.
+DEVICE_HOUR_PRICES = env_prices("TUNEBOARD_DEVICE_HOUR_PRICES", ("cpu", "gpu", "tpu"))
+PRICE_CURRENCY = env_str("TUNEBOARD_PRICE_CURRENCY", "USD")
 AUDITLOG_LOGENTRY_MODEL = "experiments.AuditEvent"
 AUDITLOG_USE_FK_STRING_REPRESENTATION = True  # "alice", not a user id, in the recorded changes
 AUDITLOG_STORE_JSON_CHANGES = True

@@ -6,7 +6,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
 from experiments.models import ModelFile
-from experiments.presentation import figures, prediction_csv, short_names
+from experiments.presentation import costs, figures, prediction_csv, short_names
 
 register = template.Library()
 
@@ -164,3 +164,9 @@ def _shown(text: str, show) -> str:
         return show(float(text))
     except (TypeError, ValueError):  # never expected: the worker writes numbers there
         return text
+
+
+@register.filter
+def device_cost(seconds, kind) -> str:
+    """"12.40 USD" for device time of a kind with a price per device-hour; "" without one."""
+    return costs.money(costs.device_cost(seconds, kind))

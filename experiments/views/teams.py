@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from experiments.forms.teams import AddMemberForm, InvitationSignUpForm, RoleForm, TeamForm
 from experiments.middleware import SESSION_KEY
 from experiments.models import Invitation, Membership
+from experiments.presentation.costs import costs_total, money
 from experiments.selectors.device_time import team_device_seconds_by_month
 from experiments.selectors.studies import team_recent_studies
 from experiments.selectors.teams import (
@@ -108,6 +109,12 @@ def invitation_answer(request, invitation_id: int, answer: str):
     return redirect("dashboard")
 
 
+def _priced(months: list[dict]) -> list[dict]:
+    for row in months:
+        row["cost"] = money(costs_total(row["by_kind"]))
+    return months
+
+
 @team_required
 def team_settings(request):
     is_owner = request.membership.role == Membership.Role.OWNER
@@ -122,7 +129,8 @@ def team_settings(request):
         "add_form": AddMemberForm(), "roles": Membership.Role.choices,
         "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
         "invitation_days": settings.INVITATION_DAYS, **notifications_context(request), **audit,
-        "device_months": team_device_seconds_by_month(team=request.team),
+        "device_months": _priced(team_device_seconds_by_month(team=request.team)),
+        "priced": bool(settings.DEVICE_HOUR_PRICES),
     })
 
 

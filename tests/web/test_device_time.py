@@ -40,3 +40,17 @@ def test_trials_sum_to_the_study_and_studies_to_the_teams_months(alice, alice_cl
     this_month, previous = timezone.now().strftime("%B %Y"), last_month.strftime("%B %Y")
     assert f"<td>{this_month}</td><td>2 min</td><td>2 h 0 min</td><td>0 s</td><td>2 h 2 min</td>" in team
     assert f"<td>{previous}</td><td>0 s</td><td>10 min</td><td>0 s</td><td>10 min</td>" in team
+
+
+def test_with_prices_set_device_time_is_also_shown_as_money(alice_client, acme_study, settings):
+    settings.DEVICE_HOUR_PRICES, settings.PRICE_CURRENCY = {"cpu": 0.5, "gpu": 2.0}, "USD"
+    acme_study.stop_device_hours = 2.0
+    acme_study.save()
+    finished_trial(acme_study, 1, device_seconds=3600.0, device_kind="cpu")
+    finished_trial(acme_study, 2, device_seconds=3600.0, device_kind="gpu")
+    page = alice_client.get(reverse("study_detail", args=[acme_study.id])).content.decode()
+    assert "2 h 0 min of CPU device time ≈ 1.00 USD" in page  # the study's queue prices its total
+    assert "budget 2 device-hours" in page
+    team = alice_client.get(reverse("team_settings")).content.decode()
+    assert "<th scope=\"col\" title=\"At the site's prices per device-hour\">Cost</th>" in team
+    assert "<td>2 h 0 min</td><td>2.50 USD</td></tr>" in team  # 0.50 for the CPU hour, 2.00 for the GPU hour
