@@ -5,14 +5,15 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from experiments.presentation.system_series import system_series
+from experiments.presentation.system_series import input_bound, system_series
 from experiments.selectors.job_logs import model_logs, trial_logs
 from experiments.views.access import get_model_for_user, get_trial_for_user, team_required
 
 
 def logs_context(logs: list, *, live_url: str, download_url: str) -> dict:
     for entry in logs:
-        entry.series = system_series(list(entry.samples.all()))
+        samples = list(entry.samples.all())
+        entry.series, entry.input_bound = system_series(samples), input_bound(samples)
     return {"logs": logs, "logs_running": any(entry.running for entry in logs), "logs_url": live_url,
             "download_url": download_url, "log_days": settings.JOB_LOG_DAYS}
 

@@ -47,12 +47,13 @@ def test_a_three_trial_study_on_digits_completes_with_everything_in_postgres(acm
         epoch_lines = [line for line in log.text().splitlines() if " epoch " in line]
         assert [line.split(" epoch ")[1].split(":")[0] for line in epoch_lines] == [
             str(e.epoch + 1) for e in epochs]
-        assert "val_accuracy" in epoch_lines[0]
+        assert "val_accuracy" in epoch_lines[0] and "samples/s)" in epoch_lines[0]
         # And what it used of the host: at least its last sample; no GPU here, so no GPU figures (not zeros).
         samples = [sample.values for sample in log.samples.all()]
         assert samples and all(s["rss_bytes"] > 50 * 2**20 and s["cpu_percent"] >= 0 and "load1" in s
                                for s in samples)
-        assert not any("gpus" in s for s in samples)
+        assert not any("gpus" in s or "device_memory" in s for s in samples)
+        assert samples[-1]["samples_per_second"] > 0  # the last epoch's speed, as the trial measured it
     # What it cost: each trial's wall time on the one CPU device it held; the study's figure is their sum.
     for trial in trials:
         assert trial.device_kind == "cpu" and trial.device_seconds == pytest.approx(trial.duration_seconds)

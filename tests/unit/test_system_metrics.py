@@ -5,7 +5,7 @@ import types
 
 import psutil
 
-from workers.host.system_metrics import SystemSampler, visible_gpu_indices
+from workers.host.system_metrics import SystemSampler, backend_memory, report_throughput, visible_gpu_indices
 
 
 class FakeNvml:
@@ -59,3 +59,43 @@ def test_visible_devices_by_index():
     assert visible_gpu_indices(4, {"CUDA_VISIBLE_DEVICES": "2"}) == [2]
     assert visible_gpu_indices(2, {"CUDA_VISIBLE_DEVICES": "1,5"}) == [1]
     assert visible_gpu_indices(4, {"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+class FakeJaxDevice:
+    def __init__(self, platform, index):
+        self.platform, self.index = platform, index
+
+    def memory_stats(self):
+        return {"bytes_in_use": 3 * 2**30, "peak_bytes_in_use": 5 * 2**30, "bytes_limit": 80 * 2**30}
+
+    def __str__(self):
+        return f"{self.platform}:{self.index}"
+
+
+def test_device_memory_comes_from_the_backend_already_imported_and_never_on_cpu():
+    jax = types.SimpleNamespace(local_devices=lambda: [FakeJaxDevice("cpu", 0), FakeJaxDevice("gpu", 1)])
+    assert backend_memory({"jax": jax}) == [{"device": "gpu:1", "bytes_in_use": 3 * 2**30,
+                                             "peak_bytes_in_use": 5 * 2**30, "bytes_limit": 80 * 2**30}]
+    assert backend_memory({}) == []  # nothing trained yet in this process: no import, no figure
+
+    def refuses():
+        raise RuntimeError("no memory_stats on this platform")
+
+    assert backend_memory({"jax": types.SimpleNamespace(local_devices=refuses)}) == []
+
+
+def test_tensorflow_reports_each_logical_gpus_current_and_peak():
+    config = types.SimpleNamespace(
+        list_logical_devices=lambda kind: [types.SimpleNamespace(name="/device:GPU:0")],
+        experimental=types.SimpleNamespace(get_memory_info=lambda name: {"current": 2**20, "peak": 2**21}))
+    tf = types.SimpleNamespace(config=config)
+    assert backend_memory({"tensorflow": tf}) == [
+        {"device": "/device:GPU:0", "bytes_in_use": 2**20, "peak_bytes_in_use": 2**21}]
+
+
+def test_samples_carry_the_last_epochs_speed_of_this_run_only():
+    report_throughput(1234.56)  # an earlier run's
+    sampler = SystemSampler(psutil.Process(), nvml=None)
+    assert "samples_per_second" not in sampler.sample()
+    report_throughput(987.66)
+    assert sampler.sample()["samples_per_second"] == 987.7

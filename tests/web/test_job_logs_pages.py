@@ -59,6 +59,25 @@ def test_a_model_page_has_its_logs_card_with_the_system_series(alice_client, acm
     assert "CPU: 150.0 % of a core" in page and "Memory (RSS): 400.0 MiB" in page
     assert "GPU 0 utilisation: 12.0 %" in page and "(highest 97.0)" in page and "GPU 0 power" not in page
     assert page.count("<polyline") == 5
+    assert "Input-bound" not in page  # its GPU was busy on average (55 %)
+
+
+def test_a_gpu_that_mostly_waited_on_a_busy_input_thread_is_called_out(alice_client, acme_trial):
+    log_id = job_log_open(kind="trial", job_id=acme_trial.pk, attempt=1)
+    job_log_write(log_id=log_id, running=False, snapshot=LogSnapshot(head="", tail="", lines=0, cut_lines=0,
+                                                                     cut_bytes=0))
+    now = timezone.now()
+    job_samples_add(log_id=log_id, samples=[
+        (now + timedelta(seconds=5 * i), {
+            "cpu_percent": 99.0, "rss_bytes": 2**30, "load1": 1.0, "samples_per_second": 1000.0 + i,
+            "gpus": [{"index": 0, "utilization_percent": busy}],
+            "device_memory": [{"device": "cuda:0", "bytes_in_use": (i + 1) * 2**30}]})
+        for i, busy in enumerate([30, 50, 40, 40])])
+    page = alice_client.get(reverse("trial_detail", args=[acme_trial.study_id, acme_trial.pk])).content.decode()
+    assert ("Input-bound: the GPU waited 60 % of the time while the process kept a core 99 % busy; try a larger "
+            "batch or more steps per execution.") in page
+    assert "Training speed: 1003.0 samples/s" in page
+    assert "cuda:0 memory (backend): 4096.0 MiB" in page
 
 
 def test_logs_not_written_to_for_the_retention_are_purged(settings, acme_trial):

@@ -2,10 +2,14 @@
 (100 = one core) and RSS, the host's 1-minute load, and for each GPU the child sees (its
 CUDA_VISIBLE_DEVICES, else all) utilisation %, memory used and total, power and temperature
 from the NVIDIA Management Library (nvidia-ml-py). A host without NVML (no GPU, no driver)
-gives no GPU figures: the keys are absent, not zero, and an NVML error never fails the run."""
+gives no GPU figures: the keys are absent, not zero, and an NVML error never fails the run.
+Besides: the device memory the Keras backend itself reports (JAX memory_stats, TensorFlow
+get_memory_info) for its accelerators, and the samples per second the run's last epoch trained."""
 
 import logging
 import os
+import sys
+import time
 
 import psutil
 
@@ -33,6 +37,46 @@ def visible_gpu_indices(count: int, environ=os.environ) -> list[int]:
 
 
 LOAD_NVML = object()
+# The last epoch's samples per second in this process and when it was measured (the training
+# callback writes it, the sampler reads it): a figure older than this is no longer the run's.
+_THROUGHPUT: dict = {"value": None, "at": 0.0}
+THROUGHPUT_FRESH_SECONDS = 600
+
+
+def report_throughput(samples_per_second: float) -> None:
+    _THROUGHPUT.update(value=samples_per_second, at=time.monotonic())
+
+
+def _jax_memory(jax) -> list[dict]:
+    found = []
+    for device in jax.local_devices():
+        stats = device.memory_stats() if device.platform != "cpu" else None
+        if stats:
+            found.append({"device": str(device), "bytes_in_use": stats.get("bytes_in_use"),
+                          "peak_bytes_in_use": stats.get("peak_bytes_in_use"), "bytes_limit": stats.get("bytes_limit")})
+    return found
+
+
+def _tensorflow_memory(tf) -> list[dict]:
+    found = []
+    for device in tf.config.list_logical_devices("GPU"):
+        info = tf.config.experimental.get_memory_info(device.name)
+        found.append({"device": device.name, "bytes_in_use": info.get("current"),
+                      "peak_bytes_in_use": info.get("peak")})
+    return found
+
+
+def backend_memory(modules=sys.modules) -> list[dict]:
+    """Accelerator memory as the backend this process already imported counts it (never imported
+    here: a job that has not trained yet has none); [] on CPU or when the backend will not say."""
+    readers = (("jax", _jax_memory), ("tensorflow", _tensorflow_memory))
+    for name, read in readers:
+        if name in modules:
+            try:
+                return read(modules[name])
+            except Exception:  # a backend without the call, or a device that refuses: no figure
+                log.debug("no device memory from %s", name, exc_info=True)
+    return []
 
 
 class SystemSampler:
@@ -41,6 +85,7 @@ class SystemSampler:
     def __init__(self, process: psutil.Process | None = None, nvml=LOAD_NVML, environ=os.environ):
         self.process = process or psutil.Process()
         self.process.cpu_percent(None)  # the first call starts the interval the next one measures
+        _THROUGHPUT["value"] = None  # a new run: an earlier run's speed is not its own
         self.nvml = _nvml() if nvml is LOAD_NVML else nvml
         self.gpus: list[tuple[int, object]] = []
         if self.nvml is not None:
@@ -56,6 +101,10 @@ class SystemSampler:
                   "rss_bytes": self.process.memory_info().rss, "load1": round(os.getloadavg()[0], 2)}
         if self.gpus:
             values["gpus"] = [self._gpu(index, handle) for index, handle in self.gpus]
+        if memory := backend_memory():
+            values["device_memory"] = memory
+        if _THROUGHPUT["value"] is not None and time.monotonic() - _THROUGHPUT["at"] < THROUGHPUT_FRESH_SECONDS:
+            values["samples_per_second"] = round(_THROUGHPUT["value"], 1)
         return values
 
     def _gpu(self, index: int, handle) -> dict:

@@ -7,6 +7,7 @@ import time
 import keras
 import numpy as np
 
+from workers.host.system_metrics import report_throughput
 from workers.trial_stops import TrialFailed
 
 log = logging.getLogger(__name__)
@@ -65,18 +66,28 @@ class EpochReport(keras.callbacks.Callback):
     training: pruned when it carries the pruner's decision, else cancelled (the study was
     cancelled or the row is gone)."""
 
-    def __init__(self, report):
+    def __init__(self, report, rows: int | None = None):
         super().__init__()
         self.report = report
+        self.rows = rows  # training rows an epoch: its samples per second go to the system samples
         self.cancelled = False
         self.pruned: dict | None = None
         self.history: list[tuple[int, dict]] = []
+        self.epoch_started = time.monotonic()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_started = time.monotonic()
 
     def on_epoch_end(self, epoch, logs=None):
         logs = clean_logs(logs)
         self.history.append((epoch, logs))
+        speed = ""
+        if self.rows:  # the epoch's wall time, its validation included: what the trial got of its device
+            per_second = self.rows / max(time.monotonic() - self.epoch_started, 1e-9)
+            report_throughput(per_second)
+            speed = f" ({per_second:,.0f} samples/s)"
         # The job's log gets one line an epoch (Keras's own progress is one per step, or none).
-        log.info("epoch %d: %s", epoch + 1, ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
+        log.info("epoch %d: %s%s", epoch + 1, ", ".join(f"{name} {value:.4g}" for name, value in logs.items()), speed)
         verdict = self.report(epoch, logs)
         if not verdict:
             self.pruned = getattr(verdict, "pruned", None)

@@ -169,7 +169,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         keras.utils.set_random_seed(spec.seed + execution)
         train = run.training(data.x_train, data.y_train, seed=spec.seed + execution)
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
-        report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs))
+        report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs),
+                             rows=len(data.x_train))
         keep_best = KeepBest(spec.objective, spec.direction, spec.patience)
         callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
         with run.scope():
@@ -218,7 +219,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
     keras.utils.set_random_seed(seed)
     train = run.training(data.x_train, data.y_train, seed=seed)
     validation = run.validation(data.x_val, data.y_val)
-    log = EpochReport(report)
+    log = EpochReport(report, rows=len(data.x_train))
     time_limit = TimeLimit(time_limit_seconds)
     callbacks = [log, keras.callbacks.TerminateOnNaN(),
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
@@ -244,7 +245,7 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     keras.utils.set_random_seed(seed)
     train = run.training(np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val]),
                          seed=seed)
-    log = EpochReport(report)
+    log = EpochReport(report, rows=len(data.x_train) + len(data.x_val))
     time_limit = TimeLimit(time_limit_seconds)
     with run.scope():
         model = run.build(build)
