@@ -1,7 +1,7 @@
 """What a trial or trained model printed while it ran, and what it used of its host, one entry per run
 (oldest first)."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 
@@ -39,32 +39,44 @@ class RunSamplesSerializer(serializers.ModelSerializer):
         fields = ["attempt", "running", "started", "updated", "samples"]
 
 
-class TrialSystemMetrics(generics.GenericAPIView):
+class _Runs(generics.GenericAPIView):
+    """One entry per run of a trial or model, oldest first: a few runs, each bounded, so one answer."""
+
+    pagination_class = None
+
+    def runs(self, request, **ids) -> list:
+        raise NotImplementedError
+
+    def get(self, request, **ids):
+        return Response(self.get_serializer(self.runs(request, **ids), many=True).data)
+
+
+def _many(serializer):
+    return extend_schema_view(get=extend_schema(responses={200: serializer(many=True), **ERRORS}))
+
+
+@_many(RunSamplesSerializer)
+class TrialSystemMetrics(_Runs):
     """What each run of the trial used of its host, sampled every few seconds by its worker."""
 
     serializer_class = RunSamplesSerializer
-    pagination_class = None
 
-    @extend_schema(responses={200: RunSamplesSerializer(many=True), **ERRORS})
-    def get(self, request, study_id: int, trial_pk: int):
-        logs = trial_logs(get_trial_for_user(request, study_id, trial_pk))
-        return Response(self.get_serializer(logs, many=True).data)
+    def runs(self, request, study_id: int, trial_pk: int) -> list:
+        return trial_logs(get_trial_for_user(request, study_id, trial_pk))
 
 
-class TrialLogs(generics.GenericAPIView):
+@_many(JobLogSerializer)
+class TrialLogs(TrialSystemMetrics):
+    """What each run of the trial printed, warned and logged."""
+
     serializer_class = JobLogSerializer
-    pagination_class = None  # a few runs, each bounded: one answer
-
-    @extend_schema(responses={200: JobLogSerializer(many=True), **ERRORS})
-    def get(self, request, study_id: int, trial_pk: int):
-        logs = trial_logs(get_trial_for_user(request, study_id, trial_pk))
-        return Response(self.get_serializer(logs, many=True).data)
 
 
-class ModelLogs(generics.GenericAPIView):
+@_many(JobLogSerializer)
+class ModelLogs(_Runs):
+    """What each run of the model's job printed, warned and logged."""
+
     serializer_class = JobLogSerializer
-    pagination_class = None  # a few runs, each bounded: one answer
 
-    @extend_schema(responses={200: JobLogSerializer(many=True), **ERRORS})
-    def get(self, request, model_id: int):
-        return Response(self.get_serializer(model_logs(get_model_for_user(request, model_id)), many=True).data)
+    def runs(self, request, model_id: int) -> list:
+        return model_logs(get_model_for_user(request, model_id))

@@ -13,6 +13,8 @@ class JobLog(models.Model):
     kind = models.CharField(max_length=20)
     job_id = models.PositiveBigIntegerField()
     attempt = models.PositiveIntegerField(default=1)
+    # The Celery node running it ("gpu1@host"): the Workers page shows what each worker's runs use now.
+    worker = models.CharField(max_length=200, blank=True)
     head = models.TextField(blank=True)
     tail = models.TextField(blank=True)
     # What fell between head and tail: the reader shows a marker with these counts.

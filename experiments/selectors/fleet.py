@@ -1,8 +1,12 @@
 """Reads of the worker fleet: trial slots per queue, a study's capacity, who runs what."""
 
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from experiments.models import Study, Team, Trial, Worker
+from experiments.models import JobLog, JobSample, Study, Team, Trial, Worker
 
 
 def queue_slots(*, now=None) -> dict[str, int]:
@@ -37,10 +41,37 @@ def fleet_rows(*, team: Team, now=None) -> list[dict]:
             running.setdefault(trial.worker_name, []).append(trial)
         else:
             others[trial.worker_name] = others.get(trial.worker_name, 0) + 1
+    live = fleet_live(now=now)
     return [
-        {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, []), "other_teams": others.get(w.name, 0)}
+        {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, []), "other_teams": others.get(w.name, 0),
+         "live": live.get(w.name)}
         for w in Worker.objects.all()
     ]
+
+
+def fleet_live(*, now=None) -> dict[str, dict]:
+    """What each worker's running trials and jobs use now, from each run's latest system sample
+    (one query): the runs' CPU % and RSS summed, and per GPU index its latest figures. Of every
+    team's runs alike, and naming none: the fleet is shared, its use is not a secret, whose it is is."""
+    now = now or timezone.now()
+    fresh = now - timedelta(seconds=3 * max(settings.SYSTEM_SAMPLE_SECONDS, settings.JOB_LOG_FLUSH_SECONDS))
+    latest = JobSample.objects.filter(log=OuterRef("pk")).order_by("-at").values("values")[:1]
+    logs = (JobLog.objects.filter(running=True, updated__gte=fresh).exclude(worker="")
+            .annotate(latest=Subquery(latest)).values("worker", "latest"))
+    found: dict[str, dict] = {}
+    for log in logs:
+        values = log["latest"]
+        if not isinstance(values, dict):
+            continue  # a run that has not sampled yet
+        row = found.setdefault(log["worker"], {"runs": 0, "cpu_percent": 0.0, "rss_bytes": 0, "gpus": {}})
+        row["runs"] += 1
+        row["cpu_percent"] += values.get("cpu_percent") or 0.0
+        row["rss_bytes"] += values.get("rss_bytes") or 0
+        for gpu in values.get("gpus", []):
+            row["gpus"][gpu["index"]] = gpu  # one GPU's figures are the device's, whichever run read them
+    for row in found.values():
+        row["gpus"] = [row["gpus"][index] for index in sorted(row["gpus"])]
+    return found
 
 
 def worker_leads_reaper(*, name: str, now=None) -> bool:

@@ -21,9 +21,9 @@ class LogSnapshot:
     cut_bytes: int
 
 
-def job_log_open(*, kind: str, job_id: int, attempt: int) -> int:
-    """A new log for one run of the job; its id is what the writes name."""
-    return JobLog.objects.create(kind=kind, job_id=job_id, attempt=attempt).pk
+def job_log_open(*, kind: str, job_id: int, attempt: int, worker: str = "") -> int:
+    """A new log for one run of the job on `worker` (its Celery node name); its id is what the writes name."""
+    return JobLog.objects.create(kind=kind, job_id=job_id, attempt=attempt, worker=worker).pk
 
 
 def job_log_write(*, log_id: int, snapshot: LogSnapshot, running: bool = True) -> None:

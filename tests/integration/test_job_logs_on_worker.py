@@ -1,5 +1,6 @@
-"""A trial that prints, warns, logs and then fails on a real worker: its page, the API and the
-CLI's route show those lines in order, each with its time, and the traceback beside the reason."""
+"""A trial that prints, warns, logs, prints a 50 MB storm and then fails on a real worker: its page,
+the API and the CLI's route show those lines in order, each with its time, the storm cut to the
+bounds with the marker, and the traceback beside the reason."""
 
 import re
 
@@ -14,7 +15,8 @@ from tests.integration.helpers import digits, started_study
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
-EXPLODE = [{"name": "explode", "type": "fixed", "value": True, "parent": None, "parent_values": []}]
+EXPLODE = [{"name": "explode", "type": "fixed", "value": True, "parent": None, "parent_values": []},
+           {"name": "storm_mb", "type": "fixed", "value": 50, "parent": None, "parent_values": []}]
 IN_ORDER = ["chatty: building the model", "chatty: a deliberate warning", "chatty: an error logged by team code",
             "chatty: about to fail", "Traceback (most recent call last)",
             "RuntimeError: chatty: deliberately broken after printing"]
@@ -35,7 +37,12 @@ def test_a_failing_trials_prints_warnings_and_traceback_reach_its_page_and_the_a
     text = runs[0]["text"]
     positions = [text.find(line) for line in IN_ORDER]
     assert -1 not in positions and positions == sorted(positions), text
-    assert all(re.match(r"\d\d:\d\d:\d\d ", line) for line in text.splitlines()), "every line has its time"
+    assert all(re.match(r"\d\d:\d\d:\d\d ", line) or "cut here" in line for line in text.splitlines()), \
+        "every line has its time"
+    # The storm: 500,000 lines, of which the first and last few KB are kept, with the marker between.
+    assert runs[0]["lines"] > 500_000 and runs[0]["cut_bytes"] > 49 * 2**20
+    assert "lines (" in text and "cut here" in text and len(text.encode()) < (64 + 192 + 1) * 1024
+    assert "storm line 000000" in text and "storm line 009999" in text
 
     (metrics,) = token_client(alice).get(reverse("api:trial-system-metrics", args=[study.id, trial.pk])).json()
     assert metrics["samples"] and metrics["samples"][-1]["values"]["rss_bytes"] > 0

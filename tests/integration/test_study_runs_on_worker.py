@@ -43,7 +43,7 @@ def test_a_three_trial_study_on_digits_completes_with_everything_in_postgres(acm
         artifact_verify(artifact=trial.checkpoint)
         # Its log: one line an epoch, written by the worker, closed when the trial ended.
         (log,) = trial_logs(trial)
-        assert not log.running and log.attempt == trial.attempt
+        assert not log.running and log.attempt == trial.attempt and log.worker == trial.worker_name != ""
         epoch_lines = [line for line in log.text().splitlines() if " epoch " in line]
         assert [line.split(" epoch ")[1].split(":")[0] for line in epoch_lines] == [
             str(e.epoch + 1) for e in epochs]

@@ -61,6 +61,10 @@ def test_visible_devices_by_index():
     assert visible_gpu_indices(4, {"CUDA_VISIBLE_DEVICES": ""}) == []
 
 
+def _keras(backend):
+    return types.SimpleNamespace(backend=types.SimpleNamespace(backend=lambda: backend))
+
+
 class FakeJaxDevice:
     def __init__(self, platform, index):
         self.platform, self.index = platform, index
@@ -74,14 +78,16 @@ class FakeJaxDevice:
 
 def test_device_memory_comes_from_the_backend_already_imported_and_never_on_cpu():
     jax = types.SimpleNamespace(local_devices=lambda: [FakeJaxDevice("cpu", 0), FakeJaxDevice("gpu", 1)])
-    assert backend_memory({"jax": jax}) == [{"device": "gpu:1", "bytes_in_use": 3 * 2**30,
-                                             "peak_bytes_in_use": 5 * 2**30, "bytes_limit": 80 * 2**30}]
-    assert backend_memory({}) == []  # nothing trained yet in this process: no import, no figure
+    assert backend_memory({"keras": _keras("jax"), "jax": jax}) == [{
+        "device": "gpu:1", "bytes_in_use": 3 * 2**30, "peak_bytes_in_use": 5 * 2**30, "bytes_limit": 80 * 2**30}]
+    assert backend_memory({"jax": jax}) == []  # nothing trained yet in this process: no import, no figure
+    # JAX imported by some library in a TensorFlow child is never asked (that would start its runtime).
+    assert backend_memory({"keras": _keras("tensorflow"), "jax": jax}) == []
 
     def refuses():
         raise RuntimeError("no memory_stats on this platform")
 
-    assert backend_memory({"jax": types.SimpleNamespace(local_devices=refuses)}) == []
+    assert backend_memory({"keras": _keras("jax"), "jax": types.SimpleNamespace(local_devices=refuses)}) == []
 
 
 def test_tensorflow_reports_each_logical_gpus_current_and_peak():
@@ -89,7 +95,7 @@ def test_tensorflow_reports_each_logical_gpus_current_and_peak():
         list_logical_devices=lambda kind: [types.SimpleNamespace(name="/device:GPU:0")],
         experimental=types.SimpleNamespace(get_memory_info=lambda name: {"current": 2**20, "peak": 2**21}))
     tf = types.SimpleNamespace(config=config)
-    assert backend_memory({"tensorflow": tf}) == [
+    assert backend_memory({"keras": _keras("tensorflow"), "tensorflow": tf}) == [
         {"device": "/device:GPU:0", "bytes_in_use": 2**20, "peak_bytes_in_use": 2**21}]
 
 

@@ -32,63 +32,129 @@ MAX_UNWRITTEN_SAMPLES = 720
 
 class BoundedLog:
     """Lines with their time: the first `head_bytes` kept as they came, then the last `tail_bytes`;
-    what falls out of the tail is counted, not kept."""
+    what falls out of the tail is counted, not kept.
+
+    A write costs the printing thread a clock read and a list append: the text waits, grouped by
+    the second it came in, until DRAIN_CHARS have gathered or the writer thread takes a snapshot,
+    and is then cut into lines, stamped and bounded in blocks with C-speed string operations, so a
+    print storm of millions of lines is mostly counted, not handled line by line."""
+
+    DRAIN_CHARS = 256 * 1024
 
     def __init__(self, head_bytes: int, tail_bytes: int, clock=time.time):
         self.head_bytes, self.tail_bytes, self.clock = head_bytes, tail_bytes, clock
         self.head: list[str] = []
         self.head_size = 0
-        self.tail: collections.deque[str] = collections.deque()
+        # Blocks of stamped lines, oldest first: [text, its bytes, its lines].
+        self.tail: collections.deque[list] = collections.deque()
         self.tail_size = 0
         self.lines = self.cut_lines = self.cut_bytes = 0
-        self.version = 0  # bumped by every change, so the writer skips an unchanged log
+        self.version = 0  # bumped by every write, so the writer skips an unchanged log
         self.lock = threading.Lock()
+        self.pending: list[tuple[int, list[str]]] = []  # (second, texts written in it), not yet drained
+        self.pending_chars = 0
         self.partial = ""  # a write without its newline yet
 
     def write(self, text: str) -> None:
+        second = int(self.clock())
         with self.lock:
-            text = self.partial + text.replace("\r\n", "\n").replace("\r", "\n")
-            *complete, self.partial = text.split("\n")
-            if len(self.partial) > self.tail_bytes:  # a print storm without newlines
-                complete.append(self.partial)
-                self.partial = ""
-            for line in complete:
-                if line.strip():
-                    self._add(line)
+            if self.pending and self.pending[-1][0] == second:
+                self.pending[-1][1].append(text)
+            else:
+                self.pending.append((second, [text]))
+            self.pending_chars += len(text)
+            self.version += 1
+            if self.pending_chars >= self.DRAIN_CHARS:
+                self._drain()
 
-    def _add(self, line: str) -> None:
+    def _drain(self) -> None:
+        pending, self.pending, self.pending_chars = self.pending, [], 0
+        for second, texts in pending:
+            text = self.partial + "".join(texts)
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+            end = text.rfind("\n")
+            complete, self.partial = (text[:end], text[end + 1:]) if end >= 0 else ("", text)
+            if len(self.partial) > self.tail_bytes:  # a print storm without newlines
+                complete, self.partial = f"{complete}\n{self.partial}" if complete else self.partial, ""
+            if complete:
+                self._add_block(second, complete)
+
+    def _add_block(self, second: int, block: str) -> None:
+        if not block.isascii() or "\x00" in block:
+            # PostgreSQL's text holds neither NUL nor lone surrogates: a line with them is stored readable.
+            block = block.replace("\x00", "\\x00").encode("utf-8", "replace").decode("utf-8")
+        lines = [line for line in block.split("\n") if line.strip()]
+        if not lines:
+            return
         longest = self.tail_bytes // 4  # so the tail always holds a few lines
-        if len(line) > longest:
-            line = f"{line[:longest]} [... {len(line) - longest:,} characters of this line cut]"
-        # PostgreSQL's text holds neither NUL nor lone surrogates: a line with them is stored readable.
-        line = line.replace("\x00", "\\x00").encode("utf-8", "replace").decode("utf-8")
-        stamped = f"{time.strftime('%H:%M:%S', time.localtime(self.clock()))} {line}\n"
-        size = len(stamped.encode("utf-8"))
-        self.lines += 1
-        self.version += 1
-        if not self.tail and self.head_size + size <= self.head_bytes:
+        if max(map(len, lines)) > longest:
+            lines = [f"{line[:longest]} [... {len(line) - longest:,} characters of this line cut]"
+                     if len(line) > longest else line for line in lines]
+        stamp = time.strftime("%H:%M:%S ", time.localtime(second))
+        self.lines += len(lines)
+        if not self.tail and self.head_size < self.head_bytes:
+            lines = self._fill_head(stamp, lines)
+            if not lines:
+                return
+        text = stamp + f"\n{stamp}".join(lines) + "\n"
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        self.tail.append([text, size, len(lines)])
+        self.tail_size += size
+        self._trim_tail()
+
+    def _fill_head(self, stamp: str, lines: list[str]) -> list[str]:
+        """Keep lines in the head while they fit (the first KB only: line by line is cheap there); the rest."""
+        for index, line in enumerate(lines):
+            stamped = f"{stamp}{line}\n"
+            size = len(stamped.encode("utf-8"))
+            if self.head_size + size > self.head_bytes:
+                self.head_size = self.head_bytes  # full: later lines go to the tail, even short ones
+                return lines[index:]
             self.head.append(stamped)
             self.head_size += size
-            return
-        self.tail.append(stamped)
-        self.tail_size += size
-        while self.tail_size > self.tail_bytes and len(self.tail) > 1:
-            dropped = self.tail.popleft()
-            dropped_size = len(dropped.encode("utf-8"))
-            self.tail_size -= dropped_size
-            self.cut_lines += 1
-            self.cut_bytes += dropped_size
+        return []
+
+    def _trim_tail(self) -> None:
+        """Cut the oldest lines until the tail fits, always keeping its newest line."""
+        while self.tail_size > self.tail_bytes:
+            text, size, count = self.tail[0]
+            excess = self.tail_size - self.tail_bytes
+            if len(self.tail) == 1:  # the newest block: its last line stays whatever its size
+                last_line = text.rfind("\n", 0, len(text) - 1) + 1
+                if last_line == 0:
+                    return
+                cut_at = text.find("\n", min(excess, last_line) - 1) + 1
+            else:
+                cut_at = (text.find("\n", excess - 1) + 1 or len(text)) if excess < size else len(text)
+            if cut_at >= len(text):
+                self.tail.popleft()
+                self.tail_size -= size
+                self._count_cut(size, count)
+                continue
+            cut = text[:cut_at]
+            cut_size = len(cut) if cut.isascii() else len(cut.encode("utf-8"))
+            cut_count = cut.count("\n")
+            self.tail[0] = [text[cut_at:], size - cut_size, count - cut_count]
+            self.tail_size -= cut_size
+            self._count_cut(cut_size, cut_count)
+
+    def _count_cut(self, size: int, count: int) -> None:
+        self.cut_lines += count
+        self.cut_bytes += size
 
     def flush_partial(self) -> None:
         with self.lock:
+            self._drain()
             if self.partial.strip():
-                self._add(self.partial)
+                self._add_block(int(self.clock()), self.partial)
             self.partial = ""
 
     def snapshot(self) -> LogSnapshot:
         with self.lock:
-            return LogSnapshot(head="".join(self.head), tail="".join(self.tail), lines=self.lines,
-                               cut_lines=self.cut_lines, cut_bytes=self.cut_bytes)
+            self._drain()
+            return LogSnapshot(head="".join(self.head), tail="".join(block[0] for block in self.tail),
+                               lines=self.lines, cut_lines=self.cut_lines, cut_bytes=self.cut_bytes)
 
 
 class _Tee:
@@ -133,6 +199,7 @@ class JobLogCapture:
         self.written = -1
         self.sampler = sampler
         self.samples: list[tuple] = []
+        self.dropped_samples = 0
         self.next_sample = time.monotonic() + settings.SYSTEM_SAMPLE_SECONDS
         self.writer = Heartbeat(self.write, settings.JOB_LOG_FLUSH_SECONDS, name=f"job-log-{log_id}")
 
@@ -142,7 +209,9 @@ class JobLogCapture:
         self.next_sample = time.monotonic() + settings.SYSTEM_SAMPLE_SECONDS
         try:
             self.samples.append((timezone.now(), self.sampler.sample()))
-            del self.samples[:-MAX_UNWRITTEN_SAMPLES]  # a database down for long: keep the newest
+            if len(self.samples) > MAX_UNWRITTEN_SAMPLES:  # a database down for long: keep the newest, count the rest
+                self.dropped_samples += len(self.samples) - MAX_UNWRITTEN_SAMPLES
+                del self.samples[:-MAX_UNWRITTEN_SAMPLES]
         except Exception:  # a figure the host will not give must not stop the log
             log.warning("a system sample failed", exc_info=True)
 
@@ -152,6 +221,10 @@ class JobLogCapture:
             # Kept for the next write if this one fails: samples are small and come every few seconds.
             job_samples_add(log_id=self.log_id, samples=self.samples)
             self.samples = []
+            if self.dropped_samples:  # said once the database takes writes again
+                self.bounded.write(f"WARNING {__name__}: {self.dropped_samples} system samples were dropped while "
+                                   "the database did not take them\n")
+                self.dropped_samples = 0
         version = self.bounded.version
         if version == self.written and running:
             return
@@ -170,11 +243,18 @@ def _sampler() -> SystemSampler | None:
         return None
 
 
+def _node_name() -> str:
+    """The Celery node this child serves ("gpu1@host"), or "" outside a task."""
+    from celery import current_task
+
+    return getattr(getattr(current_task, "request", None), "hostname", None) or ""
+
+
 @contextmanager
 def job_log(*, kind: str, job_id: int, attempt: int):
     """Capture what runs inside into the log of this run of the job; yields the capture."""
     try:
-        log_id = with_db_retry(job_log_open, kind=kind, job_id=job_id, attempt=attempt)
+        log_id = with_db_retry(job_log_open, kind=kind, job_id=job_id, attempt=attempt, worker=_node_name())
     except Exception:
         log.warning("no log for %s %s: it runs without one", kind, job_id, exc_info=True)
         yield None

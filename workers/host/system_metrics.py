@@ -67,16 +67,19 @@ def _tensorflow_memory(tf) -> list[dict]:
 
 
 def backend_memory(modules=sys.modules) -> list[dict]:
-    """Accelerator memory as the backend this process already imported counts it (never imported
-    here: a job that has not trained yet has none); [] on CPU or when the backend will not say."""
-    readers = (("jax", _jax_memory), ("tensorflow", _tensorflow_memory))
-    for name, read in readers:
-        if name in modules:
-            try:
-                return read(modules[name])
-            except Exception:  # a backend without the call, or a device that refuses: no figure
-                log.debug("no device memory from %s", name, exc_info=True)
-    return []
+    """Accelerator memory as the Keras backend this process trains with counts it; [] on CPU, before
+    Keras is loaded, or when the backend will not say. Nothing is imported or initialised here: a
+    library that merely imported JAX in a TensorFlow child must not start JAX's runtime."""
+    keras = modules.get("keras")
+    name = keras.backend.backend() if keras is not None else None
+    read = {"jax": _jax_memory, "tensorflow": _tensorflow_memory}.get(name)
+    if read is None or name not in modules:
+        return []
+    try:
+        return read(modules[name])
+    except Exception:  # a backend without the call, or a device that refuses: no figure
+        log.debug("no device memory from %s", name, exc_info=True)
+        return []
 
 
 class SystemSampler:
