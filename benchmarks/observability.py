@@ -14,7 +14,8 @@ Stored bytes per trial-minute: the quiet runs' log text and sample JSON as Postg
 
 Reading: a trial with 10,000 log lines (as the bounded writer keeps them) and 1,000 samples;
 its page, the live logs card, and the API's logs and system metrics, through Django's whole
-request path, 30 requests each after two warm-ups (target p95 <= 100 ms).
+request path, 30 requests each after two warm-ups (the measure functions of benchmarks.pages and
+benchmarks.api); target p95 <= 100 ms.
 
 Prints one JSON object as its last line and writes benchmarks/results/observability.json.
 """
@@ -27,12 +28,13 @@ import statistics
 import sys
 import time
 
-from benchmarks.harness import RESULTS, percentile, setup_django
+from benchmarks.api import measure as api_measure
+from benchmarks.harness import RESULTS, setup_django
+from benchmarks.pages import measure as page_measure
 
 EPOCHS = int(os.environ.get("TUNEBOARD_BENCH_EPOCHS", "60"))
 ROUNDS = int(os.environ.get("TUNEBOARD_BENCH_ROUNDS", "7"))
 STORM_MB = 50
-REQUESTS = 30
 BATCH = 32
 
 
@@ -86,6 +88,27 @@ def _train_once(keras, x, y, *, capture: bool, log_id_for, storm: bool, logger) 
         model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, callbacks=callbacks, verbose=0)
     seconds = time.perf_counter() - started
     return {"samples_per_second": len(x) * EPOCHS / seconds, "seconds": seconds}
+
+
+def tee_cost() -> dict:
+    """The training thread's own cost of a print storm, apart from any training: STORM_MB of
+    100-byte lines, one print() each, into a null stream with and without the log's tee."""
+    from workers.host.job_logs import BoundedLog, _Tee
+
+    lines, line = STORM_MB * 2**20 // 100, "x" * 99
+    null = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    seconds = {}
+    for side in ("off", "on", "off", "on"):
+        stream = _Tee(null, BoundedLog(64 * 1024, 192 * 1024)) if side == "on" else null
+        started = time.perf_counter()
+        for _ in range(lines):
+            print(line, file=stream)
+        seconds.setdefault(side, []).append(time.perf_counter() - started)
+    null.close()
+    added = min(seconds["on"]) - min(seconds["off"])
+    return {"storm_lines": lines, "storm_print_seconds_without_tee": round(min(seconds["off"]), 3),
+            "storm_print_seconds_with_tee": round(min(seconds["on"]), 3),
+            "storm_tee_seconds_added": round(added, 3), "tee_us_per_line": round(added / lines * 1e6, 3)}
 
 
 def training_arms() -> dict:
@@ -211,23 +234,6 @@ def _seed_trial():
     return user, token, study, trial
 
 
-def _p95(client, url: str, headers: dict) -> dict:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    for _ in range(2):
-        assert client.get(url, **headers).status_code == 200, url
-    times = []
-    for _ in range(REQUESTS):
-        with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
-            response = client.get(url, **headers)
-            times.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, url
-    return {"p95_ms": round(percentile(times, 95), 1), "median_ms": round(statistics.median(times), 1),
-            "queries": len(queries), "kb": round(len(response.content) / 1024, 1)}
-
-
 def reading() -> dict:
     from django.test import Client
     from django.test.utils import setup_test_environment
@@ -237,15 +243,14 @@ def reading() -> dict:
     user, token, study, trial = _seed_trial()
     page_client, api_client = Client(), Client()
     page_client.force_login(user)
-    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     args = [study.id, trial.pk]
-    figures = {
-        "trial_page": _p95(page_client, reverse("trial_detail", args=args), {}),
-        "logs_card": _p95(page_client, reverse("trial_logs_live", args=args), {}),
-        "api_logs": _p95(api_client, reverse("api:trial-logs", args=args), bearer),
-        "api_system_metrics": _p95(api_client, reverse("api:trial-system-metrics", args=args), bearer),
+    figures = {  # the page and API benchmarks' own measure functions: 2 warm-ups, then 30 requests
+        "trial_page": page_measure(page_client, reverse("trial_detail", args=args)),
+        "logs_card": page_measure(page_client, reverse("trial_logs_live", args=args)),
+        "api_logs": api_measure(api_client, reverse("api:trial-logs", args=args), token),
+        "api_system_metrics": api_measure(api_client, reverse("api:trial-system-metrics", args=args), token),
     }
-    result = {"log_lines": 10_000, "samples": 1_000, "requests": REQUESTS, "reads": figures}
+    result = {"log_lines": 10_000, "samples": 1_000, "requests": 30, "reads": figures}
     result["log_page_p95_ms"] = max(figures["trial_page"]["p95_ms"], figures["logs_card"]["p95_ms"])
     result["api_p95_ms"] = max(figures["api_logs"]["p95_ms"], figures["api_system_metrics"]["p95_ms"])
     return result
@@ -255,6 +260,7 @@ def main() -> None:
     setup_django()
     started = time.monotonic()
     result = {"host": {"cpus": os.cpu_count(), "load1_at_start": round(os.getloadavg()[0], 2)}}
+    result.update(tee_cost())
     result.update(training_arms())
     print(f"training arms: {time.monotonic() - started:.0f} s", file=sys.stderr)
     result.update(reading())

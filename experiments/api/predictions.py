@@ -28,7 +28,7 @@ class PredictionSerializer(serializers.ModelSerializer):
         model = PredictionJob
         fields = ["id", "url", "status", "model", "requested_as", "registry_version", "input_filename", "rows",
                   "rows_done", "is_try", "error", "preview", "downloads", "created", "started", "finished",
-                  "duration_seconds"]
+                  "duration_seconds", "device_seconds", "device_kind"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:prediction-detail", kwargs={"prediction_id": obj.id}))

@@ -24,7 +24,7 @@ class ServingExportSerializer(serializers.ModelSerializer):
     class Meta:
         model = ServingExport
         fields = ["id", "url", "status", "reason", "error", "report", "worker_host", "created", "started", "finished",
-                  "duration_seconds"]
+                  "duration_seconds", "device_seconds", "device_kind"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:serving-export-detail", kwargs={"export_id": obj.id}))

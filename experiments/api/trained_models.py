@@ -15,6 +15,7 @@ from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute
 from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import ModelConversion, TrainedModel
+from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.ensembles import ensemble_members
 from experiments.selectors.trained_models import model_conversion, team_models
 from experiments.selectors.trials import study_top_trials
@@ -53,7 +54,7 @@ class ConversionSerializer(serializers.ModelSerializer):
     class Meta:
         model = ModelConversion
         fields = ["status", "formats", "error", "unavailable", "worker_host", "created", "started", "finished",
-                  "duration_seconds"]
+                  "duration_seconds", "device_seconds", "device_kind"]
 
 
 class TrainedModelSerializer(serializers.ModelSerializer):
@@ -62,13 +63,17 @@ class TrainedModelSerializer(serializers.ModelSerializer):
     members = serializers.SerializerMethodField()
     conversion = serializers.SerializerMethodField(
         help_text="The latest conversion making SavedModel/TFLite from the .keras file, or null.")
+    lineage_device_seconds = serializers.SerializerMethodField(
+        help_text="Device time of everything that made it: its own job's runs, the trial it came from, and "
+                  "for an ensemble its members' lineages.")
 
     class Meta:
         model = TrainedModel
         fields = ["id", "url", "name", "version", "kind", "method", "status", "error", "dataset", "study", "trial",
                   "epoch_source", "epoch_cap", "greedy_rounds", "seed", "best_epoch", "epochs", "hyperparameters",
                   "val_metrics", "test_metrics", "report", "signature", "versions", "compute", "environment",
-                  "created", "started", "finished", "duration_seconds", "files", "members", "conversion"]
+                  "created", "started", "finished", "duration_seconds", "device_seconds", "device_kind",
+                  "lineage_device_seconds", "files", "members", "conversion"]
 
     def get_url(self, obj) -> str:
         name = "api:ensemble-detail" if obj.is_ensemble else "api:model-detail"
@@ -83,6 +88,9 @@ class TrainedModelSerializer(serializers.ModelSerializer):
                 for f in obj.files.select_related("artifact")]
 
     @extend_schema_field(ConversionSerializer(allow_null=True))
+    def get_lineage_device_seconds(self, obj) -> float | None:
+        return model_lineage_device_seconds(obj)
+
     def get_conversion(self, obj) -> dict | None:
         conversion = model_conversion(model=obj)
         return None if conversion is None else ConversionSerializer(conversion).data

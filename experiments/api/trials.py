@@ -86,7 +86,8 @@ class TrialRerunSerializer(serializers.ModelSerializer):
     class Meta:
         model = TrialRerun
         fields = ["id", "number", "status", "error", "seed", "score", "best_epoch", "metrics", "compute",
-                  "environment", "worker_host", "created", "started", "finished", "duration_seconds", "comparison"]
+                  "environment", "worker_host", "created", "started", "finished", "duration_seconds", "device_seconds",
+                  "device_kind", "comparison"]
 
     def get_comparison(self, obj) -> RerunComparisonSerializer(allow_null=True):  # type: ignore[valid-type]
         return getattr(obj, "comparison", None)

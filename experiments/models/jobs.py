@@ -23,6 +23,10 @@ class Job(models.Model):
     last_sent = models.DateTimeField(null=True, blank=True)
     resends = models.PositiveIntegerField(default=0)
     duration_seconds = models.FloatField(null=True, blank=True)
+    # What its runs held, summed over its attempts (each one held its devices): wall time × devices,
+    # and their kind ("cpu", "gpu", "tpu"), as its worker reported at the end of each run.
+    device_seconds = models.FloatField(null=True, blank=True)
+    device_kind = models.CharField(max_length=10, blank=True)
     created = models.DateTimeField(default=timezone.now)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)

@@ -1,25 +1,62 @@
-"""What a team's trials cost in device time: each ended trial's wall time times the devices it held,
-summed by calendar month (of the trial's end) and device kind, newest month first."""
+"""What a team's trials and jobs cost in device time: each ended trial's wall time times the devices
+it held, and each ended job's runs the same way (every attempt), summed by calendar month (of the
+end) and device kind, newest month first."""
 
 from django.db.models import Sum
 from django.db.models.functions import TruncMonth
 
-from experiments.models import Team, Trial
+from experiments.models import EnsembleMember, Team, TrainedModel, Trial
 
 
-def team_device_seconds_by_month(*, team: Team, months: int = 12) -> list[dict]:
-    rows = (Trial.objects.filter(study__team=team, device_seconds__isnull=False, finished__isnull=False)
+def _by_month(rows, team_path: str, team: Team):
+    return (rows.filter(**{team_path: team.id}, device_seconds__isnull=False, finished__isnull=False)
             .annotate(month=TruncMonth("finished")).order_by().values("month", "device_kind")
-            .annotate(seconds=Sum("device_seconds")).order_by("-month", "device_kind"))
+            .annotate(seconds=Sum("device_seconds")))
+
+
+def team_device_seconds_by_month(*, team: Team, kinds=(), months: int = 12) -> list[dict]:
+    """`kinds`: the job kinds to count besides trials (services/jobs.py's JOB_KINDS values)."""
     by_month: dict = {}
-    for row in rows:
-        by_month.setdefault(row["month"], {})[row["device_kind"]] = row["seconds"]
+    sources = [(Trial.objects.all(), "study__team_id")] + [(kind.table.objects.all(), kind.team) for kind in kinds]
+    for rows, team_path in sources:
+        for row in _by_month(rows, team_path, team):
+            kinds = by_month.setdefault(row["month"], {})
+            kinds[row["device_kind"]] = kinds.get(row["device_kind"], 0.0) + row["seconds"]
     return [{"month": month, "by_kind": kinds, "total": sum(kinds.values())}
-            for month, kinds in list(by_month.items())[:months]]
+            for month, kinds in sorted(by_month.items(), reverse=True)[:months]]
 
 
 def device_seconds_by_team() -> dict[tuple[int, str], float]:
-    """Every team's ended trials' device time by (team id, device kind): /metrics's counter."""
+    """Every team's ended trials' device time by (team id, device kind): /metrics's trial counter."""
     rows = (Trial.objects.filter(device_seconds__isnull=False).order_by().values("study__team_id", "device_kind")
             .annotate(seconds=Sum("device_seconds")))
     return {(row["study__team_id"], row["device_kind"]): row["seconds"] for row in rows}
+
+
+def job_device_seconds_by_team(*, kinds) -> dict[tuple[int, str, str], float]:
+    """Every team's jobs' device time by (team id, job kind, device kind): /metrics's job counter.
+    `kinds`: services/jobs.py's JOB_KINDS values."""
+    found = {}
+    for kind in kinds:
+        rows = (kind.table.objects.filter(device_seconds__isnull=False).order_by().values(kind.team, "device_kind")
+                .annotate(seconds=Sum("device_seconds")))
+        for row in rows:
+            found[(row[kind.team], kind.name, row["device_kind"])] = row["seconds"]
+    return found
+
+
+def model_lineage_device_seconds(model) -> float | None:
+    """Device time of everything that made a trained model: its own job's runs, the trial it came
+    from, and for an ensemble its members' lineages (a member model's own job and trial, or a
+    member trial). None when none of it has a figure yet."""
+    parts = [model.device_seconds]
+    if model.trial_id:
+        parts.append(Trial.objects.filter(pk=model.trial_id).values_list("device_seconds", flat=True).first())
+    members = EnsembleMember.objects.filter(ensemble=model).values_list("model_id", "trial_id")
+    for member_model, member_trial in members if model.is_ensemble else ():
+        if member_model:
+            parts.append(model_lineage_device_seconds(TrainedModel.objects.get(pk=member_model)))
+        elif member_trial:
+            parts.append(Trial.objects.filter(pk=member_trial).values_list("device_seconds", flat=True).first())
+    known = [part for part in parts if part is not None]
+    return sum(known) if known else None

@@ -53,6 +53,7 @@ class JobKind:
     label: str  # how a person names one row ("conversion 7")
     table: type[Job]
     task: str
+    team: str  # the path from a row to its team's id (device time by team)
     queue_of: Callable[[Job], str]  # a row's queue (the row loaded with send_related)
     # Where its queue comes from, for counting by queue: the path from a row to the study it
     # follows (None: none), and the queue of rows that follow no study.
@@ -106,24 +107,27 @@ def _model_failed(pk: int, error: str) -> None:
 
 # In the order the reaper's counts and the scaling endpoint's fields list them.
 JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
-    JobKind(name="models", label="model", table=TrainedModel, task="workers.tasks.make_trained_model",
+    JobKind(name="models", label="model", table=TrainedModel, task="workers.tasks.make_trained_model", team="team_id",
             queue_of=model_queue, study="study", queue=ENSEMBLE_QUEUE, send_related=("study",),
             claim_related=("study", "trial__checkpoint", "dataset__arrays", "dataset__upload", "team"),
             reset=lambda pk: TrainedModelEpoch.objects.filter(model_id=pk).delete(),
             on_lost=_model_lost, on_fail=_model_failed),
     JobKind(name="reruns", label="re-run", table=TrialRerun, task="workers.tasks.rerun_trial",
+            team="trial__study__team_id",
             queue_of=lambda rerun: rerun.trial.study.task_queue, study="trial__study",
             send_related=("trial__study",),
             claim_related=("trial__study__dataset__arrays", "trial__study__dataset__upload", "trial__study__team"),
             reset=lambda pk: TrialRerunEpoch.objects.filter(rerun_id=pk).delete()),
     JobKind(name="conversions", label="conversion", table=ModelConversion, task="workers.tasks.convert_model",
+            team="model__team_id",
             queue_of=lambda _row: CONVERSION_QUEUE, queue=CONVERSION_QUEUE,
             claim_related=("model__team",), prepare=_with_keras_file),
-    JobKind(name="serving_exports", label="serving export", table=ServingExport,
+    JobKind(name="serving_exports", label="serving export", table=ServingExport, team="team_id",
             task="workers.tasks.export_serving", queue_of=lambda _row: SERVING_EXPORT_QUEUE,
             queue=SERVING_EXPORT_QUEUE, claim_related=("team",), prepare=_with_plan),
     # A prediction runs where its model trained.
     JobKind(name="predictions", label="prediction", table=PredictionJob, task="workers.tasks.predict_batch",
+            team="model__team_id",
             queue_of=lambda job: model_queue(job.model), study="model__study", queue=ENSEMBLE_QUEUE,
             send_related=("model",), claim_related=("model__dataset", "model__team", "inputs"),
             reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file),
@@ -212,6 +216,14 @@ def job_release(*, kind: JobKind, pk: int, attempt: int) -> bool:
         if released:
             job_send(kind=kind, row=kind.table.objects.select_related(*kind.send_related).get(pk=pk))
     return released
+
+
+def job_add_device_time(*, kind: JobKind, pk: int, attempt: int, seconds: float, device_kind: str,
+                        devices: int) -> bool:
+    """Add one run's device time (its wall time × the devices its worker child held) to the job,
+    whatever became of the run: a failed or handed-back attempt held its devices too."""
+    return bool(kind.table.objects.filter(pk=pk, attempts=attempt).update(
+        device_seconds=Coalesce(F("device_seconds"), 0.0) + seconds * devices, device_kind=device_kind))
 
 
 def job_cancel(*, kind: JobKind, pk: int) -> bool:

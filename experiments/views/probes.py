@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
-from experiments.selectors.device_time import device_seconds_by_team
+from experiments.selectors.device_time import device_seconds_by_team, job_device_seconds_by_team
 from experiments.selectors.workload import (
     database_error,
     live_workers,
@@ -186,6 +186,11 @@ class DatabaseCollector:
                 "and device kind", labels=["team", "device_kind"])
             for (team, kind), seconds in sorted(device_seconds_by_team().items()):
                 device_time.add_metric([str(team), kind], seconds)
+            job_device_time = CounterMetricFamily(
+                "tuneboard_job_device_seconds", "Jobs' runs' wall time times the devices they held (every attempt), "
+                "per team id, job kind and device kind", labels=["team", "job_kind", "device_kind"])
+            for (team, job_kind, kind), seconds in sorted(job_device_seconds_by_team(kinds=JOB_KINDS.values()).items()):
+                job_device_time.add_metric([str(team), job_kind, kind], seconds)
 
             histograms = [histogram.family() for histogram in TRIAL_HISTOGRAMS]
         except Exception:
@@ -193,7 +198,8 @@ class DatabaseCollector:
             yield up
             return
         up.add_metric([], 1)
-        yield from (up, trials, lost, studies, models, queue_depth_family, workers, device_time, *histograms)
+        yield from (up, trials, lost, studies, models, queue_depth_family, workers, device_time, job_device_time,
+                    *histograms)
 
 
 _collector = DatabaseCollector()

@@ -36,6 +36,7 @@ from experiments.services.invitations import (
     invitation_sign_up,
     invitation_withdraw,
 )
+from experiments.services.jobs import JOB_KINDS
 from experiments.services.memberships import membership_choose, membership_leave, membership_remove, membership_set_role
 from experiments.services.teams import TeamError, team_create
 from experiments.tuning.bounds import parse_id
@@ -129,7 +130,7 @@ def team_settings(request):
         "add_form": AddMemberForm(), "roles": Membership.Role.choices,
         "owners": sum(1 for m in members if m.role == Membership.Role.OWNER),
         "invitation_days": settings.INVITATION_DAYS, **notifications_context(request), **audit,
-        "device_months": _priced(team_device_seconds_by_month(team=request.team)),
+        "device_months": _priced(team_device_seconds_by_month(team=request.team, kinds=JOB_KINDS.values())),
         "priced": bool(settings.DEVICE_HOUR_PRICES),
     })
 

@@ -9,6 +9,7 @@ from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
+from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.ensembles import ensemble_members
 from experiments.selectors.fleet import queue_has_live_worker
 from experiments.selectors.trained_models import (
@@ -84,6 +85,7 @@ def _detail_context(model: TrainedModel) -> dict:
         "member_labels": [m.display_label for m in members],
         "best_member_label": _best_member_label(model, members),
         "conversion": conversion, "conversion_queue": CONVERSION_QUEUE,
+        "lineage_device_seconds": model_lineage_device_seconds(model),
         "conversion_waits_for_a_worker": conversion is not None and conversion.status == ModelConversion.Status.QUEUED
         and not queue_has_live_worker(queue=CONVERSION_QUEUE),
         "unavailable": downloads_unavailable(model=model, conversion=conversion),

@@ -101,6 +101,9 @@ def test_retrain_the_best_trial_and_load_every_download(acme, alice, alice_clien
     log = wait_for(lambda: next((entry for entry in model_logs(model) if not entry.running), None), timeout=30,
                    what="the model's log to close")
     assert log.text().count(" epoch 1: ") == 2
+    # Its device time: the run's wall time on the one CPU its worker child held, written before the log closed.
+    model.refresh_from_db()
+    assert model.device_kind == "cpu" and model.device_seconds >= model.duration_seconds > 0
     assert set(model.test_metrics) == {"loss", "accuracy"} and set(model.val_metrics) >= {"loss", "accuracy"}
     # Sane on unseen rows: digits has pixels that are constant in training (normalisation must not explode).
     assert model.test_metrics["loss"] < 2.0 and model.test_metrics["accuracy"] > 0.8

@@ -6,6 +6,7 @@ import logging
 import pytest
 
 from workers.host.devices import (
+    child_devices,
     cpu_devices_per_child,
     device_for_child,
     discover_gpus,
@@ -94,3 +95,10 @@ def test_device_counts_from_the_environment_must_be_whole_numbers_of_at_least_on
         gpus_per_child({"TUNEBOARD_GPUS_PER_CHILD": "0"})
     with pytest.raises(ValueError, match="TUNEBOARD_CPU_DEVICES must be a whole number of at least 1, not 'two'"):
         cpu_devices_per_child({"TUNEBOARD_CPU_DEVICES": "two"})
+
+
+def test_a_childs_device_time_counts_the_gpus_it_was_pinned_to_else_the_tpus_else_one_cpu():
+    assert child_devices({"CUDA_VISIBLE_DEVICES": "2,3"}, tpus=lambda: []) == ("gpu", 2)
+    assert child_devices({"CUDA_VISIBLE_DEVICES": "-1"}, tpus=lambda: []) == ("cpu", 1)
+    assert child_devices({}, tpus=lambda: ["/dev/accel0", "/dev/accel1", "/dev/accel2", "/dev/accel3"]) == ("tpu", 4)
+    assert child_devices({}, tpus=lambda: []) == ("cpu", 1)

@@ -7,8 +7,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.models import Trial
+from experiments.models import TrainedModel, Trial
+from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.studies import study_progress
+from experiments.services.jobs import JOB_KINDS, job_add_device_time
 from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
 from tests.web.figures_rows import finished_trial
@@ -54,3 +56,25 @@ def test_with_prices_set_device_time_is_also_shown_as_money(alice_client, acme_s
     team = alice_client.get(reverse("team_settings")).content.decode()
     assert "<th scope=\"col\" title=\"At the site's prices per device-hour\">Cost</th>" in team
     assert "<td>2 h 0 min</td><td>2.50 USD</td></tr>" in team  # 0.50 for the CPU hour, 2.00 for the GPU hour
+
+
+def test_jobs_add_each_attempts_device_time_and_the_team_and_lineage_count_it(alice_client, acme_model, acme_trial):
+    models = JOB_KINDS["models"]
+    Trial.objects.filter(pk=acme_trial.pk).update(device_seconds=90.0, device_kind="cpu", finished=timezone.now())
+    TrainedModel.objects.filter(pk=acme_model.pk).update(attempts=1)
+    assert job_add_device_time(kind=models, pk=acme_model.pk, attempt=1, seconds=100.0, device_kind="gpu", devices=2)
+    TrainedModel.objects.filter(pk=acme_model.pk).update(attempts=2)  # the reaper gave it a second attempt
+    assert job_add_device_time(kind=models, pk=acme_model.pk, attempt=2, seconds=50.0, device_kind="gpu", devices=2)
+    assert not job_add_device_time(kind=models, pk=acme_model.pk, attempt=3, seconds=1e6, device_kind="gpu",
+                                   devices=1)  # not an attempt it had
+    acme_model.refresh_from_db()
+    assert (acme_model.device_seconds, acme_model.device_kind) == (300.0, "gpu")
+    assert model_lineage_device_seconds(acme_model) == 390.0  # with the trial it came from
+
+    body = token_client(acme_model.created_by).get(reverse("api:model-detail", args=[acme_model.pk])).json()
+    assert (body["device_seconds"], body["device_kind"], body["lineage_device_seconds"]) == (300.0, "gpu", 390.0)
+    page = alice_client.get(reverse("model_detail", args=[acme_model.pk])).content.decode()
+    assert "5 min of GPU for this job; 6 min for its whole lineage" in page
+    team = alice_client.get(reverse("team_settings")).content.decode()
+    this_month = timezone.now().strftime("%B %Y")
+    assert f"<td>{this_month}</td><td>2 min</td><td>5 min</td><td>0 s</td><td>6 min</td>" in team

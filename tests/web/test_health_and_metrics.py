@@ -8,7 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from experiments.logformat import JsonFormatter
-from experiments.models import Trial
+from experiments.models import TrainedModel, Trial
 from experiments.services.studies import study_start
 from experiments.services.trial_claims import claim_trial
 from experiments.services.trial_oracle import Claimant
@@ -177,3 +177,11 @@ def test_metrics_count_each_teams_device_time_by_kind(client, acme, acme_trial, 
     assert families["tuneboard_trial_device_seconds"].type == "counter"
     assert sample(families, "tuneboard_trial_device_seconds", "_total", team=str(acme.id), device_kind="gpu") == 7200.0
     assert sample(families, "tuneboard_trial_device_seconds", "_total", team=str(acme.id), device_kind="cpu") == 30.0
+
+
+def test_metrics_count_each_teams_job_device_time_by_job_kind(client, acme, acme_model):
+    TrainedModel.objects.filter(pk=acme_model.pk).update(device_seconds=600.0, device_kind="gpu")
+    families = scrape(client)
+    assert families["tuneboard_job_device_seconds"].type == "counter"
+    assert sample(families, "tuneboard_job_device_seconds", "_total", team=str(acme.id), job_kind="models",
+                  device_kind="gpu") == 600.0

@@ -31,6 +31,17 @@ def discover_tpus() -> list[str]:
     return sorted(local) or (["tpu"] if os.environ.get("TPU_NAME") else [])
 
 
+def child_devices(environ=os.environ, tpus=discover_tpus) -> tuple[str, int]:
+    """The kind and number of devices this worker child holds, for its device time: the GPUs it
+    was pinned to (CUDA_VISIBLE_DEVICES), else the host's TPU chips, else one CPU."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (gpus := discover_gpus(environ)):
+        return "gpu", len(gpus)
+    if chips := tpus():
+        return "tpu", len(chips)
+    return "cpu", 1
+
+
 def host_devices(environ=os.environ) -> list[str]:
     return ["cpu"] + [f"gpu:{g}" for g in discover_gpus(environ)] + [f"tpu:{t}" for t in discover_tpus()]
 

@@ -34,10 +34,10 @@ class BoundedLog:
     """Lines with their time: the first `head_bytes` kept as they came, then the last `tail_bytes`;
     what falls out of the tail is counted, not kept.
 
-    A write costs the printing thread a clock read and a list append: the text waits, grouped by
-    the second it came in, until DRAIN_CHARS have gathered or the writer thread takes a snapshot,
-    and is then cut into lines, stamped and bounded in blocks with C-speed string operations, so a
-    print storm of millions of lines is mostly counted, not handled line by line."""
+    A write costs the printing thread a clock read and a deque append (thread-safe without a lock):
+    the text waits with the second it came in until DRAIN_CHARS have gathered or the writer thread
+    takes a snapshot, and is then cut into lines, stamped and bounded in blocks with C-speed string
+    operations, so a print storm of millions of lines is mostly counted, not handled line by line."""
 
     DRAIN_CHARS = 256 * 1024
 
@@ -49,27 +49,32 @@ class BoundedLog:
         self.tail: collections.deque[list] = collections.deque()
         self.tail_size = 0
         self.lines = self.cut_lines = self.cut_bytes = 0
-        self.version = 0  # bumped by every write, so the writer skips an unchanged log
         self.lock = threading.Lock()
-        self.pending: list[tuple[int, list[str]]] = []  # (second, texts written in it), not yet drained
-        self.pending_chars = 0
+        self.pending: collections.deque[tuple[int, str]] = collections.deque()  # (second, text), not drained
+        self.pending_chars = 0  # about: two threads add to it unlocked, and it only decides when to drain
         self.partial = ""  # a write without its newline yet
 
     def write(self, text: str) -> None:
-        second = int(self.clock())
-        with self.lock:
-            if self.pending and self.pending[-1][0] == second:
-                self.pending[-1][1].append(text)
-            else:
-                self.pending.append((second, [text]))
-            self.pending_chars += len(text)
-            self.version += 1
-            if self.pending_chars >= self.DRAIN_CHARS:
+        self.pending.append((int(self.clock()), text))
+        self.pending_chars += len(text)
+        if self.pending_chars >= self.DRAIN_CHARS:
+            with self.lock:
                 self._drain()
 
     def _drain(self) -> None:
-        pending, self.pending, self.pending_chars = self.pending, [], 0
-        for second, texts in pending:
+        """Take what waits, a second's texts at a time, in the order written (the caller holds the lock)."""
+        self.pending_chars = 0
+        groups: list[tuple[int, list[str]]] = []
+        while True:
+            try:
+                second, text = self.pending.popleft()
+            except IndexError:
+                break
+            if groups and groups[-1][0] == second:
+                groups[-1][1].append(text)
+            else:
+                groups.append((second, [text]))
+        for second, texts in groups:
             text = self.partial + "".join(texts)
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -225,11 +230,11 @@ class JobLogCapture:
                 self.bounded.write(f"WARNING {__name__}: {self.dropped_samples} system samples were dropped while "
                                    "the database did not take them\n")
                 self.dropped_samples = 0
-        version = self.bounded.version
-        if version == self.written and running:
-            return
-        job_log_write(log_id=self.log_id, snapshot=self.bounded.snapshot(), running=running)
-        self.written = version
+        snapshot = self.bounded.snapshot()
+        if snapshot.lines == self.written and running:
+            return  # nothing new since the last write
+        job_log_write(log_id=self.log_id, snapshot=snapshot, running=running)
+        self.written = snapshot.lines
 
     def crashed(self, exc: BaseException) -> None:
         self.bounded.write("".join(traceback.format_exception(exc)))

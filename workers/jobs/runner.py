@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from experiments.services.connections import connections_close_expired, with_db_retry
-from experiments.services.jobs import JobKind, job_claim, job_fail, job_heartbeat, job_release
+from experiments.services.jobs import (
+    JobKind,
+    job_add_device_time,
+    job_claim,
+    job_fail,
+    job_heartbeat,
+    job_release,
+)
+from workers.host.devices import child_devices
 from workers.host.heartbeat import Heartbeat
 from workers.host.job_logs import job_log
 from workers.host.memory import release_memory
@@ -45,6 +53,15 @@ class JobRun:
 def host_environment() -> dict:
     """Where a job that trains nothing ran: the host and the package versions."""
     return {"host": socket.gethostname(), "versions": package_versions()}
+
+
+def _add_device_time(run: JobRun) -> None:
+    device_kind, devices = child_devices()
+    try:
+        with_db_retry(job_add_device_time, kind=run.kind, pk=run.pk, attempt=run.attempt, seconds=run.seconds(),
+                      device_kind=device_kind, devices=devices)
+    except Exception:  # a figure lost is no reason to fail the job
+        log.warning("the device time of %s %s was not recorded", run.kind.label, run.pk, exc_info=True)
 
 
 def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bool = True,
@@ -82,6 +99,7 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
             return "failed"
         finally:
             heartbeat.stop()
+            _add_device_time(run)
             if keras:
                 import keras as keras_module
 
