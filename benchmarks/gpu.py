@@ -24,6 +24,8 @@ this process never loads Keras or a backend. Figures, per backend:
 4. 1, 2 and 4 trials packed on one device (that many processes, started together, each
    running a trial of its own study): aggregate samples/s and the per-trial slowdown;
 5. JAX vs TensorFlow, when both are installed and see the same kind of device.
+Each trial arm also records what the product itself measured of the GPU during the trial (its
+system samples, every second here: mean NVML utilisation, highest memory used).
 
 Samples/s is steady state: training rows over an epoch's wall time (its validation pass
 included), the median of epochs 3..N. The first two are warm-up (their times are in the JSON):
@@ -162,6 +164,8 @@ def _embedded(folder: Path) -> dict:
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "TUNEBOARD_MAX_DATASET_MB": "16384",
         "LOG_LEVEL": "WARNING",
+        # Each trial's system samples (NVML on a GPU) every second: the product's own utilisation figure per arm.
+        "TUNEBOARD_SYSTEM_SAMPLE_SECONDS": "1",
     }
 
 
@@ -272,7 +276,22 @@ def trial_figures(study_id: int, child: dict, rows: int) -> dict:
     ends = [row.created.timestamp() for row in trial.epochs.order_by("execution", "epoch")]
     return {**_rate(ends, child["epoch_cpu_ends"], rows), "trial_seconds": round(child["ended"] - child["started"], 2),
             "compute": {k: trial.compute.get(k) for k in ("device_kind", "device_names", "replicas", "precision",
-                                                          "steps_per_execution", "global_batch_size")}}
+                                                          "steps_per_execution", "global_batch_size")},
+            **product_gpu_figures(trial)}
+
+
+def product_gpu_figures(trial) -> dict:
+    """What the product itself measured of the trial's GPUs (its system samples, NVML): the mean
+    utilisation over the samples, and the highest memory used. None without GPU samples."""
+    from experiments.selectors.job_logs import trial_logs
+
+    samples = [sample["values"] for log in trial_logs(trial, samples=True) for sample in log.sample_rows]
+    gpus = [gpu for values in samples for gpu in values.get("gpus", [])]
+    busy = [gpu["utilization_percent"] for gpu in gpus if gpu.get("utilization_percent") is not None]
+    memory = [gpu["memory_used_bytes"] for gpu in gpus if gpu.get("memory_used_bytes") is not None]
+    return {"product_system_samples": len(samples),
+            "product_gpu_utilisation_mean_percent": round(statistics.mean(busy), 1) if busy else None,
+            "product_gpu_memory_used_max_mb": round(max(memory) / 2**20) if memory else None}
 
 
 class Bench:

@@ -6,7 +6,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 
 from experiments.api.errors import ERRORS
-from experiments.models import JobLog, JobSample
+from experiments.models import JobLog
 from experiments.selectors.job_logs import model_logs, trial_logs
 from experiments.views.access import get_model_for_user, get_trial_for_user
 
@@ -20,19 +20,16 @@ class JobLogSerializer(serializers.ModelSerializer):
         fields = ["attempt", "running", "lines", "cut_lines", "cut_bytes", "started", "updated", "text"]
 
 
-class SampleSerializer(serializers.ModelSerializer):
+class SampleSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
     values = serializers.JSONField(help_text="cpu_percent (100 = one core), rss_bytes, load1 and, on a GPU host, gpus: "
                                              "per GPU index, utilization_percent, memory_used_bytes, "
                                              "memory_total_bytes, power_watts, temperature_c. A figure the host "
                                              "cannot give is absent, not zero.")
 
-    class Meta:
-        model = JobSample
-        fields = ["at", "values"]
-
 
 class RunSamplesSerializer(serializers.ModelSerializer):
-    samples = SampleSerializer(many=True)
+    samples = SampleSerializer(many=True, source="sample_rows")
 
     class Meta:
         model = JobLog
@@ -62,14 +59,17 @@ class TrialSystemMetrics(_Runs):
     serializer_class = RunSamplesSerializer
 
     def runs(self, request, study_id: int, trial_pk: int) -> list:
-        return trial_logs(get_trial_for_user(request, study_id, trial_pk))
+        return trial_logs(get_trial_for_user(request, study_id, trial_pk), samples=True)
 
 
 @_many(JobLogSerializer)
-class TrialLogs(TrialSystemMetrics):
+class TrialLogs(_Runs):
     """What each run of the trial printed, warned and logged."""
 
     serializer_class = JobLogSerializer
+
+    def runs(self, request, study_id: int, trial_pk: int) -> list:
+        return trial_logs(get_trial_for_user(request, study_id, trial_pk))
 
 
 @_many(JobLogSerializer)

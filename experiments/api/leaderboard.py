@@ -30,6 +30,8 @@ class LeaderboardRowSerializer(serializers.Serializer):
     study = serializers.CharField()
     hypermodel = serializers.CharField()
     author = serializers.CharField()
+    device_seconds = serializers.FloatField(
+        allow_null=True, help_text="Its lineage's device time: its job's runs, its trial's, an ensemble's members'.")
     created = serializers.DateTimeField()
     warning = serializers.CharField()
     hp = serializers.DictField()

@@ -28,8 +28,8 @@ def _line(name: str, unit: str, values: list, scale: float = 1.0) -> dict | None
 
 
 def system_series(samples: list) -> list[dict]:
-    """`samples`: one run's JobSample rows, oldest first."""
-    values = [sample.values for sample in samples]
+    """`samples`: one run's samples as {"at", "values"} dicts, oldest first (selectors/job_logs.py)."""
+    values = [sample["values"] for sample in samples]
     lines = [_line("CPU", "% of a core", [v.get("cpu_percent") for v in values]),
              _line("Memory (RSS)", "MiB", [v.get("rss_bytes") for v in values], MIB),
              _line("Host load", "1-minute", [v.get("load1") for v in values]),
@@ -50,7 +50,7 @@ def system_series(samples: list) -> list[dict]:
 def input_bound(samples: list) -> str | None:
     """Words for a run whose GPUs mostly waited while its process kept a core busy (preparing
     batches on the host), or None. Each GPU's mean utilisation over the run's samples."""
-    values = [sample.values for sample in samples]
+    values = [sample["values"] for sample in samples]
     cpu = [v["cpu_percent"] for v in values if v.get("cpu_percent") is not None]
     utilisation = [g["utilization_percent"] for v in values for g in v.get("gpus", [])
                    if g.get("utilization_percent") is not None]

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db.models import JSONField, OuterRef, Subquery
 from django.utils import timezone
 
 from experiments.models import JobLog, JobSample, Study, Team, Trial, Worker
@@ -57,7 +57,7 @@ def fleet_live(*, now=None) -> dict[str, dict]:
     fresh = now - timedelta(seconds=3 * max(settings.SYSTEM_SAMPLE_SECONDS, settings.JOB_LOG_FLUSH_SECONDS))
     latest = JobSample.objects.filter(log=OuterRef("pk")).order_by("-at").values("values")[:1]
     logs = (JobLog.objects.filter(running=True, updated__gte=fresh).exclude(worker="")
-            .annotate(latest=Subquery(latest)).values("worker", "latest"))
+            .annotate(latest=Subquery(latest, output_field=JSONField())).values("worker", "latest"))
     found: dict[str, dict] = {}
     for log in logs:
         values = log["latest"]

@@ -14,9 +14,10 @@ from experiments.presentation.ranking_rule import (
     recorded_test_metrics,
     tie_breaks,
 )
+from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.trials import pareto_rows
 
-LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created")
+LEADERBOARD_COLUMNS = ("test", "val", "name", "kind", "study", "hypermodel", "author", "created", "device_seconds")
 
 
 RECENT_DAYS = 30
@@ -70,6 +71,15 @@ def leaderboard_filter_choices(*, team: Team, dataset: Dataset) -> dict:
             "authors": list(get_user_model().objects.filter(pk__in=authors).order_by("username"))}
 
 
+def _lineage_seconds(m: dict) -> float | None:
+    """A row's lineage device time: its job and its trial from the row's own values; an ensemble's
+    members need their own reads (ensembles are few on a board)."""
+    if m["kind"] == TrainedModel.Kind.ENSEMBLE:
+        return model_lineage_device_seconds(TrainedModel.objects.get(pk=m["id"]))
+    known = [s for s in (m["device_seconds"], m["trial__device_seconds"]) if s is not None]
+    return sum(known) if known else None
+
+
 def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hypermodel: str = "",
                 author_id: int | None = None, since=None, until=None, sort: str = "test",
                 descending: bool | None = None) -> dict:
@@ -101,7 +111,7 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
     for m in models.values("id", "name", "version", "kind", "method", "epoch_source", "best_epoch", "epoch_cap",
                            "study_id", "study__name", "study__hypermodel", "created_by__username", "created",
                            "test_metrics", "val_metrics", "trial__metrics", "hyperparameters", "report__weights",
-                           "trial_id", "study__extra_objectives"):
+                           "trial_id", "study__extra_objectives", "device_seconds", "trial__device_seconds"):
         validation = figures.model_validation(m)  # the figure every page shows for this model
         warning = ""
         if figures.retrain_hit_cap(m):
@@ -121,6 +131,7 @@ def leaderboard(*, team: Team, dataset: Dataset, study_id: int | None = None, hy
             "objectives": [(o["metric"], (m["trial__metrics"] or {}).get(o["metric"]))
                            for o in m["study__extra_objectives"] or []],
             "on_front": m["trial_id"] in fronts(m["study_id"]) if m["study__extra_objectives"] else None,
+            "device_seconds": _lineage_seconds(m),
         })
     ranking = ranking_for(team=team, task=dataset.task, rows=rows)
     metric, higher_is_better = ranking["metric"], ranking["direction"] == "max"

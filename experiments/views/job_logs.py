@@ -12,20 +12,27 @@ from experiments.views.access import get_model_for_user, get_trial_for_user, tea
 
 def logs_context(logs: list, *, live_url: str, download_url: str) -> dict:
     for entry in logs:
-        samples = list(entry.samples.all())
-        entry.series, entry.input_bound = system_series(samples), input_bound(samples)
+        entry.series, entry.input_bound = system_series(entry.sample_rows), input_bound(entry.sample_rows)
     return {"logs": logs, "logs_running": any(entry.running for entry in logs), "logs_url": live_url,
             "download_url": download_url, "log_days": settings.JOB_LOG_DAYS}
 
 
+ERROR_TAIL_LINES = 20
+
+
 def trial_logs_context(trial) -> dict:
     args = [trial.study_id, trial.pk]
-    return logs_context(trial_logs(trial), live_url=reverse("trial_logs_live", args=args),
-                        download_url=reverse("trial_logs_download", args=args))
+    context = logs_context(trial_logs(trial, samples=True), live_url=reverse("trial_logs_live", args=args),
+                           download_url=reverse("trial_logs_download", args=args))
+    # A failed trial's last lines (its traceback) beside its reason, without opening the log.
+    logs = context["logs"]
+    failed = trial.status in (trial.Status.FAILED, trial.Status.LOST) and logs and not logs[-1].running
+    context["error_tail"] = "\n".join(logs[-1].text().splitlines()[-ERROR_TAIL_LINES:]) if failed else ""
+    return context
 
 
 def model_logs_context(model) -> dict:
-    return logs_context(model_logs(model), live_url=reverse("model_logs_live", args=[model.pk]),
+    return logs_context(model_logs(model, samples=True), live_url=reverse("model_logs_live", args=[model.pk]),
                         download_url=reverse("model_logs_download", args=[model.pk]))
 
 

@@ -81,7 +81,7 @@ def leaderboard_view(request):
         page = paginator.get_page(request.GET.get("page"))
         labels = {"test": f"Test {board['metric']}", "val": f"Validation {board['metric']} (source)", "name": "Model",
                   "kind": "Made by", "study": "Study", "hypermodel": "Hypermodel", "author": "Author",
-                  "created": "Created"}
+                  "created": "Created", "device_seconds": "Device time"}
         context.update(board, page=page, rows=page.object_list, total=paginator.count,
                        sort_columns=[(c, labels[c]) for c in LEADERBOARD_COLUMNS] + [
                            (f"hp:{n}", n) for n in board["hp_names"]],
@@ -93,9 +93,10 @@ def leaderboard_view(request):
 def leaderboard_csv(dataset: Dataset, board: dict):
     metric = board["metric"]
     header = ["rank", "model", "version", "made_by", f"test_{metric}", f"val_{metric}", "val_source", "study",
-              "hypermodel", "author", "created", "warning", *board["hp_names"]]
+              "hypermodel", "author", "created", "warning", "device_seconds", *board["hp_names"]]
     rows = ([row["rank"], row["model_name"], row["version"], row["kind"], row["test"], row["val"], row["val_source"],
              row["study"], row["hypermodel"], row["author"], row["created"].isoformat(), row["warning"],
+             "" if row["device_seconds"] is None else row["device_seconds"],
              *[row["hp"].get(n, "") for n in board["hp_names"]]]
             for row in board["rows"])
     return csv_response(f"leaderboard-{dataset.name}.csv", header, rows)

@@ -117,7 +117,8 @@ def _utc(text: str) -> datetime:
 
 def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensemble_at_once(
         embedded, page, screenshot):
-    app = embedded()
+    # Samples every second, so the Workers page has figures while these short trials run.
+    app = embedded(TUNEBOARD_SYSTEM_SAMPLE_SECONDS="1", TUNEBOARD_JOB_LOG_FLUSH_SECONDS="1")
     workers = "SELECT backend, queues, concurrency FROM experiments_worker ORDER BY backend"
     deadline = time.monotonic() + 120
     while len(app.rows(workers)) < 2:
@@ -136,6 +137,10 @@ def test_make_run_runs_a_parallelism_2_study_two_at_a_time_and_picks_up_an_ensem
     page.locator("#running-trials", has_text="2 running").wait_for(timeout=10_000)
     assert page.locator("#capacity").count() == 0
     screenshot("two-running")
+    # What the two trials use now, on SQLite as make run stores it: the Workers page says it.
+    page.goto(f"{app.url}/workers/")
+    page.locator(".worker-live", has_text="CPU").first.wait_for(timeout=15_000)
+    page.goto(f"{app.url}/studies/{study}/")
     page.locator("#study-status", has_text="Completed").wait_for(timeout=240_000)
 
     # Two models from the best trials, then an ensemble of them while the worker is idle.

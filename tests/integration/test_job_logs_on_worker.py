@@ -49,6 +49,9 @@ def test_a_failing_trials_prints_warnings_and_traceback_reach_its_page_and_the_a
 
     page = alice_client.get(reverse("trial_detail", args=[study.id, trial.pk])).content.decode()
     assert 'id="logs"' in page and "chatty: about to fail" in page and "Traceback" in page
+    # Beside the reason: its last lines, the traceback's end, without opening the log.
+    tail = page.split('id="trial-error-tail"')[1].split("</details>")[0]
+    assert "RuntimeError: chatty: deliberately broken after printing" in tail and tail.count("\n") <= 20
     download = alice_client.get(reverse("trial_logs_download", args=[study.id, trial.pk]))
     assert download["Content-Disposition"].startswith("attachment;")
     assert "chatty: deliberately broken after printing" in download.content.decode()

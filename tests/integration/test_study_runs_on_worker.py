@@ -49,7 +49,7 @@ def test_a_three_trial_study_on_digits_completes_with_everything_in_postgres(acm
             str(e.epoch + 1) for e in epochs]
         assert "val_accuracy" in epoch_lines[0] and "samples/s)" in epoch_lines[0]
         # And what it used of the host: at least its last sample; no GPU here, so no GPU figures (not zeros).
-        samples = [sample.values for sample in log.samples.all()]
+        samples = [sample.values for sample in log.samples.order_by("at")]
         assert samples and all(s["rss_bytes"] > 50 * 2**20 and s["cpu_percent"] >= 0 and "load1" in s
                                for s in samples)
         assert not any("gpus" in s or "device_memory" in s for s in samples)

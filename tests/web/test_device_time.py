@@ -78,3 +78,9 @@ def test_jobs_add_each_attempts_device_time_and_the_team_and_lineage_count_it(al
     team = alice_client.get(reverse("team_settings")).content.decode()
     this_month = timezone.now().strftime("%B %Y")
     assert f"<td>{this_month}</td><td>2 min</td><td>5 min</td><td>0 s</td><td>6 min</td>" in team
+    board = alice_client.get(reverse("leaderboard") + f"?dataset={acme_model.dataset_id}").content.decode()
+    assert 'device-time" title="Its job, its trial and an ensemble\'s members: wall time × devices held">6 min</td>' \
+        in board
+    api_board = token_client(acme_model.created_by).get(
+        reverse("api:leaderboard", args=[acme_model.dataset_id])).json()
+    assert api_board["results"][0]["device_seconds"] == 390.0
