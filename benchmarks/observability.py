@@ -9,7 +9,8 @@ thread flushing to PostgreSQL every second and taking a system sample every seco
 than the shipped 2 s and 5 s) and ROUNDS times off, the two taking turns first. Each run's
 samples/s is rows × epochs / wall time of `fit`; the figure is the median of the per-round
 on / off ratios (target >= 0.98). A print storm (STORM_MB of 100-byte lines, one print() each, from a batch hook)
-is run the same way, capture on and off, and its stored log is checked for the cut marker.
+is run the same way, capture on and off, and its stored log is checked for the cut marker. The
+four arms run again on trials six times as long (LONG_ROUNDS rounds): the `long_` figures.
 Stored bytes per trial-minute: the quiet runs' log text and sample JSON as PostgreSQL stores them.
 
 Reading (first, before this process loads TensorFlow, which a web process never does): a trial
@@ -38,6 +39,9 @@ from benchmarks.pages import measure as page_measure
 
 EPOCHS = int(os.environ.get("TUNEBOARD_BENCH_EPOCHS", "60"))
 ROUNDS = int(os.environ.get("TUNEBOARD_BENCH_ROUNDS", "7"))
+# The same arms on trials six times as long (about half a minute here): a storm's fixed cost over a longer trial.
+LONG_EPOCHS = 6 * EPOCHS
+LONG_ROUNDS = int(os.environ.get("TUNEBOARD_BENCH_LONG_ROUNDS", "3"))
 STORM_MB = 50
 BATCH = 32
 
@@ -80,18 +84,18 @@ def _storm(keras, total_bytes: int, batches: int):
     return Storm()
 
 
-def _train_once(keras, x, y, *, capture: bool, log_id_for, storm: bool, logger) -> dict:
+def _train_once(keras, x, y, *, epochs: int, capture: bool, log_id_for, storm: bool, logger) -> dict:
     from workers.host.job_logs import job_log
 
     model = _model(keras)
-    batches = EPOCHS * -(-len(x) // BATCH)
+    batches = epochs * -(-len(x) // BATCH)
     callbacks = [_epoch_line(keras, logger)] + ([_storm(keras, STORM_MB * 2**20, batches)] if storm else [])
     context = job_log(kind="trial", job_id=log_id_for(), attempt=1) if capture else contextlib.nullcontext()
     started = time.perf_counter()
     with context:
-        model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, callbacks=callbacks, verbose=0)
+        model.fit(x, y, batch_size=BATCH, epochs=epochs, callbacks=callbacks, verbose=0)
     seconds = time.perf_counter() - started
-    return {"samples_per_second": len(x) * EPOCHS / seconds, "seconds": seconds}
+    return {"samples_per_second": len(x) * epochs / seconds, "seconds": seconds}
 
 
 def tee_cost() -> dict:
@@ -115,6 +119,39 @@ def tee_cost() -> dict:
             "storm_tee_seconds_added": round(added, 3), "tee_us_per_line": round(added / lines * 1e6, 3)}
 
 
+def _arms(train, rounds: int) -> dict:
+    """Each round: quiet on and off, storm on and off, the sides taking turns first."""
+    arms = {name: [] for name in ("quiet_on", "quiet_off", "storm_on", "storm_off")}
+    for round_ in range(rounds):
+        order = [("on", True), ("off", False)] if round_ % 2 == 0 else [("off", False), ("on", True)]
+        for kind, storm in (("quiet", False), ("storm", True)):
+            for side, capture in order:
+                arms[f"{kind}_{side}"].append(train(capture=capture, storm=storm))
+    return arms
+
+
+def _figures(arms: dict, prefix: str = "") -> dict:
+    result = {}
+    for kind in ("quiet", "storm"):
+        ratios = [on["samples_per_second"] / off["samples_per_second"]
+                  for on, off in zip(arms[f"{kind}_on"], arms[f"{kind}_off"], strict=True)]
+        result[f"{prefix}{kind}_ratios_on_vs_off"] = [round(r, 3) for r in ratios]
+        for side in ("on", "off"):
+            result[f"{prefix}{kind}_samples_per_second_{side}_median"] = round(
+                statistics.median(a["samples_per_second"] for a in arms[f"{kind}_{side}"]), 1)
+        result[f"{prefix}{kind}_seconds_per_run_median"] = round(
+            statistics.median(a["seconds"] for a in arms[f"{kind}_on"]), 2)
+    result[f"{prefix}throughput_ratio_on_vs_off"] = round(statistics.median(result[f"{prefix}quiet_ratios_on_vs_off"]),
+                                                          3)
+    result[f"{prefix}storm_throughput_ratio_on_vs_off"] = round(
+        statistics.median(result[f"{prefix}storm_ratios_on_vs_off"]), 3)
+    # The issue's storm figure: a trial with a 50 MB storm (captured) against a quiet trial (captured).
+    result[f"{prefix}storm_vs_quiet_with_capture"] = round(
+        result[f"{prefix}storm_samples_per_second_on_median"] / result[f"{prefix}quiet_samples_per_second_on_median"],
+        3)
+    return result
+
+
 def training_arms() -> dict:
     import logging
 
@@ -133,36 +170,26 @@ def training_arms() -> dict:
     x, y, _ = _data()
     ids = iter(range(1, 10_000))
     first_pk = JobLog.objects.order_by("-pk").values_list("pk", flat=True).first() or 0  # logs before the arms
+
+    def trainer(epochs: int):
+        def train(*, capture: bool, storm: bool) -> dict:
+            return _train_once(keras, x, y, epochs=epochs, capture=capture, storm=storm,
+                               log_id_for=lambda: next(ids), logger=logger)
+        return train
+
     real_stdout = sys.stdout
     sys.stdout = io.TextIOWrapper(open(os.devnull, "wb"), write_through=True)  # a worker's stdout: not a terminal
     try:
-        _train_once(keras, x, y, capture=False, log_id_for=lambda: 0, storm=False, logger=logger)  # warm-up
-        arms = {name: [] for name in ("quiet_on", "quiet_off", "storm_on", "storm_off")}
-        for round_ in range(ROUNDS):
-            order = [("on", True), ("off", False)] if round_ % 2 == 0 else [("off", False), ("on", True)]
-            for kind, storm in (("quiet", False), ("storm", True)):
-                for side, capture in order:
-                    arms[f"{kind}_{side}"].append(_train_once(keras, x, y, capture=capture, storm=storm,
-                                                              log_id_for=lambda: next(ids), logger=logger))
+        trainer(EPOCHS)(capture=False, storm=False)  # warm-up
+        short = _arms(trainer(EPOCHS), ROUNDS)
+        stored = _stored(JobLog, short, first_pk)
+        long = _arms(trainer(LONG_EPOCHS), LONG_ROUNDS) if LONG_ROUNDS else None
     finally:
         sys.stdout = real_stdout
     result = {"epochs": EPOCHS, "rounds": ROUNDS, "rows": len(x), "batch_size": BATCH, "storm_mb": STORM_MB,
-              "flush_seconds": 1, "sample_seconds": 1}
-    for kind in ("quiet", "storm"):
-        ratios = [on["samples_per_second"] / off["samples_per_second"]
-                  for on, off in zip(arms[f"{kind}_on"], arms[f"{kind}_off"], strict=True)]
-        result[f"{kind}_ratios_on_vs_off"] = [round(r, 3) for r in ratios]
-        result[f"{kind}_samples_per_second_on_median"] = round(
-            statistics.median(a["samples_per_second"] for a in arms[f"{kind}_on"]), 1)
-        result[f"{kind}_samples_per_second_off_median"] = round(
-            statistics.median(a["samples_per_second"] for a in arms[f"{kind}_off"]), 1)
-        result[f"{kind}_seconds_per_run_median"] = round(statistics.median(a["seconds"] for a in arms[f"{kind}_on"]),
-                                                         2)
-    result["throughput_ratio_on_vs_off"] = round(statistics.median(result["quiet_ratios_on_vs_off"]), 3)
-    result["storm_throughput_ratio_on_vs_off"] = round(statistics.median(result["storm_ratios_on_vs_off"]), 3)
-    result["storm_vs_quiet_with_capture"] = round(
-        result["storm_samples_per_second_on_median"] / result["quiet_samples_per_second_on_median"], 3)
-    result.update(_stored(JobLog, arms, first_pk))
+              "flush_seconds": 1, "sample_seconds": 1, **_figures(short), **stored}
+    if long is not None:
+        result.update({"long_epochs": LONG_EPOCHS, "long_rounds": LONG_ROUNDS, **_figures(long, "long_")})
     return result
 
 

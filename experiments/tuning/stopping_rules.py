@@ -23,7 +23,9 @@ PREFIX = "Stopped early:"
 # The words for a value that is not a (finite) number: the form's fields use them too.
 NOT_A_NUMBER = {"stop_target": "Must be a finite number, or empty for no target.",
                 "stop_min_delta": "Must be 0 or a positive number.",
-                "stop_device_hours": "Must be a positive number of device-hours, or empty for no budget."}
+                "stop_device_hours": "Must be a positive number of device-hours up to 1,000,000, or empty for no "
+                                     "budget."}
+MAX_DEVICE_HOURS = 1_000_000  # 114 device-years: anything above is a typo, not a budget
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ def stopping_errors(*, stop_target=None, stop_patience=None, stop_min_delta=None
     elif stop_min_delta and stop_patience is None:
         errors["stop_min_delta"] = ("Only applies with trials without improvement: set those too, or leave the "
                                     "minimum improvement at 0.")
-    if stop_device_hours is not None and (not _number(stop_device_hours) or stop_device_hours <= 0):
+    if stop_device_hours is not None and (not _number(stop_device_hours)
+                                          or not 0 < stop_device_hours <= MAX_DEVICE_HOURS):
         errors["stop_device_hours"] = NOT_A_NUMBER["stop_device_hours"]
     return errors
 

@@ -56,6 +56,7 @@ def test_scores_that_are_not_numbers_are_left_out():
     ({"stop_device_hours": 0}, "stop_device_hours", "Must be a positive number of device-hours"),
     ({"stop_device_hours": -2.5}, "stop_device_hours", "Must be a positive number of device-hours"),
     ({"stop_device_hours": math.inf}, "stop_device_hours", "Must be a positive number of device-hours"),
+    ({"stop_device_hours": 1e300}, "stop_device_hours", "Must be a positive number of device-hours up to 1,000,000"),
 ])
 def test_bad_settings_are_refused_with_a_message_naming_the_field(values, field, message):
     errors = stopping_errors(max_trials=10, **values)
