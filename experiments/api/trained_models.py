@@ -87,10 +87,10 @@ class TrainedModelSerializer(serializers.ModelSerializer):
                                                                                      "fmt": f.format}))}
                 for f in obj.files.select_related("artifact")]
 
-    @extend_schema_field(ConversionSerializer(allow_null=True))
     def get_lineage_device_seconds(self, obj) -> float | None:
         return model_lineage_device_seconds(obj)
 
+    @extend_schema_field(ConversionSerializer(allow_null=True))
     def get_conversion(self, obj) -> dict | None:
         conversion = model_conversion(model=obj)
         return None if conversion is None else ConversionSerializer(conversion).data

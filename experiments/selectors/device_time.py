@@ -48,15 +48,22 @@ def job_device_seconds_by_team(*, kinds) -> dict[tuple[int, str, str], float]:
 def model_lineage_device_seconds(model) -> float | None:
     """Device time of everything that made a trained model: its own job's runs, the trial it came
     from, and for an ensemble its members' lineages (a member model's own job and trial, or a
-    member trial). None when none of it has a figure yet."""
-    parts = [model.device_seconds]
-    if model.trial_id:
-        parts.append(Trial.objects.filter(pk=model.trial_id).values_list("device_seconds", flat=True).first())
-    members = EnsembleMember.objects.filter(ensemble=model).values_list("model_id", "trial_id")
-    for member_model, member_trial in members if model.is_ensemble else ():
-        if member_model:
-            parts.append(model_lineage_device_seconds(TrainedModel.objects.get(pk=member_model)))
-        elif member_trial:
-            parts.append(Trial.objects.filter(pk=member_trial).values_list("device_seconds", flat=True).first())
+    member trial), each model and trial counted once however many paths lead to it. A query per
+    level of nesting, then one per table. None when none of it has a figure yet."""
+    models, trials = {model.pk}, set()
+    frontier = {model.pk}
+    while frontier:
+        rows = TrainedModel.objects.filter(pk__in=frontier).values_list("trial_id", flat=True)
+        trials.update(trial for trial in rows if trial)
+        members = EnsembleMember.objects.filter(ensemble_id__in=frontier).values_list("model_id", "trial_id")
+        frontier = set()
+        for member_model, member_trial in members:
+            if member_model and member_model not in models:
+                models.add(member_model)
+                frontier.add(member_model)
+            elif member_trial:
+                trials.add(member_trial)
+    parts = [*TrainedModel.objects.filter(pk__in=models).values_list("device_seconds", flat=True),
+             *Trial.objects.filter(pk__in=trials).values_list("device_seconds", flat=True)]
     known = [part for part in parts if part is not None]
     return sum(known) if known else None

@@ -34,8 +34,10 @@ def job_log_write(*, log_id: int, snapshot: LogSnapshot, running: bool = True) -
 
 
 def job_samples_add(*, log_id: int, samples: list[tuple]) -> None:
-    """The worker's system samples of one run since its last write: (time, values) pairs."""
+    """The worker's system samples of one run since its last write: (time, values) pairs. The log
+    counts as written to: a quiet run that samples is alive (the Workers page and the purge read it)."""
     JobSample.objects.bulk_create([JobSample(log_id=log_id, at=at, values=values) for at, values in samples])
+    JobLog.objects.filter(pk=log_id).update(updated=timezone.now())
 
 
 def job_logs_purge(*, now=None) -> int:

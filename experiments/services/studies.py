@@ -4,7 +4,7 @@ services/trial_claims.py and trial_reaper.py build on it."""
 from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Sum
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -23,7 +23,8 @@ from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
 from experiments.tuning.space_values import grid_size
 from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
-from experiments.tuning.stopping_rules import stopping_errors
+from experiments.tuning.stopping_rules import PREFIX as STOPPED_EARLY
+from experiments.tuning.stopping_rules import StoppingRules, budget_reason, stopping_errors
 from experiments.tuning.tuners import GUIDED_TUNERS
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
@@ -78,6 +79,17 @@ def _wakeups_unsent(study_id: int):
     return unsent
 
 
+def study_device_budget_spent(study: Study) -> str | None:
+    """Why the study's device-hour budget is spent, or None (no budget, or some of it left): its
+    ended trials' device time, failed and lost ones included (they held their devices too)."""
+    if study.stop_device_hours is None:
+        return None
+    used = Trial.objects.filter(study=study, device_seconds__isnull=False).aggregate(
+        seconds=Sum("device_seconds"), trials=Count("id"))
+    return budget_reason(StoppingRules.from_study(study), device_seconds=used["seconds"] or 0.0,
+                         trials=used["trials"])
+
+
 def study_start(*, study: Study) -> Study:
     """Start a new study, or resume a cancelled or failed one where it left off. Failures
     before this start no longer count towards max_consecutive_failed_trials."""
@@ -85,6 +97,9 @@ def study_start(*, study: Study) -> Study:
         study = study_locked(study.pk)
         if not study.can_start:
             raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
+        if spent := study_device_budget_spent(study):
+            why = spent.removeprefix(STOPPED_EARLY).strip()
+            raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to resume it.")
         now = timezone.now()
         study_move(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
                     last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),

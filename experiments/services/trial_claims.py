@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.selectors.trials import WITH_RESULTS as RESULTS
 from experiments.services.notifications import notify_study_ended
-from experiments.services.studies import study_locked, study_move, study_wake
+from experiments.services.studies import study_device_budget_spent, study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
 from experiments.services.trial_oracle import (
     TELL_TUNER,
@@ -28,7 +28,7 @@ from experiments.services.trial_oracle import (
 from experiments.signals import study_completed, trial_finished
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.objectives import violations
-from experiments.tuning.stopping_rules import StoppingRules, budget_reason, stop_reason
+from experiments.tuning.stopping_rules import StoppingRules, stop_reason
 
 log = logging.getLogger(__name__)
 # An idle claim (the tuner waits for running trials) with nothing running asks again this soon.
@@ -79,12 +79,7 @@ def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
 def _stop_for_device_hours(study: Study) -> bool:
     """End a running study whose finished trials have used its device-hour budget (the caller
     holds its lock); as _stop_early, running trials stop at their next epoch end."""
-    if study.stop_device_hours is None:
-        return False
-    used = Trial.objects.filter(study=study, device_seconds__isnull=False).aggregate(
-        seconds=Sum("device_seconds"), trials=Count("id"))
-    reason = budget_reason(StoppingRules.from_study(study), device_seconds=used["seconds"] or 0.0,
-                           trials=used["trials"])
+    reason = study_device_budget_spent(study)
     if reason is None:
         return False
     study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)

@@ -13,6 +13,7 @@ from experiments.selectors.trials import trial_running_count
 from experiments.services.notifications import notify_trial_lost
 from experiments.services.resends import resend_due
 from experiments.services.studies import study_locked, study_wake
+from experiments.services.trial_claims import devices_held
 from experiments.services.trial_oracle import TELL_TUNER
 from experiments.states import StudyStatus, TrialStatus
 
@@ -48,8 +49,12 @@ def _reap_trial(pk: int, study_id: int, stale_before, error: str) -> bool:
         now = timezone.now()
         row.status, row.error, row.finished = TrialStatus.LOST, error, now
         row.duration_seconds = (now - row.started).total_seconds()
+        # Its devices were held until its worker's last heartbeat, not while the reaper waited.
+        row.device_kind, devices = devices_held(row.compute, study.queue)
+        row.device_seconds = max((row.heartbeat - row.started).total_seconds(), 0.0) * devices
         row.kt_state = {**row.kt_state, TELL_TUNER: "fail" if counts else "release"}
-        row.save(update_fields=["status", "error", "finished", "duration_seconds", "kt_state"])
+        row.save(update_fields=["status", "error", "finished", "duration_seconds", "device_kind", "device_seconds",
+                                "kt_state"])
         notify_trial_lost(trial=row, study=study, runs_again=counts)
         if counts:
             study_wake(study, study.parallelism - trial_running_count(study=study) - study.wakeups_pending)

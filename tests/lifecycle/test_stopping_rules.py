@@ -158,3 +158,17 @@ def test_a_device_hour_budget_stops_the_study_mid_way_with_the_reason(stopping_s
     third = after_first.claim.trial
     assert not trial_epochs.trial_record_epoch(trial_pk=third.pk, execution=0, epoch=0, metrics={"val_accuracy": 1})
     assert Trial.objects.filter(study=study).count() == 3
+
+
+def test_a_cancelled_study_over_its_device_hour_budget_is_not_resumed(stopping_study):
+    study = stopping_study(parallelism=2, stop_device_hours=0.01)  # 36 device-seconds
+    first, second = claim(study, "a").trial, claim(study, "b").trial
+    studies.study_cancel(study=study)
+    _ran_for(first, 50)
+    trial_claims.finish_trial(trial_pk=first.pk, oracles=ORACLES, outcome=Outcome("released"))
+    trial_claims.finish_trial(trial_pk=second.pk, oracles=ORACLES, outcome=Outcome("released"))
+    study.refresh_from_db()
+    with pytest.raises(studies.StudyError, match=r"^Its budget of 0.01 device-hours is spent .* Raise its "
+                                                 r"device-hour budget to resume it\.$"):
+        studies.study_start(study=study)
+    assert Study.objects.get(pk=study.pk).status == Study.Status.CANCELLED

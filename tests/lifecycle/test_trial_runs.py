@@ -80,10 +80,13 @@ def test_a_spent_budget_with_no_completed_trial_fails_the_study_with_the_last_er
 def test_a_stale_trial_is_lost_retried_with_its_values_and_its_slot_refilled(make_study):
     study = studies.study_start(study=make_study(parallelism=1))
     trial = claim(study).trial
-    Trial.objects.filter(pk=trial.pk).update(heartbeat=timezone.now() - timedelta(hours=1))
+    died = timezone.now() - timedelta(hours=1)
+    Trial.objects.filter(pk=trial.pk).update(started=died - timedelta(minutes=10), heartbeat=died)
     assert trial_reaper.trials_reap_stale() == 1
     trial.refresh_from_db()
     assert trial.status == Trial.Status.LOST and "stopped heartbeating" in trial.error
+    # Its device time runs to its worker's last heartbeat, not to the reaper's pass.
+    assert (trial.device_kind, trial.device_seconds) == ("cpu", 600.0)
     assert fresh(study).wakeups_pending == 1  # its slot got a wake-up
     retry = claim(study, "other").trial
     assert (retry.trial_id, retry.attempt, retry.hyperparameters) == (trial.trial_id, 2, trial.hyperparameters)

@@ -97,8 +97,11 @@ def test_device_counts_from_the_environment_must_be_whole_numbers_of_at_least_on
         cpu_devices_per_child({"TUNEBOARD_CPU_DEVICES": "two"})
 
 
-def test_a_childs_device_time_counts_the_gpus_it_was_pinned_to_else_the_tpus_else_one_cpu():
-    assert child_devices({"CUDA_VISIBLE_DEVICES": "2,3"}, tpus=lambda: []) == ("gpu", 2)
-    assert child_devices({"CUDA_VISIBLE_DEVICES": "-1"}, tpus=lambda: []) == ("cpu", 1)
-    assert child_devices({}, tpus=lambda: ["/dev/accel0", "/dev/accel1", "/dev/accel2", "/dev/accel3"]) == ("tpu", 4)
-    assert child_devices({}, tpus=lambda: []) == ("cpu", 1)
+def test_a_jobs_device_time_counts_what_its_queue_holds_on_the_childs_host():
+    chips = ["/dev/accel0", "/dev/accel1", "/dev/accel2", "/dev/accel3"]
+    assert child_devices(queue="gpu", environ={"CUDA_VISIBLE_DEVICES": "2,3"}, tpus=lambda: []) == ("gpu", 2)
+    assert child_devices(queue="gpu-jax", environ={"CUDA_VISIBLE_DEVICES": "0"}, tpus=lambda: []) == ("gpu", 1)
+    assert child_devices(queue="gpu", environ={"CUDA_VISIBLE_DEVICES": "-1"}, tpus=lambda: []) == ("cpu", 1)
+    assert child_devices(queue="tpu-jax", environ={}, tpus=lambda: chips) == ("tpu", 4)
+    # A CPU job (an ensemble, a conversion) on an accelerator host holds none of its accelerators.
+    assert child_devices(queue="cpu", environ={"CUDA_VISIBLE_DEVICES": "1"}, tpus=lambda: chips) == ("cpu", 1)

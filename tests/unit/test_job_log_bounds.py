@@ -60,6 +60,17 @@ def test_lines_keep_the_second_they_were_written_in_and_a_block_is_cut_at_its_li
     assert snapshot.cut_lines == 50 - kept and snapshot.cut_bytes > 0
 
 
+def test_a_tail_of_multi_byte_lines_is_filled_to_its_bound_in_bytes():
+    bounded = BoundedLog(head_bytes=10, tail_bytes=3000, clock=lambda: 0)
+    bounded.write("".join(f"{'█' * 20} {number}\n" for number in range(200)))  # 3 bytes a block character
+    snapshot = bounded.snapshot()
+    size = len(snapshot.tail.encode())
+    assert 3000 - 75 < size <= 3000, size  # within one line of the bound, not one line in all
+    assert snapshot.tail.splitlines()[-1].endswith(" 199")
+    assert snapshot.cut_bytes + size + len(snapshot.head.encode()) == sum(
+        len(f"00:00:00 {'█' * 20} {n}\n".encode()) for n in range(200))
+
+
 def test_nul_and_lone_surrogates_are_stored_readable():
     bounded = BoundedLog(head_bytes=1000, tail_bytes=1000, clock=lambda: 0)
     bounded.write("a\x00b\n")
@@ -77,7 +88,7 @@ def test_whatever_the_writes_the_log_is_the_first_and_last_lines_of_what_was_pri
         bounded.DRAIN_CHARS = rng.choice([1, 64, 4096])
         printed = []
         for number in range(rng.randrange(1, 800)):
-            line = f"c{case} l{number} " + "y" * rng.randrange(0, 60)
+            line = f"c{case} l{number} " + rng.choice("yé█") * rng.randrange(0, 60)  # 1, 2 or 3 bytes a character
             printed.append(line)
             half = len(line) // 2
             for part in (line[:half], line[half:] + "\n") if rng.random() < 0.3 else (line + "\n",):
@@ -91,5 +102,5 @@ def test_whatever_the_writes_the_log_is_the_first_and_last_lines_of_what_was_pri
         assert snapshot.lines == len(printed) and snapshot.cut_lines == len(printed) - len(head) - len(tail)
         assert len(snapshot.tail.encode()) <= bounded.tail_bytes or len(tail) == 1
         assert len(snapshot.head.encode()) <= bounded.head_bytes
-        stamped = sum(len(f"00:00:00 {line}\n") for line in printed)
-        assert len(snapshot.head) + len(snapshot.tail) + snapshot.cut_bytes == stamped
+        stamped = sum(len(f"00:00:00 {line}\n".encode()) for line in printed)
+        assert len(snapshot.head.encode()) + len(snapshot.tail.encode()) + snapshot.cut_bytes == stamped

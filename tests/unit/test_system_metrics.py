@@ -5,6 +5,7 @@ import types
 
 import psutil
 
+from workers.host import system_metrics
 from workers.host.system_metrics import SystemSampler, backend_memory, report_throughput, visible_gpu_indices
 
 
@@ -105,3 +106,12 @@ def test_samples_carry_the_last_epochs_speed_of_this_run_only():
     assert "samples_per_second" not in sampler.sample()
     report_throughput(987.66)
     assert sampler.sample()["samples_per_second"] == 987.7
+
+
+def test_device_memory_is_asked_only_once_the_run_trained_an_epoch(monkeypatch):
+    asked = []
+    monkeypatch.setattr(system_metrics, "backend_memory", lambda: asked.append(1) or [{"device": "gpu:0"}])
+    sampler = SystemSampler(psutil.Process(), nvml=None)
+    assert "device_memory" not in sampler.sample() and not asked  # no epoch yet: no runtime started for it
+    report_throughput(100.0)
+    assert sampler.sample()["device_memory"] == [{"device": "gpu:0"}]

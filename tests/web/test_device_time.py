@@ -13,7 +13,7 @@ from experiments.selectors.studies import study_progress
 from experiments.services.jobs import JOB_KINDS, job_add_device_time
 from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
-from tests.web.figures_rows import finished_trial
+from tests.web.figures_rows import finished_ensemble, finished_trial
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +84,13 @@ def test_jobs_add_each_attempts_device_time_and_the_team_and_lineage_count_it(al
     api_board = token_client(acme_model.created_by).get(
         reverse("api:leaderboard", args=[acme_model.dataset_id])).json()
     assert api_board["results"][0]["device_seconds"] == 390.0
+
+
+def test_an_ensembles_lineage_counts_each_model_and_trial_once(acme, alice, acme_study, acme_trial, acme_model):
+    Trial.objects.filter(pk=acme_trial.pk).update(device_seconds=100.0)
+    TrainedModel.objects.filter(pk=acme_model.pk).update(device_seconds=10.0)
+    # The model retrained from the trial, and the trial itself: the trial's 100 s once, not twice.
+    blend = finished_ensemble(acme, alice, acme_study.dataset, [acme_model, acme_trial], [0.5, 0.5])
+    TrainedModel.objects.filter(pk=blend.pk).update(device_seconds=1.0)
+    blend.refresh_from_db()
+    assert model_lineage_device_seconds(blend) == 111.0

@@ -31,13 +31,16 @@ def discover_tpus() -> list[str]:
     return sorted(local) or (["tpu"] if os.environ.get("TPU_NAME") else [])
 
 
-def child_devices(environ=os.environ, tpus=discover_tpus) -> tuple[str, int]:
-    """The kind and number of devices this worker child holds, for its device time: the GPUs it
-    was pinned to (CUDA_VISIBLE_DEVICES), else the host's TPU chips, else one CPU."""
+def child_devices(*, queue: str, environ=os.environ, tpus=discover_tpus) -> tuple[str, int]:
+    """The kind and number of devices this worker child holds for a job of `queue` ("gpu",
+    "tpu-jax", ...), for its device time: on a gpu queue the GPUs it was pinned to
+    (CUDA_VISIBLE_DEVICES), on a tpu queue the host's TPU chips, and one CPU otherwise (a CPU
+    job on an accelerator host holds no accelerator)."""
+    kind = queue.split("-")[0]
     visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and (gpus := discover_gpus(environ)):
+    if kind == "gpu" and visible is not None and (gpus := discover_gpus(environ)):
         return "gpu", len(gpus)
-    if chips := tpus():
+    if kind == "tpu" and (chips := tpus()):
         return "tpu", len(chips)
     return "cpu", 1
 

@@ -131,28 +131,31 @@ class BoundedLog:
         return []
 
     def _trim_tail(self) -> None:
-        """Cut the oldest lines until the tail fits, always keeping its newest line."""
+        """Cut the oldest lines until the tail fits, always keeping its newest line. Positions are
+        bytes: an ASCII block is searched as it is, any other as its UTF-8 (a newline is never
+        inside a multi-byte character, so a cut at one decodes cleanly)."""
         while self.tail_size > self.tail_bytes:
             text, size, count = self.tail[0]
+            data = text if len(text) == size else text.encode("utf-8")
+            newline = "\n" if isinstance(data, str) else b"\n"
             excess = self.tail_size - self.tail_bytes
             if len(self.tail) == 1:  # the newest block: its last line stays whatever its size
-                last_line = text.rfind("\n", 0, len(text) - 1) + 1
+                last_line = data.rfind(newline, 0, len(data) - 1) + 1
                 if last_line == 0:
                     return
-                cut_at = text.find("\n", min(excess, last_line) - 1) + 1
+                cut_at = data.find(newline, min(excess, last_line) - 1) + 1
             else:
-                cut_at = (text.find("\n", excess - 1) + 1 or len(text)) if excess < size else len(text)
-            if cut_at >= len(text):
+                cut_at = (data.find(newline, excess - 1) + 1 or len(data)) if excess < size else len(data)
+            if cut_at >= len(data):
                 self.tail.popleft()
                 self.tail_size -= size
                 self._count_cut(size, count)
                 continue
-            cut = text[:cut_at]
-            cut_size = len(cut) if cut.isascii() else len(cut.encode("utf-8"))
-            cut_count = cut.count("\n")
-            self.tail[0] = [text[cut_at:], size - cut_size, count - cut_count]
-            self.tail_size -= cut_size
-            self._count_cut(cut_size, cut_count)
+            cut, rest = data[:cut_at], data[cut_at:]
+            cut_count = cut.count(newline)
+            self.tail[0] = [rest if isinstance(rest, str) else rest.decode("utf-8"), size - cut_at, count - cut_count]
+            self.tail_size -= cut_at
+            self._count_cut(cut_at, cut_count)
 
     def _count_cut(self, size: int, count: int) -> None:
         self.cut_lines += count

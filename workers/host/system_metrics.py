@@ -70,15 +70,15 @@ def backend_memory(modules=sys.modules) -> list[dict]:
     """Accelerator memory as the Keras backend this process trains with counts it; [] on CPU, before
     Keras is loaded, or when the backend will not say. Nothing is imported or initialised here: a
     library that merely imported JAX in a TensorFlow child must not start JAX's runtime."""
-    keras = modules.get("keras")
-    name = keras.backend.backend() if keras is not None else None
-    read = {"jax": _jax_memory, "tensorflow": _tensorflow_memory}.get(name)
-    if read is None or name not in modules:
-        return []
     try:
+        keras = modules.get("keras")
+        name = keras.backend.backend() if keras is not None else None
+        read = {"jax": _jax_memory, "tensorflow": _tensorflow_memory}.get(name)
+        if read is None or name not in modules:
+            return []
         return read(modules[name])
-    except Exception:  # a backend without the call, or a device that refuses: no figure
-        log.debug("no device memory from %s", name, exc_info=True)
+    except Exception:  # Keras half-imported, a backend without the call, a device that refuses: no figure
+        log.debug("no device memory from the backend", exc_info=True)
         return []
 
 
@@ -104,10 +104,12 @@ class SystemSampler:
                   "rss_bytes": self.process.memory_info().rss, "load1": round(os.getloadavg()[0], 2)}
         if self.gpus:
             values["gpus"] = [self._gpu(index, handle) for index, handle in self.gpus]
-        if memory := backend_memory():
-            values["device_memory"] = memory
         if _THROUGHPUT["value"] is not None and time.monotonic() - _THROUGHPUT["at"] < THROUGHPUT_FRESH_SECONDS:
             values["samples_per_second"] = round(_THROUGHPUT["value"], 1)
+            # Only once this run trained an epoch: its backend's devices are up, so asking them
+            # their memory starts no runtime (a job that never trains never asks).
+            if memory := backend_memory():
+                values["device_memory"] = memory
         return values
 
     def _gpu(self, index: int, handle) -> dict:

@@ -56,8 +56,8 @@ def host_environment() -> dict:
 
 
 def _add_device_time(run: JobRun) -> None:
-    device_kind, devices = child_devices()
     try:
+        device_kind, devices = child_devices(queue=run.kind.queue_of(run.row))
         with_db_retry(job_add_device_time, kind=run.kind, pk=run.pk, attempt=run.attempt, seconds=run.seconds(),
                       device_kind=device_kind, devices=devices)
     except Exception:  # a figure lost is no reason to fail the job
