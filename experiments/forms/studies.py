@@ -195,6 +195,9 @@ class StudyForm(FormChecks, forms.ModelForm):
                                          "Left empty: a fresh one.")
         for name, message in NOT_A_NUMBER.items():
             self.fields[name].error_messages["invalid"] = message
+            # Text, not a number input: a browser sends a number field it cannot read ("1e", or "0,5"
+            # read as "05") as empty or changed, so a typo would save no rule or another value.
+            self.fields[name].widget = forms.TextInput(attrs={"inputmode": "decimal", "maxlength": 40})
         self.pruners_explained = PRUNERS_EXPLAINED
         self.pruning_field_names = [name for name in PRUNING_FIELDS if name != "pruner"]
         self.pruning_applies = {pruner: [pruning_field(name) for name in names]

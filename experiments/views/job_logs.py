@@ -52,7 +52,7 @@ def trial_logs_live(request, study_id: int, trial_pk: int):
 @team_required
 def trial_logs_download(request, study_id: int, trial_pk: int):
     trial = get_trial_for_user(request, study_id, trial_pk)
-    return _text_download(trial_logs(trial), f"study-{study_id}-trial-{trial.trial_id}-logs.txt")
+    return _text_download(trial_logs(trial), f"study-{study_id}-trial-{trial.number}-logs.txt")
 
 
 @team_required

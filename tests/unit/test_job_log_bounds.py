@@ -60,6 +60,18 @@ def test_lines_keep_the_second_they_were_written_in_and_a_block_is_cut_at_its_li
     assert snapshot.cut_lines == 50 - kept and snapshot.cut_bytes > 0
 
 
+def test_a_line_keeps_its_seconds_stamp_across_the_writers_drains():
+    now = [3614.0]
+    bounded = BoundedLog(head_bytes=10_000, tail_bytes=10_000, clock=lambda: now[0])
+    bounded.write("epoch 9\n")
+    bounded.snapshot()  # the writer thread drains
+    bounded.write("epoch 10\n")  # the same second, after the drain
+    now[0] = 3615.0
+    bounded.write("epoch 11\n")
+    stamps = [line.split(" ", 1)[0][-5:] for line in bounded.snapshot().head.splitlines()]
+    assert stamps == ["00:14", "00:14", "00:15"]  # never a later line with an earlier time
+
+
 def test_a_tail_of_multi_byte_lines_is_filled_to_its_bound_in_bytes():
     bounded = BoundedLog(head_bytes=10, tail_bytes=3000, clock=lambda: 0)
     bounded.write("".join(f"{'█' * 20} {number}\n" for number in range(200)))  # 3 bytes a block character

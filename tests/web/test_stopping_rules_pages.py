@@ -28,9 +28,13 @@ def _post(client, data):
 def test_the_form_offers_the_stopping_rules_with_help(alice_client):
     page = alice_client.get(reverse("study_new"))
     assert 'id="stopping-settings"' in page_text(page)
-    for name in ("stop_target", "stop_patience", "stop_min_delta"):
+    for name in ("stop_target", "stop_patience", "stop_min_delta", "stop_device_hours"):
         assert f'name="{name}"' in page_text(page)
     assert shows(page, "An improvement of δ or less does not count")
+    # The numbers that may have decimals are text a browser sends as typed (a number input sends
+    # "1e" as empty and "0,5" as "05"), so the server sees the typo and refuses it.
+    for name in ("stop_target", "stop_min_delta", "stop_device_hours"):
+        assert f'<input type="text" name="{name}"' in page_text(page) and 'inputmode="decimal"' in page_text(page)
 
 
 def test_the_form_saves_the_rules_and_the_study_page_states_them(alice_client, acme_dataset):
@@ -60,6 +64,8 @@ def test_empty_rules_save_a_study_that_runs_its_whole_budget(alice_client, acme_
     ({"stop_patience": "2", "stop_min_delta": "-0.1"}, "stop_min_delta", "Must be 0 or a positive number."),
     ({"stop_min_delta": "0.01"}, "stop_min_delta", "Only applies with trials without improvement"),
     ({"stop_device_hours": "-1"}, "stop_device_hours", "Must be a positive number of device-hours"),
+    ({"stop_device_hours": "0,5"}, "stop_device_hours", "Must be a positive number of device-hours"),
+    ({"stop_device_hours": "1e"}, "stop_device_hours", "Must be a positive number of device-hours"),
 ])
 def test_a_bad_rule_is_refused_at_its_field_and_nothing_is_saved(alice_client, acme_dataset, fields, field, message):
     response = _post(alice_client, _form(acme_dataset, **fields))

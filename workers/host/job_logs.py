@@ -35,9 +35,9 @@ class BoundedLog:
     what falls out of the tail is counted, not kept.
 
     A write costs the printing thread a clock read and a deque append (thread-safe without a lock):
-    the text waits, after the second it came in when that changed (an int: neither it nor a str is
-    tracked by the garbage collector, so a storm adds no collections over a large training heap),
-    until DRAIN_CHARS have gathered or the writer thread takes a snapshot; it is then cut into
+    the text waits, with its second when that changed (a tuple once a second; the other texts are
+    plain str, which the garbage collector does not track, so a storm adds no collections over a
+    large training heap), until DRAIN_CHARS have gathered or the writer thread takes a snapshot; it is then cut into
     lines, stamped and bounded in blocks with C-speed string operations, so a print storm of
     millions of lines is mostly counted, not handled line by line."""
 
@@ -52,9 +52,11 @@ class BoundedLog:
         self.tail_size = 0
         self.lines = self.cut_lines = self.cut_bytes = 0
         self.lock = threading.Lock()
-        # Texts not drained yet, each run of them after the second it was written in.
-        self.pending: collections.deque[int | str] = collections.deque()
+        # Texts not drained yet: the first of each second as (second, text), one append, so no other
+        # thread's text slips between a second and its text; the rest of that second as plain str.
+        self.pending: collections.deque[tuple[int, str] | str] = collections.deque()
         self.pending_second = -1
+        self.drained_second = -1  # the second of the last (second, text) a drain took: later texts are of it
         self.pending_chars = 0  # about: two threads add to it unlocked, and it only decides when to drain
         self.partial = ""  # a write without its newline yet
 
@@ -62,8 +64,9 @@ class BoundedLog:
         second = int(self.clock())
         if second != self.pending_second:
             self.pending_second = second
-            self.pending.append(second)
-        self.pending.append(text)
+            self.pending.append((second, text))
+        else:
+            self.pending.append(text)
         self.pending_chars += len(text)
         if self.pending_chars >= self.DRAIN_CHARS:
             with self.lock:
@@ -78,12 +81,13 @@ class BoundedLog:
                 item = self.pending.popleft()
             except IndexError:
                 break
-            if isinstance(item, int):
-                groups.append((item, []))
+            if isinstance(item, tuple):
+                groups.append((item[0], [item[1]]))
+                self.drained_second = item[0]
             elif groups:
                 groups[-1][1].append(item)
-            else:  # the writer took the second before this text: it is the latest one
-                groups.append((self.pending_second, [item]))
+            else:  # written after an earlier drain took its second's marker: of that second
+                groups.append((self.drained_second, [item]))
         for second, texts in groups:
             text = self.partial + "".join(texts)
             if "\r" in text:
