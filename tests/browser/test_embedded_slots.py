@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from tests.conftest import ROOT, TEST_HYPERMODELS
@@ -64,14 +65,26 @@ class Embedded:
     def stop(self) -> None:
         # As Ctrl-C in make run's terminal: SIGINT to the whole group. (SIGTERM to the group also
         # reaches Celery's pool children directly; the pool starts a replacement child during the
-        # warm shutdown and the worker then hangs until killed: 60 s per test.)
+        # warm shutdown and the worker then hangs until killed.) The workers stop on it; the script
+        # and its dev server do not here, as a terminal's would: started from a process that
+        # ignores SIGINT (make's, xdist's), they inherit the ignore, and waited 60 s each time for
+        # the kill. They hold nothing to lose, so once the workers are gone they are killed.
         os.killpg(self.process.pid, signal.SIGINT)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self._celery_running():
+            time.sleep(0.2)
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
         self.log.close()
+
+    def _celery_running(self) -> bool:
+        for process in psutil.process_iter(["cmdline"]):
+            try:
+                if os.getpgid(process.pid) == self.process.pid and "celery" in " ".join(process.info["cmdline"] or []):
+                    return True
+            except (ProcessLookupError, psutil.Error):
+                continue
+        return False
 
 
 @pytest.fixture
