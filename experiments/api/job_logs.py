@@ -37,12 +37,10 @@ class RunSamplesSerializer(serializers.ModelSerializer):
 
 
 class _Runs(generics.GenericAPIView):
-    """One entry per run of a trial or model, oldest first: a few runs, each bounded, so one answer."""
+    """One entry per run of a trial or model, oldest first: a few runs, each bounded, so one answer.
+    Each view below says whose runs with its `runs(request, **ids)`."""
 
     pagination_class = None
-
-    def runs(self, request, **ids) -> list:
-        raise NotImplementedError
 
     def get(self, request, **ids):
         return Response(self.get_serializer(self.runs(request, **ids), many=True).data)

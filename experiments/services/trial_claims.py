@@ -67,19 +67,18 @@ def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
     # An infeasible trial (it breaks a constraint) reaches no target and is no improvement.
     results = (Trial.objects.filter(study=study, status__in=RESULTS, score__isnull=False).exclude(feasible=False)
                .order_by("number").values_list("number", "score"))
-    reason = stop_reason(rules, results=results, direction=study.objective_direction, metric=study.objective_metric)
-    if reason is None:
-        return False
-    study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
-    study_completed.send(sender=Study, study_id=study.id)
-    notify_study_ended(study=study)
-    return True
+    return _stop_with(study, stop_reason(rules, results=results, direction=study.objective_direction,
+                                         metric=study.objective_metric))
 
 
 def _stop_for_device_hours(study: Study) -> bool:
     """End a running study whose finished trials have used its device-hour budget (the caller
     holds its lock); as _stop_early, running trials stop at their next epoch end."""
-    reason = study_device_budget_spent(study)
+    return _stop_with(study, study_device_budget_spent(study))
+
+
+def _stop_with(study: Study, reason: str | None) -> bool:
+    """COMPLETED with `reason` (a stopping rule met), told to recipes and subscribers; False when no reason."""
     if reason is None:
         return False
     study_move(study, StudyStatus.COMPLETED, finished=timezone.now(), message=reason)
