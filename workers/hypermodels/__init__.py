@@ -74,8 +74,11 @@ def build(name: str, hp, data: DataInfo):
 
 
 def fit_function(name: str, hp):
-    """How to train: a KerasTuner HyperModel's own `fit(hp, model, ...)`, else `model.fit`."""
+    """How to train: a KerasTuner HyperModel's own `fit(hp, model, ...)`, or None for Keras's `model.fit`
+    (a HyperModel that does not override fit included), which the fitting gives its step-free callback list."""
+    import keras_tuner as kt
+
     hypermodel = _as_hypermodel(resolve(name))
-    if hypermodel is None:
-        return lambda model, **kwargs: model.fit(**kwargs)
+    if hypermodel is None or type(hypermodel).fit is kt.HyperModel.fit:
+        return None
     return lambda model, **kwargs: hypermodel.fit(hp, model, **kwargs)

@@ -1,11 +1,15 @@
 """The callbacks a training run fits with: early stopping that keeps the best epoch's weights,
-each epoch's logs reported (a falsy answer stops it: pruned or cancelled), and the time limit."""
+each epoch's logs reported (a falsy answer stops it: pruned or cancelled), the NaN stop and the
+time limit; and the callback list that never reads a step's logs (no device sync per step)."""
 
 import logging
+import math
+import threading
 import time
 
 import keras
 import numpy as np
+from keras.src.utils import is_default
 
 from workers.host.system_metrics import report_throughput
 from workers.trial_stops import TrialFailed
@@ -95,21 +99,81 @@ class EpochReport(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class StopOnNaN(keras.callbacks.Callback):
+    """Keras's TerminateOnNaN at the epoch's end: its batch hook reads every step's loss on the host, one device
+    sync a step. An epoch's loss is the mean of its steps', so a NaN step shows in it; the history check then
+    fails the trial with the reason."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.model.stop_training = True
+
+
 class TimeLimit(keras.callbacks.Callback):
-    """Stops training after the batch during which the time limit passed, since an epoch may be long."""
+    """Stops training at the step after the limit passed, since an epoch may be long: a timer thread raises the
+    model's stop flag, which fit reads between steps, instead of a batch hook that would sync every step. One
+    instance is one budget across the fits it is given to; `cancel()` after each (fit may end by an error)."""
 
     def __init__(self, limit_seconds: float | None):
         super().__init__()
         self.limit = limit_seconds
         self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds
         self.exceeded = False
+        self.lock = threading.Lock()
+        self.training = False  # a timer that fires after its fit ended must not fail the result
+        self.timer: threading.Timer | None = None
 
-    def on_train_batch_end(self, batch, logs=None):
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            self.exceeded = True
-            self.model.stop_training = True
+    def on_train_begin(self, logs=None):
+        if self.deadline is None:
+            return
+        with self.lock:
+            self.training = True
+        self.timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _expire(self) -> None:
+        with self.lock:
+            if self.training:
+                self.exceeded = True
+                # The raw model, not `self.model`: on JAX that property first copies the training state back
+                # into the model, which from this thread races the step that donates it ("Buffer has been
+                # deleted or donated").
+                self._model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        self.cancel()
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.training = False
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def check(self) -> None:
         if self.exceeded:
             raise TrialFailed(f"It ran longer than the limit of {self.limit:.0f} s (TUNEBOARD_MAX_TRIAL_SECONDS) "
                               "and was stopped; use fewer epochs or a smaller model, or raise the limit.")
+
+
+_STEP_HOOKS = ("on_batch_begin", "on_batch_end", "on_train_batch_begin", "on_train_batch_end",
+               "on_test_batch_begin", "on_test_batch_end", "on_predict_batch_begin", "on_predict_batch_end")
+
+
+def _nothing(*args, **kwargs) -> None:
+    return None
+
+
+class EpochCallbacks(keras.callbacks.CallbackList):
+    """What model.fit is given: Keras's list, but a step hook none of the callbacks overrides is not called at all.
+    Keras's own list reads each step's logs on the host (TensorFlow: on the training thread, a device sync a
+    step), or on JAX hands them to a thread, which races the state the next step donates ("Array has been
+    deleted"). With none of ours on a step, a step's logs are never read; an epoch's are, as before."""
+
+    def __init__(self, callbacks: list, *, model, epochs: int):
+        super().__init__(list(callbacks), add_history=True, add_progbar=False, model=model, verbose=0, epochs=epochs)
+        for hook in _STEP_HOOKS:
+            if all(is_default(getattr(callback, hook)) for callback in self.callbacks):
+                setattr(self, hook, _nothing)

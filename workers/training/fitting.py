@@ -22,7 +22,7 @@ from workers.host.compute import (
     precision,
 )
 from workers.training import checkpoints
-from workers.training.callbacks import EpochReport, KeepBest, TimeLimit, better
+from workers.training.callbacks import EpochCallbacks, EpochReport, KeepBest, StopOnNaN, TimeLimit, better
 from workers.training.model_costs import model_costs
 from workers.trial_stops import TrialCancelled, TrialFailed
 
@@ -73,10 +73,6 @@ class TrialResult:
 def _float32(values: np.ndarray) -> np.ndarray:
     # As our pipeline does: models compute in float32, and Keras would convert per batch.
     return values.astype(np.float32) if values.dtype == np.float64 else values
-
-
-def _keras_fit(model, **kwargs):
-    return model.fit(**kwargs)
 
 
 class _Compute:
@@ -154,7 +150,7 @@ def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> 
 
 
 def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
-              workdir: Path, warm_start: Path | None = None, fit=_keras_fit,
+              workdir: Path, warm_start: Path | None = None, fit=None,
               compute: ComputeSettings | None = None) -> TrialResult:
     """Train one trial (its executions) with the study's callbacks, reporting each epoch; `build`, `fit`, `warm_start`
     and `compute` come from the caller."""
@@ -172,7 +168,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs),
                              rows=len(data.x_train))
         keep_best = KeepBest(spec.objective, spec.direction, spec.patience)
-        callbacks = [report, keras.callbacks.TerminateOnNaN(), keep_best, time_limit]
+        callbacks = [report, StopOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, warm_start)
             _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
@@ -210,7 +206,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
 
 
 def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap: int, seed: int, report,
-                      fit=_keras_fit, patience: int = 10, time_limit_seconds: float | None = None,
+                      fit=None, patience: int = 10, time_limit_seconds: float | None = None,
                       compute: ComputeSettings | None = None) -> tuple[int, dict]:
     """The recipe's best epoch: a fresh model trained on the training split with validation,
     EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
@@ -221,7 +217,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
     validation = run.validation(data.x_val, data.y_val)
     log = EpochReport(report, rows=len(data.x_train))
     time_limit = TimeLimit(time_limit_seconds)
-    callbacks = [log, keras.callbacks.TerminateOnNaN(),
+    callbacks = [log, StopOnNaN(),
                  keras.callbacks.EarlyStopping(monitor="val_loss", mode="min", patience=patience), time_limit]
     with run.scope():
         model = run.build(build)
@@ -236,7 +232,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
 
 
 def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int, epochs: int, seed: int, report,
-                                  fit=_keras_fit, time_limit_seconds: float | None = None,
+                                  fit=None, time_limit_seconds: float | None = None,
                                   compute: ComputeSettings | None = None):
     """A fresh model trained on train+validation for a fixed number of epochs (no
     validation data is left to stop on). `build` should adapt preprocessing on the same rows.
@@ -249,7 +245,7 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     time_limit = TimeLimit(time_limit_seconds)
     with run.scope():
         model = run.build(build)
-        _fit(fit, model, **train, epochs=epochs, callbacks=[log, keras.callbacks.TerminateOnNaN(), time_limit],
+        _fit(fit, model, **train, epochs=epochs, callbacks=[log, StopOnNaN(), time_limit],
              verbose=0)
     time_limit.check()
     if log.cancelled:
@@ -265,15 +261,24 @@ def _build(build):
         raise TrialFailed(f"Building the model failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _fit(fit, model, **kwargs) -> None:
+def _fit(fit, model, *, callbacks: list, **kwargs) -> None:
+    """`fit` None is Keras's own, given the list that never reads a step's logs (callbacks.EpochCallbacks); a
+    HyperModel's own fit gets the plain list, as KerasTuner hands it."""
     try:
         with warnings.catch_warnings():
             # Keras warns that fit's default shuffle=True does nothing for a tf.data dataset:
             # ours shuffle themselves, each epoch.
             warnings.filterwarnings("ignore", message="`shuffle=True` was passed", category=UserWarning)
-            fit(model, **kwargs)
+            if fit is None:
+                model.fit(callbacks=EpochCallbacks(callbacks, model=model, epochs=kwargs["epochs"]), **kwargs)
+            else:
+                fit(model, callbacks=callbacks, **kwargs)
     except Exception as exc:
         raise TrialFailed(f"Training failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        for callback in callbacks:
+            if isinstance(callback, TimeLimit):
+                callback.cancel()
 
 
 def _check_history(history: list[tuple[int, dict]], objective: str) -> None:
