@@ -146,3 +146,25 @@ def test_the_kernel_refit_starts_afresh_and_its_length_scales_stay_off_the_lower
     low = math.log(adapter.BayesianOptimizationOracle.LENGTH_SCALE_BOUNDS[0])
     assert kernel["fitted_on"] >= 30 and len(kernel["theta"]) == 4
     assert all(theta > low + 1e-6 for theta in kernel["theta"]), kernel
+
+
+@pytest.mark.parametrize("dims", [1, 4])
+def test_the_posterior_gives_gaussian_process_regressors_own_numbers(dims):
+    import numpy as np
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import Matern
+
+    from workers.tuners.bayesian import Posterior
+
+    rng = np.random.default_rng(dims)
+    x, points = rng.uniform(size=(30, dims)), rng.uniform(size=(200, dims))
+    y = np.sin(4 * x).sum(axis=1) + rng.normal(scale=0.05, size=30)
+    kernel = Matern(nu=2.5, length_scale=rng.uniform(0.1, 2, size=dims))
+    gp = GaussianProcessRegressor(kernel=kernel, normalize_y=True, alpha=1e-4, optimizer=None).fit(x, y)
+    expected_mean, expected_std = gp.predict(points, return_std=True)
+    mean, std = Posterior(gp)(points)
+    assert np.array_equal(mean, expected_mean) and np.array_equal(std, expected_std)
+    one_mean, one_std = Posterior(gp)(points[0])  # one point, as L-BFGS-B passes it
+    expected_mean, expected_std = gp.predict(points[:1], return_std=True)
+    assert one_mean.shape == (1,) and one_mean[0] == expected_mean[0] and one_std[0] == expected_std[0]
+    assert np.array_equal(Posterior(gp)(x)[1] == 0, gp.predict(x, return_std=True)[1] == 0)  # clipped alike
