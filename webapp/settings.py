@@ -247,6 +247,9 @@ JOB_LOG_TAIL_KB = env_int("TUNEBOARD_JOB_LOG_TAIL_KB", 192, minimum=1)
 JOB_LOG_FLUSH_SECONDS = env_int("TUNEBOARD_JOB_LOG_FLUSH_SECONDS", 2, minimum=1)
 # A running trial's or job's CPU %, RSS, host load and GPU figures (NVML), sampled this often.
 SYSTEM_SAMPLE_SECONDS = env_int("TUNEBOARD_SYSTEM_SAMPLE_SECONDS", 5, minimum=1)
+# A JAX trial on one device keeps its training and validation rows on the device when they fit
+# in this percent of its free memory (0: never); larger ones are read from the host each step.
+DEVICE_INPUT_PERCENT = env_int("TUNEBOARD_DEVICE_INPUT_PERCENT", 50, minimum=0)
 # What a device-hour costs per queue ("gpu=2.5,tpu=4,cpu=0.05", in PRICE_CURRENCY): device time
 # is then shown as money too. Unset: time only.
 DEVICE_HOUR_PRICES = env_prices("TUNEBOARD_DEVICE_HOUR_PRICES", ("cpu", "gpu", "tpu"))

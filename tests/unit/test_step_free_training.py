@@ -2,12 +2,9 @@
 the NaN stop and the time limit still end it with their reasons: within its first epoch, and for the time
 limit a few steps after it passed. Each backend runs in a fresh process, as a worker child would."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
+
+from tests.backend_process import run_on_backend
 
 PROBE = r'''
 import json, sys
@@ -87,18 +84,13 @@ try:
               reporter=seen, workdir=sys.argv[1], fit=counting_fit)
 except TrialFailed as exc:
     out["time_limit"] = [str(exc), seen.epochs, Steps.count, 100000 // 2]
-print("PROBE " + json.dumps(out))
+print("RESULT " + json.dumps(out))
 '''
 
 
 @pytest.mark.parametrize("backend", ["jax", "tensorflow"])
 def test_a_trial_reads_no_steps_logs_and_still_stops_on_nan_and_its_time_limit(backend, tmp_path):
-    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], env=env, capture_output=True, text=True,
-                          timeout=300)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    out = json.loads(lines[-1].removeprefix("PROBE "))
+    out = run_on_backend(backend, PROBE, str(tmp_path))
     assert out["backend"] == backend
     # 120 steps in 3 epochs: the logs were read per epoch (its end, its validation), never per step.
     assert out["epochs"] == [0, 1, 2] and out["reads"] <= 3 * 4, out

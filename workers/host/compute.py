@@ -131,8 +131,24 @@ def apply_compile_options(model: keras.Model, settings: ComputeSettings | None) 
     model.train_function = model.test_function = model.predict_function = None
 
 
-def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool, multiple: int = 1):
+def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool, multiple: int = 1,
+            on_device: bool = False):
     """The rows as batches on this backend: a tf.data pipeline on TensorFlow (strategies shard
-    it; text goes through it), a PyDataset on JAX. Both draw a new order each epoch from `seed`."""
+    it; text goes through it), a PyDataset on JAX (`on_device`: kept there, see input_on_device). Both draw a
+    new order each epoch from `seed`."""
+    kwargs = {"on_device": True} if on_device else {}
     return _runtime().batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
-                              multiple=multiple)
+                              multiple=multiple, **kwargs)
+
+
+def input_on_device(placement: Placement, arrays, *, percent: int, free_memory=None) -> bool:
+    """Whether a run keeps its rows on its device for the whole run: JAX on one device, numeric rows, together
+    within `percent` of the device's free memory (the rest is the model's, its activations' and any trial
+    packed beside it). TensorFlow reads them through its tf.data pipeline on the host, prefetched."""
+    if placement.backend != "jax" or placement.replicas != 1 or percent <= 0:
+        return False
+    if any(not hasattr(a, "dtype") or a.dtype.kind not in "biuf" for a in arrays):
+        return False
+    free = (free_memory or _runtime().free_memory)()
+    needed = sum(a.size * 4 if a.dtype.itemsize > 4 and a.dtype.kind == "f" else a.nbytes for a in arrays)
+    return free is not None and needed <= free * percent / 100

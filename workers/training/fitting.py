@@ -11,6 +11,7 @@ from typing import Protocol
 
 import keras
 import numpy as np
+from django.conf import settings
 
 from experiments.tuning.compute_options import ComputeSettings
 from workers.host.compute import (
@@ -18,6 +19,7 @@ from workers.host.compute import (
     apply_compile_options,
     batches,
     defaults,
+    input_on_device,
     placement_for,
     precision,
 )
@@ -83,9 +85,16 @@ class _Compute:
         self.placement: Placement = placement_for(self.settings)
         self.batch_size = batch_size
         self.global_batch = self.placement.global_batch_size(batch_size)
+        self.on_device = False
+
+    def choose_input(self, *arrays) -> None:
+        """Keep the run's rows on its device when they fit there (compute.input_on_device); call before the
+        pipelines are made."""
+        self.on_device = input_on_device(self.placement, arrays, percent=settings.DEVICE_INPUT_PERCENT)
 
     def record(self) -> dict:
-        return self.placement.record(self.settings, batch_size=self.batch_size)
+        return {**self.placement.record(self.settings, batch_size=self.batch_size),
+                "input": "device" if self.on_device else "host"}
 
     def _arrays(self, *arrays) -> bool:
         """The training inputs as the backend takes them cheapest: Keras's own array path where it suffices, else our
@@ -118,7 +127,7 @@ class _Compute:
 
     def _pipeline(self, x, y, **kwargs):
         try:
-            return batches(x, y, batch_size=self.global_batch, **kwargs)
+            return batches(x, y, batch_size=self.global_batch, on_device=self.on_device, **kwargs)
         except Exception as exc:
             raise TrialFailed(f"Preparing the data for training failed: {type(exc).__name__}: {exc}") from exc
 
@@ -156,6 +165,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     and `compute` come from the caller."""
     started = time.monotonic()
     run = _Compute(compute, spec.batch_size)
+    run.choose_input(data.x_train, data.y_train, data.x_val, data.y_val)
     validation = run.validation(data.x_val, data.y_val)
     best: tuple[float, int, dict, Path] | None = None
     scores = []
@@ -212,6 +222,7 @@ def detect_best_epoch(*, build, data: DatasetArrays, batch_size: int, epoch_cap:
     EarlyStopping on val_loss (patience 10) up to `epoch_cap` epochs; returns
     (argmin + 1, that epoch's logs)."""
     run = _Compute(compute, batch_size)
+    run.choose_input(data.x_train, data.y_train, data.x_val, data.y_val)
     keras.utils.set_random_seed(seed)
     train = run.training(data.x_train, data.y_train, seed=seed)
     validation = run.validation(data.x_val, data.y_val)
@@ -238,9 +249,10 @@ def train_on_train_and_validation(*, build, data: DatasetArrays, batch_size: int
     validation data is left to stop on). `build` should adapt preprocessing on the same rows.
     Where it trained: describe(compute, batch_size)."""
     run = _Compute(compute, batch_size)
+    x, y = np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val])
+    run.choose_input(x, y)
     keras.utils.set_random_seed(seed)
-    train = run.training(np.concatenate([data.x_train, data.x_val]), np.concatenate([data.y_train, data.y_val]),
-                         seed=seed)
+    train = run.training(x, y, seed=seed)
     log = EpochReport(report, rows=len(data.x_train) + len(data.x_val))
     time_limit = TimeLimit(time_limit_seconds)
     with run.scope():

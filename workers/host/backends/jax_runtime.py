@@ -68,9 +68,27 @@ def for_inference(model):
 
 
 def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remainder: bool,
-            multiple: int = 1) -> "SplitBatches":
-    return SplitBatches(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
-                        multiple=multiple)
+            multiple: int = 1, on_device: bool = False) -> "SplitBatches":
+    kind = DeviceBatches if on_device else SplitBatches
+    return kind(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed, drop_remainder=drop_remainder,
+                multiple=multiple)
+
+
+def free_memory() -> int | None:
+    """Bytes free on the device a one-device trial trains on: its allocator's limit less what is in use (a GPU or
+    TPU), the host's available memory for the CPU; None when the device will not say."""
+    device = jax.local_devices()[0]
+    try:
+        stats = device.memory_stats()
+    except Exception:  # a platform without memory statistics
+        stats = None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    if device.platform == "cpu":
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    return None
 
 
 class SplitBatches(keras.utils.PyDataset):
@@ -109,6 +127,26 @@ class SplitBatches(keras.utils.PyDataset):
     def on_epoch_end(self) -> None:
         if self.shuffle:
             self.order = self.rng.permutation(len(self.x))
+
+
+class DeviceBatches(SplitBatches):
+    """The same batches as SplitBatches, in the same order for the same seed, from a split kept on the device for the
+    whole run: each step gathers its rows there, so only the batch's row numbers cross from the host."""
+
+    def __init__(self, x, y=None, **kwargs):
+        super().__init__(x, y, **kwargs)
+        self.x = jax.device_put(_float32(np.asarray(x)))
+        self.y = None if y is None else jax.device_put(_float32(np.asarray(y)))
+
+    def __getitem__(self, index: int):
+        start = index * self.batch_size
+        stop = min(start + self.batch_size, self.rows)
+        if self.order is None:
+            x = self.x[start:stop]
+            return x if self.y is None else (x, self.y[start:stop])
+        rows = jax.device_put(np.sort(self.order[start:stop]))  # sorted, as the host's batches are
+        x = jax.numpy.take(self.x, rows, axis=0)
+        return x if self.y is None else (x, jax.numpy.take(self.y, rows, axis=0))
 
 
 def _float32(values: np.ndarray) -> np.ndarray:
