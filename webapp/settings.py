@@ -374,6 +374,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Used only with `celery worker --autoscale`: on a GPU host with TUNEBOARD_TRIALS_PER_GPU=auto it sizes the pool by
+# measured samples/s (workers/host/packing.py); elsewhere it is Celery's own.
+CELERY_WORKER_AUTOSCALER = "workers.host.packing:PackingAutoscaler"
 CELERY_BEAT_SCHEDULE = {
     "reap-lost-work": {"task": "workers.tasks.reap", "schedule": float(REAPER_INTERVAL_SECONDS)},
     "purge-old-audit-events": {"task": "workers.tasks.purge_audit", "schedule": 3600.0},

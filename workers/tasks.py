@@ -53,16 +53,20 @@ def _unregister_worker(sender, **_kwargs) -> None:
 
 @worker_process_init.connect
 def _configure_child(**_kwargs) -> None:
-    """Before TensorFlow loads in this child: pin it to its GPUs (TUNEBOARD_GPUS_PER_CHILD), split
-    its CPU into logical devices for multi-replica CPU trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
+    """Before TensorFlow loads in this child: pin it to its GPUs (TUNEBOARD_GPUS_PER_CHILD), bound its GPU memory
+    when trials share them (TUNEBOARD_TRIALS_PER_GPU), split its CPU into logical devices for multi-replica CPU
+    trials (TUNEBOARD_CPU_DEVICES), cap its threads."""
     from billiard.process import current_process
 
     from workers.host.backends.child import configure_child
     from workers.host.backends.selection import worker_backend
     from workers.host.devices import discover_gpus, pin_child
+    from workers.host.packing import trials_per_gpu
 
-    pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus())
-    configure_child(worker_backend())
+    packed = trials_per_gpu()
+    pinned = pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus(),
+                       packed=packed if isinstance(packed, int) else 1)
+    configure_child(worker_backend(), packed=packed if pinned else 1)
     import gc
 
     import workers.jobs.trials  # noqa: F401  load the backend, Keras and KerasTuner now, not in the first trial

@@ -16,6 +16,8 @@ class Worker(models.Model):
     backend = models.CharField(max_length=10, blank=True)
     devices = models.JSONField(default=list)
     concurrency = models.PositiveIntegerField(default=1)
+    # Trials per GPU on a GPU host ({"setting": "2" or "auto", "trials_per_gpu": n, "reason": ...}), {} elsewhere.
+    packing = models.JSONField(default=dict, blank=True)
     versions = models.JSONField(default=dict)
     started = models.DateTimeField(default=timezone.now)
     last_heartbeat = models.DateTimeField(default=timezone.now)

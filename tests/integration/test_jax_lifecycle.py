@@ -88,3 +88,19 @@ def test_a_jax_worker_killed_mid_trial_leaves_the_study_to_finish_on_the_other(a
     completed = assert_no_duplicates(study)
     retried = next(t for t in completed if t.trial_id == victim.trial_id)
     assert retried.attempt == 2 and retried.hyperparameters == victim.hyperparameters
+
+
+def test_two_jax_trial_children_packed_on_one_device_each_take_their_share_and_complete(acme, alice, start_worker):
+    # CUDA_VISIBLE_DEVICES=0 on a host without one: both children are pinned to "GPU 0", two trials a GPU, and
+    # train on the CPU (the JAX worker's platform here), each under its half of the device's memory.
+    start_worker("packed", queues="cpu-jax", concurrency=2,
+                 env={**JAX_WORKER, "CUDA_VISIBLE_DEVICES": "0", "TUNEBOARD_TRIALS_PER_GPU": "2"})
+    study = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=2, epochs=2, patience=2,
+                          parallelism=2, **JAX)
+    wait_for(lambda: finished(study), timeout=240, what="the packed study to finish")
+    assert study.status == Study.Status.COMPLETED, study.message
+    first, second = Trial.objects.filter(study=study).order_by("started")
+    assert first.status == second.status == Trial.Status.COMPLETED
+    assert second.started < first.finished  # side by side, one child each
+    assert first.compute["memory_fraction"] == second.compute["memory_fraction"] == 0.45
+    assert first.compute["backend"] == "jax"

@@ -39,3 +39,17 @@ def test_each_worker_shows_its_runs_latest_use_and_its_gpus(alice_client, acme_t
     assert gpu_row.index("GPU 0: 87 %") < gpu_row.index("GPU 1: 87 % · 30.0\xa0GB of 80.0\xa0GB · 250.5 W · 61 °C")
     cpu_row = page.split('data-worker="cpu1@h"')[1].split("</tr>")[0]
     assert "CPU 100" not in cpu_row and '<td class="worker-live"><span class="muted">—</span></td>' in cpu_row
+
+
+def test_a_gpu_worker_shows_its_trials_per_gpu_and_why(alice_client):
+    Worker.objects.create(name="gpu1@h", hostname="h", pid=1, queues=["gpu-jax"], concurrency=4, packing={
+        "setting": "auto", "trials_per_gpu": 2, "reason": "2 trials per GPU: 4 trials per GPU trained 1.07× as fast"})
+    Worker.objects.create(name="gpu2@h", hostname="h", pid=2, queues=["gpu"], concurrency=2,
+                          packing={"setting": "2", "trials_per_gpu": 2, "reason": "TUNEBOARD_TRIALS_PER_GPU=2"})
+    Worker.objects.create(name="cpu1@h", hostname="h", pid=3, queues=["cpu"])
+    page = alice_client.get(reverse("worker_list")).content.decode()
+    row = page.split('data-worker="gpu1@h"')[1].split("</tr>")[0]
+    assert "2 trials per GPU (auto: 2 trials per GPU: 4 trials per GPU trained 1.07× as fast)" in row
+    fixed = page.split('data-worker="gpu2@h"')[1].split("</tr>")[0]
+    assert "2 trials per GPU" in fixed and "auto" not in fixed
+    assert "per GPU" not in page.split('data-worker="cpu1@h"')[1].split("</tr>")[0]

@@ -4,6 +4,7 @@ pipeline) on the backend this process runs; experiments/tuning/compute_options.p
 import contextlib
 import functools
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,6 +74,9 @@ class Placement:
             self.backend: _runtime().version(),
             "keras": keras.__version__,
         }
+        share = os.environ.get("XLA_CLIENT_MEM_FRACTION") if self.backend == "jax" else None
+        if share:  # its GPU is shared by packed trials (workers/host/packing.py)
+            record["memory_fraction"] = float(share)
         if batch_size is not None:
             record["batch_size_per_replica"] = int(batch_size)
             record["global_batch_size"] = self.global_batch_size(int(batch_size))

@@ -69,12 +69,12 @@ def gpus_for_child(child_index: int, gpus: list[str], per_child: int) -> list[st
     return list(gpus[group * per_child:(group + 1) * per_child])
 
 
-def recommended_concurrency(gpus: list[str], per_child: int) -> int | None:
-    """How many children a GPU worker should run: one per whole group of `per_child` GPUs.
+def recommended_concurrency(gpus: list[str], per_child: int, trials_per_gpu: int = 1) -> int | None:
+    """How many children a GPU worker should run: `trials_per_gpu` per whole group of `per_child` GPUs.
     None without GPUs (a CPU worker's concurrency is a matter of cores and TUNEBOARD_TF_THREADS)."""
     if not gpus:
         return None
-    return max(1, len(gpus) // max(1, per_child))
+    return max(1, len(gpus) // max(1, per_child)) * trials_per_gpu
 
 
 def _positive_int(environ, name: str, default: int) -> int:
@@ -95,9 +95,11 @@ def cpu_devices_per_child(environ=os.environ) -> int:
     return _positive_int(environ, "TUNEBOARD_CPU_DEVICES", 1)
 
 
-def pin_child(child_index: int, gpus: list[str], environ=os.environ, per_child: int | None = None) -> str | None:
+def pin_child(child_index: int, gpus: list[str], environ=os.environ, per_child: int | None = None,
+              packed: int = 1) -> str | None:
     """Make only this child's GPUs visible to it (TUNEBOARD_GPUS_PER_CHILD of them unless
-    `per_child` is given); returns the CUDA_VISIBLE_DEVICES value set, None without GPUs."""
+    `per_child` is given); returns the CUDA_VISIBLE_DEVICES value set, None without GPUs. Children
+    beyond the groups share them round-robin: `packed` (TUNEBOARD_TRIALS_PER_GPU) of them a group by design."""
     per_child = gpus_per_child(environ) if per_child is None else per_child
     devices = gpus_for_child(child_index, gpus, per_child)
     if not devices:
@@ -106,9 +108,9 @@ def pin_child(child_index: int, gpus: list[str], environ=os.environ, per_child: 
     if groups == 0:
         log.warning("this host has %d GPUs, fewer than TUNEBOARD_GPUS_PER_CHILD=%d: trials that need %d will fail",
                     len(gpus), per_child, per_child)
-    elif child_index >= groups:
-        log.warning("worker child %d shares GPUs %s with child %d: %d GPUs at %d per child make %d groups, so run "
-                    "this worker with concurrency %d", child_index, ",".join(devices), child_index % groups, len(gpus),
-                    per_child, groups, groups)
+    elif child_index >= groups * packed:
+        log.warning("worker child %d shares GPUs %s with child %d: %d GPUs at %d per child and %d trials per GPU "
+                    "make %d slots, so run this worker with concurrency %d", child_index, ",".join(devices),
+                    child_index % groups, len(gpus), per_child, packed, groups * packed, groups * packed)
     environ["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
     return environ["CUDA_VISIBLE_DEVICES"]

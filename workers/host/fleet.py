@@ -14,6 +14,7 @@ from experiments.services.fleet import worker_heartbeat, worker_register, worker
 from workers.host.backends.selection import worker_backend
 from workers.host.devices import host_devices
 from workers.host.heartbeat import Heartbeat
+from workers.host.packing import packing_record
 from workers.host.reaper import reap
 from workers.host.versions import package_versions
 
@@ -48,7 +49,7 @@ def on_worker_ready(consumer) -> None:
     try:
         worker_register(name=consumer.hostname, hostname=socket.gethostname(), pid=os.getpid(), queues=queues,
                         devices=host_devices(), concurrency=int(concurrency), versions=package_versions(),
-                        backend=worker_backend())
+                        backend=worker_backend(), packing=packing_record())
     except Exception:
         log.exception("could not register worker %s", consumer.hostname)
     finally:

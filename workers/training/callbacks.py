@@ -11,6 +11,7 @@ import keras
 import numpy as np
 from keras.src.utils import is_default
 
+from workers.host.packing import record_epoch
 from workers.host.system_metrics import report_throughput
 from workers.trial_stops import TrialFailed
 
@@ -89,6 +90,7 @@ class EpochReport(keras.callbacks.Callback):
         if self.rows:  # the epoch's wall time, its validation included: what the trial got of its device
             per_second = self.rows / max(time.monotonic() - self.epoch_started, 1e-9)
             report_throughput(per_second)
+            record_epoch(per_second)  # for the worker's auto packing, where set
             speed = f" ({per_second:,.0f} samples/s)"
         # The job's log gets one line an epoch (Keras's own progress is one per step, or none).
         log.info("epoch %d: %s%s", epoch + 1, ", ".join(f"{name} {value:.4g}" for name, value in logs.items()), speed)

@@ -3,12 +3,14 @@
 import os
 
 from workers.host.devices import cpu_devices_per_child
+from workers.host.packing import child_memory_env
 
 
-def configure_child(backend: str, environ=os.environ) -> None:
+def configure_child(backend: str, environ=os.environ, packed: int | str = 1) -> None:
     """Before Keras loads in a worker child: its CPU devices, thread caps and XLA flags, so several children share a
-    host's cores and GPUs."""
+    host's cores and GPUs, and its GPU memory bounded when `packed` trials share its GPU."""
     cpu_devices = cpu_devices_per_child(environ)
+    environ.update(child_memory_env(backend, packed, environ))
     threads = int(environ.get("TUNEBOARD_TF_THREADS", "0") or 0)
     if backend == "jax":
         flags = environ.get("XLA_FLAGS", "").split()
@@ -22,5 +24,6 @@ def configure_child(backend: str, environ=os.environ) -> None:
     from workers.host.backends import tf_runtime  # TensorFlow workers only: a JAX worker has no TensorFlow
 
     tf_runtime.configure_logical_cpus(cpu_devices)
+    tf_runtime.configure_gpu_memory(packed)
     if threads > 0:
         tf_runtime.configure_threads(threads)

@@ -101,6 +101,22 @@ def configure_logical_cpus(n: int) -> None:
                            "configure_logical_cpus must run first in the process.") from exc
 
 
+def configure_gpu_memory(packed: int | str) -> None:
+    """Each GPU this child sees as a logical device of its share when `packed` trials share it, or growing as its
+    trial needs (auto, which packs only while the measured memory fits); one trial keeps TensorFlow's default."""
+    from workers.host.packing import gpu_memory_bytes, tf_memory_limit_mb
+
+    if packed == 1:
+        return
+    total = gpu_memory_bytes()
+    limit = tf_memory_limit_mb(total // 2**20, packed) if total else None
+    for gpu in tf.config.list_physical_devices("GPU"):
+        if limit is None:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        else:
+            tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit)])
+
+
 def configure_threads(threads: int) -> None:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
