@@ -18,12 +18,19 @@ Every measurement runs in a fresh process (benchmarks/gpu_child.py) with KERAS_B
 this process never loads Keras or a backend. Figures, per backend:
 1. samples/s inside a Tuneboard trial vs a plain `model.fit` of the same model (the `cnn`
    build function with the same values, in-memory NumPy arrays, no callbacks) in a fresh
-   process: `tuneboard_vs_plain_ratio` (target >= 0.95);
+   process: `tuneboard_vs_plain_ratio` (target >= 0.97);
+   and on JAX vs `limit`, the same model trained by one jitted step over rows kept on the device
+   (Keras's stateless API under jax.jit): `tuneboard_vs_limit_ratio` (target >= 0.85);
 2. float32 vs mixed precision (mixed_float16 on a GPU, mixed_bfloat16 on CPU or TPU);
 3. steps_per_execution 1 vs 32;
-4. 1, 2 and 4 trials packed on one device (that many processes, started together, each
-   running a trial of its own study): aggregate samples/s and the per-trial slowdown;
+4. 1, 2, 4 and 8 trials packed on one device (that many processes, started together, each
+   running a trial of its own study): aggregate samples/s (`packing` -> n -> `aggregate_vs_one`)
+   and the per-trial slowdown; and what `auto` packing's rule settles on given those levels,
+   against the best fixed one (`auto_vs_best_fixed_packing`, target >= 0.9);
 5. JAX vs TensorFlow, when both are installed and see the same kind of device.
+The default GPU size is the large model; the study-sized one (packing's target: 4 packed trials
+>= 3x one) is `--set side=32,batch_size=128,blocks=2,filters=16,head=flatten,dense_units=64`
+(and side=8 for digits-sized images), each run with its own `--output`.
 Each trial arm also records what the product itself measured of the GPU during the trial (its
 system samples, every second here: mean NVML utilisation, highest memory used).
 
@@ -71,7 +78,7 @@ CPU_SIZE = {"rows": 5_000, "side": 32, "batch_size": 64, "epochs": 6,
             "values": {"blocks": 2, "filters": 16, "kernel_size": 3, "batch_norm": False, "pooling": "max",
                        "dropout": 0.0, "head": "flatten", "dense_units": 64}}
 COMMON_VALUES = {"flip": False, "rotation": 0.0, "zoom": 0.0, "optimizer": "adam", "learning_rate": 1e-3}
-PACKED = (2, 4)
+PACKED = (2, 4, 8)
 WARMUP_EPOCHS = 2  # left out of the timing (see above)
 SEED = 1
 VERSION_PACKAGES = ("keras", "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin",
@@ -307,6 +314,14 @@ class Bench:
         return {**_rate(found["epoch_ends"], found["epoch_cpu_ends"], self.rows),
                 "fit_seconds": round(found["ended"] - found["started"], 2)}
 
+    def limit(self, backend: str) -> dict:
+        request = {"mode": "limit", "backend": backend, "arrays": str(self.arrays), "seed": SEED,
+                   "values": {**COMMON_VALUES, **self.size["values"]}, "classes": CLASSES,
+                   "batch_size": self.size["batch_size"], "epochs": self.size["epochs"]}
+        found = self.runner.run(request)
+        return {**_rate(found["epoch_ends"], found["epoch_cpu_ends"], self.rows),
+                "fit_seconds": round(found["ended"] - found["started"], 2)}
+
     def trials(self, backend: str, count: int = 1, **settings) -> list[dict]:
         """`count` trials at once, each in its own process on the same device."""
         with tempfile.TemporaryDirectory() as barrier:
@@ -322,6 +337,8 @@ class Bench:
         order = ("plain", "trial") if index % 2 == 0 else ("trial", "plain")
         for arm in order:
             found[arm] = self.plain(backend) if arm == "plain" else self.trials(backend)[0]
+        if "limit" in figures and backend == "jax":
+            found["limit"] = self.limit(backend)
         if "precision" in figures:
             found[self.mixed] = self.trials(backend, precision=self.mixed)[0]
         if "steps" in figures:
@@ -392,7 +409,26 @@ def summarise(rounds: list[dict], mixed: str) -> dict:
                 "rounds": [[t["samples_per_second"] for t in run] for run in runs],
                 "overlap_of_timed_epochs": [_overlap(run) for run in runs]}
         summary["packing"] = packing
+        summary["auto_packing"] = auto_packing(packing)
+    if rates("limit"):
+        summary["limit"] = {"samples_per_second": _median(rates("limit")), "rounds": rates("limit")}
+        summary["tuneboard_vs_limit_ratio"] = round(_median(trial) / _median(rates("limit")), 3)
     return summary
+
+
+def auto_packing(packing: dict) -> dict:
+    """What `auto` (workers/host/packing.PackingSearch, the rule the autoscaler runs) settles on given these
+    measured levels, and its aggregate against the best fixed packing's. The rule applied to the measured
+    figures, not a live autoscaled worker: the same decisions, without its minutes of settling."""
+    from workers.host.packing import PackingSearch
+
+    levels = {int(n): found["aggregate_samples_per_second"] for n, found in packing.items()}
+    search = PackingSearch(max_level=max(levels))
+    while not search.settled and search.level in levels:
+        search.observe(levels[search.level])
+    best = max(levels, key=levels.get)
+    return {"chosen": search.level, "reason": search.reason, "best_fixed": best,
+            "auto_vs_best_fixed_packing": round(levels[search.level] / levels[best], 3)}
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -400,8 +436,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="CPU sizes and one round, wherever it runs")
     parser.add_argument("--rounds", type=int, help="rounds of every figure (default 3; 1 with --quick)")
     parser.add_argument("--backends", help="comma-separated, of jax,tensorflow (default: every one installed)")
-    parser.add_argument("--figures", default="precision,steps,packing",
-                        help="figures beside trial vs plain: precision,steps,packing (default all)")
+    parser.add_argument("--figures", default="limit,precision,steps,packing",
+                        help="figures beside trial vs plain: limit,precision,steps,packing (default all)")
     parser.add_argument("--primary-only", action="store_true",
                         help="figures 2-4 on the first backend only (the others: trial vs plain)")
     parser.add_argument("--set", default="", metavar="NAME=VALUE,...",
@@ -500,6 +536,9 @@ def compose(context: dict, by_backend: dict[str, list[dict]], *, rounds_done: in
         "steps_per_execution_32_speedup": primary.get("steps_per_execution", {}).get("speedup"),
         "packing": {n: {k: v for k, v in found.items() if k not in ("rounds",)}
                     for n, found in primary.get("packing", {}).items()},
+        "auto_vs_best_fixed_packing": primary.get("auto_packing", {}).get("auto_vs_best_fixed_packing"),
+        "auto_packing": primary.get("auto_packing"),
+        "tuneboard_vs_limit_ratio": primary.get("tuneboard_vs_limit_ratio"),
         "jax_vs_tensorflow": {
             "tuneboard": round(summaries["jax"]["tuneboard"]["samples_per_second"]
                                / summaries["tensorflow"]["tuneboard"]["samples_per_second"], 3),
@@ -522,7 +561,8 @@ def compose(context: dict, by_backend: dict[str, list[dict]], *, rounds_done: in
                  "note": "os.getloadavg() (1, 5, 15 min) of the host; "
                  "other work running beside the benchmark slows every arm alike within a round"},
         "elapsed_seconds": round(time.monotonic() - context["began"], 1),
-        "targets": {"tuneboard_vs_plain_ratio": 0.95},
+        "targets": {"tuneboard_vs_plain_ratio": 0.97, "tuneboard_vs_limit_ratio": 0.85,
+                    "packing_4_aggregate_vs_one_small_model": 3.0, "auto_vs_best_fixed_packing": 0.9},
     }
 
 

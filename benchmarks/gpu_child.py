@@ -1,13 +1,14 @@
 """The measuring side of benchmarks/gpu.py: one fresh process per measurement, on the backend
 its KERAS_BACKEND names (set by the parent before this process starts, so Keras loads on it).
 
-    python -m benchmarks.gpu_child '{"mode": "probe" | "plain" | "trial", ...}'
+    python -m benchmarks.gpu_child '{"mode": "probe" | "plain" | "trial" | "limit", ...}'
 
 Prints one JSON object as its last line. Everything backend-specific lives here, so the parent
 never loads Keras, JAX or TensorFlow, and one run covers both backends. Nothing here imports
 TensorFlow on JAX: "probe" imports only the backend it is asked about.
 """
 
+import functools
 import gc
 import json
 import os
@@ -90,6 +91,68 @@ def plain(spec: dict) -> dict:
             "backend": keras.backend.backend()}
 
 
+def limit(spec: dict) -> dict:
+    """The best this model does on this device (JAX only): the same model trained by one jitted step over rows kept
+    on the device (Keras's stateless API under jax.jit, the optimizer's stateless update, the state donated), each
+    epoch a fresh order from a device-side permutation, and a jitted validation pass, as fit's epoch has one. No
+    callbacks, no logs read back, no host input at all. Stamps the clock once each epoch's work is done."""
+    _configure(spec["backend"])
+    import jax
+    import keras
+    import numpy as np
+
+    folder = Path(spec["arrays"])
+    x, y, x_val, y_val = (np.load(folder / f"{name}.npy") for name in ("x_train", "y_train", "x_val", "y_val"))
+    keras.utils.set_random_seed(spec["seed"])
+    model = _build(spec["values"], x, spec["classes"])
+    optimizer = model.optimizer
+    loss_fn = keras.losses.get(model.loss) if isinstance(model.loss, str) else model.loss
+    optimizer.build(model.trainable_variables)
+    x, y, x_val, y_val = (jax.device_put(a) for a in (x, y, x_val, y_val))
+    batch, rows = spec["batch_size"], (len(x) // spec["batch_size"]) * spec["batch_size"]
+    steps = rows // batch
+
+    def loss_and_state(trainable, non_trainable, xb, yb):
+        predicted, non_trainable = model.stateless_call(trainable, non_trainable, xb, training=True)
+        return keras.ops.mean(loss_fn(yb, predicted)), non_trainable  # the loss over the batch, as fit's
+
+    gradient = jax.value_and_grad(loss_and_state, has_aux=True)
+
+    @jax.jit
+    def permutation(key):
+        return jax.random.permutation(key, len(x))
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def step(state, order, index):
+        trainable, non_trainable, optimizer_state = state
+        rows_of_step = jax.lax.dynamic_slice_in_dim(order, index * batch, batch)
+        (loss, non_trainable), grads = gradient(trainable, non_trainable, x[rows_of_step], y[rows_of_step])
+        trainable, optimizer_state = optimizer.stateless_apply(optimizer_state, grads, trainable)
+        return (trainable, non_trainable, optimizer_state), loss
+
+    @jax.jit
+    def validate(trainable, non_trainable):
+        predicted, _ = model.stateless_call(trainable, non_trainable, x_val, training=False)
+        return keras.ops.mean(loss_fn(y_val, predicted))
+
+    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
+             [v.value for v in optimizer.variables])
+    key = jax.random.PRNGKey(spec["seed"])
+    ends: list[float] = []
+    cpu_ends: list[float] = []
+    started = time.time()
+    for _ in range(spec["epochs"]):
+        key, epoch_key = jax.random.split(key)
+        order = permutation(epoch_key)
+        for index in range(steps):  # one jitted step each, dispatched ahead of the device: nothing read back
+            state, loss = step(state, order, jax.numpy.asarray(index))
+        validate(state[0], state[1]).block_until_ready()
+        ends.append(time.time())
+        cpu_ends.append(time.process_time())
+    return {"epoch_ends": ends, "epoch_cpu_ends": cpu_ends, "started": started, "ended": time.time(),
+            "backend": keras.backend.backend(), "last_loss": float(loss), "steps_per_epoch": steps}
+
+
 def _wait_for_all(barrier: str, parties: int) -> None:
     """Packed trials start training together: each process says it is ready (its libraries and
     device loaded), then waits for the others."""
@@ -139,5 +202,5 @@ def trial(spec: dict) -> dict:
 
 if __name__ == "__main__":
     request = json.loads(sys.argv[1])
-    found = {"probe": probe, "plain": plain, "trial": trial}[request["mode"]](request)
+    found = {"probe": probe, "plain": plain, "trial": trial, "limit": limit}[request["mode"]](request)
     print(json.dumps(found))
