@@ -307,15 +307,14 @@ class Bench:
             runner, studies, arrays, size, mixed, rows)
 
     def plain(self, backend: str) -> dict:
-        request = {"mode": "plain", "backend": backend, "arrays": str(self.arrays), "seed": SEED,
-                   "values": {**COMMON_VALUES, **self.size["values"]}, "classes": CLASSES,
-                   "batch_size": self.size["batch_size"], "epochs": self.size["epochs"]}
-        found = self.runner.run(request)
-        return {**_rate(found["epoch_ends"], found["epoch_cpu_ends"], self.rows),
-                "fit_seconds": round(found["ended"] - found["started"], 2)}
+        return self._outside_a_trial("plain", backend)
 
     def limit(self, backend: str) -> dict:
-        request = {"mode": "limit", "backend": backend, "arrays": str(self.arrays), "seed": SEED,
+        return self._outside_a_trial("limit", backend)
+
+    def _outside_a_trial(self, mode: str, backend: str) -> dict:
+        """The same model trained without Tuneboard: a plain fit, or the limit (benchmarks/gpu_child.py)."""
+        request = {"mode": mode, "backend": backend, "arrays": str(self.arrays), "seed": SEED,
                    "values": {**COMMON_VALUES, **self.size["values"]}, "classes": CLASSES,
                    "batch_size": self.size["batch_size"], "epochs": self.size["epochs"]}
         found = self.runner.run(request)
