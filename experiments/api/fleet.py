@@ -20,6 +20,8 @@ class WorkerSerializer(serializers.Serializer):
     backend = serializers.CharField(help_text="The Keras backend its children train with (tensorflow or jax).")
     devices = serializers.JSONField()
     concurrency = serializers.IntegerField()
+    packing = serializers.DictField(help_text="On a GPU host: trials per GPU (setting N or auto, trials_per_gpu, "
+                                              "reason); {} elsewhere.")
     versions = serializers.DictField()
     started = serializers.DateTimeField()
     last_heartbeat = serializers.DateTimeField()
@@ -38,7 +40,8 @@ class WorkerList(generics.GenericAPIView):
         for row in fleet_rows(team=request.team):
             w = row["worker"]
             rows.append({"name": w.name, "hostname": w.hostname, "queues": w.queues, "devices": w.devices,
-                         "concurrency": w.concurrency, "versions": w.versions, "backend": w.backend,
+                         "concurrency": w.concurrency, "packing": w.packing, "versions": w.versions,
+                         "backend": w.backend,
                          "started": w.started,
                          "last_heartbeat": w.last_heartbeat, "stopped": w.stopped, "alive": row["alive"],
                          "trials": [{"study": t.study_id, "trial": t.pk, "trial_id": t.trial_id} for t in row["trials"]

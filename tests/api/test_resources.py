@@ -199,5 +199,8 @@ def test_the_leaderboard_ranks_like_the_page_and_gives_csv(alice_api, acme, alic
 def test_workers_are_listed(alice_api):
     from experiments.models import Worker
     Worker.objects.create(name="w1@host", hostname="host", pid=1, queues=["cpu"])
+    Worker.objects.create(name="w2@host", hostname="host", pid=2, queues=["gpu-jax"],
+                          packing={"setting": "auto", "trials_per_gpu": 4, "reason": "measuring 4 trials per GPU"})
     results = alice_api.get("/api/v1/workers/").json()["results"]
-    assert results[0]["name"] == "w1@host" and results[0]["alive"] is True
+    assert results[0]["name"] == "w1@host" and results[0]["alive"] is True and results[0]["packing"] == {}
+    assert results[1]["packing"]["trials_per_gpu"] == 4 and results[1]["packing"]["setting"] == "auto"
