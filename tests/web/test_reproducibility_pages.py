@@ -207,3 +207,15 @@ def test_a_queued_rerun_counts_as_queued_work_of_its_studys_queue(client, acme_t
     before = sample(scrape(client), "tuneboard_queue_depth", queue=acme_trial.study.queue)
     TrialRerun.objects.create(trial=acme_trial, number=1, seed=2)
     assert sample(scrape(client), "tuneboard_queue_depth", queue=acme_trial.study.queue) == before + 1
+
+
+def test_the_compute_line_says_where_the_trials_rows_were_read_from(alice_client, acme_trial):
+    compute = {"backend": "jax", "device_kind": "gpu", "device_names": ["gpu:0"], "replicas": 1,
+               "precision": "float32", "jit_compile": "auto", "steps_per_execution": 1, "global_batch_size": 128,
+               "jax": "0.10.2", "keras": "3.15.1"}
+    for record, said in ((compute | {"input": "device", "memory_fraction": 0.45}, "data on the device"),
+                         (compute | {"input": "host"}, "data from the host")):
+        Trial.objects.filter(pk=acme_trial.pk).update(compute=record)
+        line = page_text(_trial_page(alice_client, acme_trial)).split('class="compute-record">')[1].split("</dd>")[0]
+        assert f"global batch 128 · {said}" in line and line.endswith("JAX 0.10.2, Keras 3.15.1")
+        assert "45 % of the GPU's memory" in line if record["input"] == "device" else "memory" not in line
