@@ -17,14 +17,15 @@ import time
 from pathlib import Path
 
 
-def _configure(backend: str) -> None:
+def _configure(backend: str, packed: int = 1) -> None:
     """What a Tuneboard worker child does before Keras loads (workers/tasks.py): its threads
     (TUNEBOARD_TF_THREADS) and, on JAX, XLA's flags and GPU memory preallocation off (so
     several processes can share a GPU). The plain arm runs the same set-up, so the ratio
-    compares training loops, not thread settings."""
+    compares training loops, not thread settings. `packed` trials share the device: each takes
+    its share of its memory, as under a worker's TUNEBOARD_TRIALS_PER_GPU."""
     from workers.host.backends.child import configure_child
 
-    configure_child(backend)
+    configure_child(backend, packed=packed)
 
 
 def probe(_spec: dict) -> dict:
@@ -131,9 +132,14 @@ def limit(spec: dict) -> dict:
         return (trainable, non_trainable, optimizer_state), loss
 
     @jax.jit
-    def validate(trainable, non_trainable):
-        predicted, _ = model.stateless_call(trainable, non_trainable, x_val, training=False)
-        return keras.ops.mean(loss_fn(y_val, predicted))
+    def validate(trainable, non_trainable, xb, yb):
+        predicted, _ = model.stateless_call(trainable, non_trainable, xb, training=False)
+        return keras.ops.mean(loss_fn(yb, predicted))
+
+    def validation_pass(trainable, non_trainable):  # in fit's batches: the whole split at once may not fit
+        for start in range(0, len(x_val), batch):
+            loss = validate(trainable, non_trainable, x_val[start:start + batch], y_val[start:start + batch])
+        return loss
 
     state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables],
              [v.value for v in optimizer.variables])
@@ -146,7 +152,7 @@ def limit(spec: dict) -> dict:
         order = permutation(epoch_key)
         for index in range(steps):  # one jitted step each, dispatched ahead of the device: nothing read back
             state, loss = step(state, order, jax.numpy.asarray(index))
-        validate(state[0], state[1]).block_until_ready()
+        validation_pass(state[0], state[1]).block_until_ready()
         ends.append(time.time())
         cpu_ends.append(time.process_time())
     return {"epoch_ends": ends, "epoch_cpu_ends": cpu_ends, "started": started, "ended": time.time(),
@@ -169,7 +175,7 @@ def trial(spec: dict) -> dict:
     """A Tuneboard trial of the (started) study, run as a worker child runs its task: claim
     under the study's lock, train with the study's callbacks (each epoch written to the
     database with the pruner's check), heartbeat thread, checkpoint artifact, finish."""
-    _configure(spec["backend"])
+    _configure(spec["backend"], packed=spec.get("parties") or 1)
     import django
 
     django.setup()

@@ -60,12 +60,14 @@ def _configure_child(**_kwargs) -> None:
 
     from workers.host.backends.child import configure_child
     from workers.host.backends.selection import worker_backend
-    from workers.host.devices import discover_gpus, pin_child
-    from workers.host.packing import trials_per_gpu
+    from workers.host.devices import discover_gpus, gpus_per_child, pin_child
+    from workers.host.packing import auto_child_slot, max_trials_per_gpu, trials_per_gpu
 
-    packed = trials_per_gpu()
-    pinned = pin_child(getattr(current_process(), "index", 0) or 0, discover_gpus(),
-                       packed=packed if isinstance(packed, int) else 1)
+    packed, gpus = trials_per_gpu(), discover_gpus()
+    slot = getattr(current_process(), "index", 0) or 0
+    if packed == "auto" and gpus:
+        slot = auto_child_slot(max(1, len(gpus) // gpus_per_child()))
+    pinned = pin_child(slot, gpus, packed=packed if isinstance(packed, int) else max_trials_per_gpu())
     configure_child(worker_backend(), packed=packed if pinned else 1)
     import gc
 

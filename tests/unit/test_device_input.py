@@ -46,6 +46,11 @@ class Reporter:
 
 data = DatasetArrays(x[:160], y[:160], x[160:], y[160:], x[160:], y[160:])
 spec = TrialSpec("val_loss", "min", 3, 16, 5, 1, 3)
+from workers.host.backends import jax_runtime
+out["cpu_free_memory"] = jax_runtime.free_memory()  # the CPU: the rows stay where they are
+reporter = Reporter()
+out["cpu"] = run_trial(build=build, spec=spec, data=data, reporter=reporter, workdir=sys.argv[1]).compute["input"]
+jax_runtime.free_memory = lambda: 8 * 2**30  # the CPU branch standing in for an accelerator with 8 GiB free
 for percent in (50, 0):
     reporter = Reporter()
     with override_settings(DEVICE_INPUT_PERCENT=percent):
@@ -58,6 +63,7 @@ print("RESULT " + json.dumps(out))
 def test_a_jax_trial_keeps_its_rows_on_the_device_with_the_same_batches_and_metrics(tmp_path):
     out = run_on_backend("jax", PROBE, str(tmp_path))
     assert out["batches"] == 2 * 2 * 13 and out["same_batches"] and out["device_array"] is True, out
+    assert out["cpu_free_memory"] is None and out["cpu"] == "host"  # no copy of memory-mapped rows on a CPU
     on_device, on_host = out["50"], out["0"]
     assert on_device["input"] == "device" and on_host["input"] == "host"
     assert len(on_device["logs"]) == len(on_host["logs"]) == 3

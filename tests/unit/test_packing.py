@@ -1,6 +1,8 @@
 """Several trials per GPU: the setting, each child's memory bound, `auto`'s decisions on injected throughput and
 memory figures, the figures the children leave for it, and the autoscaler that sizes the pool from them."""
 
+import subprocess
+
 import pytest
 
 from experiments.models import Worker
@@ -9,7 +11,9 @@ from workers.host.packing import (
     PackingAutoscaler,
     PackingSearch,
     ThroughputLedger,
+    auto_child_slot,
     child_memory_env,
+    memory_fraction,
     packing_record,
     per_gpu,
     tf_memory_limit_mb,
@@ -29,14 +33,19 @@ def test_the_setting_is_a_whole_number_or_auto():
 
 
 def test_each_packed_child_gets_its_share_of_the_gpus_memory():
-    assert child_memory_env("jax", 2, {}) == {"XLA_CLIENT_MEM_FRACTION": "0.450",
-                                              "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.450"}
-    assert child_memory_env("jax", 4, {})["XLA_CLIENT_MEM_FRACTION"] == "0.225"
+    # One name only: jaxlib will not start its GPU backend with both set (and every JAX reads the older one).
+    assert child_memory_env("jax", 2, {}) == {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.450"}
+    assert child_memory_env("jax", 4, {})["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.225"
     assert child_memory_env("jax", 1, {}) == {}  # alone on its GPU: JAX's own limit
     assert child_memory_env("jax", "auto", {}) == {}  # auto packs only while the measured memory fits
-    assert child_memory_env("jax", 2, {"XLA_CLIENT_MEM_FRACTION": ".3"}) == {}  # the operator's own choice stands
+    for name in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"):  # the operator's own choice stands
+        assert child_memory_env("jax", 2, {name: ".3"}) == {}
+        assert memory_fraction({name: ".3"}) == 0.3
+    assert memory_fraction({}) is None
     assert child_memory_env("tensorflow", 2, {}) == {}  # TensorFlow: a logical device of the share instead
-    assert tf_memory_limit_mb(81_559, 2) == 36_701 and tf_memory_limit_mb(81_559, 4) == 18_350
+    # 0.9/N of the GPU less a CUDA context's 512 MB, which TensorFlow's reservation does not count.
+    assert tf_memory_limit_mb(81_559, 2) == 36_189 and tf_memory_limit_mb(81_559, 4) == 17_838
+    assert tf_memory_limit_mb(4_000, 16) == 256  # never below a usable floor
     assert tf_memory_limit_mb(81_559, 1) is None and tf_memory_limit_mb(81_559, "auto") is None
 
 
@@ -76,7 +85,7 @@ def test_the_ledger_keeps_each_childs_latest_fresh_figure(tmp_path):
     ledger.write(pid=1, gpus="0", samples_per_second=100.0, device_bytes=GIB, clock=lambda: 1000.0)
     ledger.write(pid=1, gpus="0", samples_per_second=120.0, device_bytes=2 * GIB, clock=lambda: 1010.0)
     ledger.write(pid=2, gpus="0", samples_per_second=80.0, device_bytes=None, clock=lambda: 1010.0)
-    ledger.write(pid=3, gpus="1", samples_per_second=300.0, device_bytes=GIB, clock=lambda: 700.0)  # stale
+    ledger.write(pid=3, gpus="1", samples_per_second=300.0, device_bytes=GIB, clock=lambda: 400.0)  # stale
     rows = ledger.fresh(clock=lambda: 1020.0)
     assert sorted(row["samples_per_second"] for row in rows) == [80.0, 120.0]
     assert per_gpu(rows) == (200.0, 2 * GIB)
@@ -143,3 +152,17 @@ def test_the_autoscaler_is_celerys_own_without_gpus_or_auto(monkeypatch, setting
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("TUNEBOARD_TRIALS_PER_GPU", "2")
     assert not PackingAutoscaler(Pool(1), max_concurrency=4, min_concurrency=1, worker=Node()).active
+
+
+def test_packed_children_of_an_auto_worker_spread_over_the_gpus_by_live_count(tmp_path):
+    children = [subprocess.Popen(["sleep", "60"]) for _ in range(4)]
+    try:
+        assert [auto_child_slot(2, tmp_path, pid=c.pid) for c in children[:3]] == [0, 1, 0]
+        children[0].kill()
+        children[0].wait()  # group 0's first child is gone: group 0 has one live child, group 1 one
+        assert auto_child_slot(2, tmp_path, pid=children[3].pid) == 0
+        assert not (tmp_path / f"child-{children[0].pid}").exists()
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()

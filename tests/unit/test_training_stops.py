@@ -57,3 +57,24 @@ def test_a_stop_before_the_last_epoch_cancels(tmp_path):
     with pytest.raises(TrialCancelled):
         run_trial(build=build, spec=spec(), data=data(), reporter=reporter, workdir=tmp_path)
     assert reporter.seen == [0, 1]
+
+
+@pytest.mark.parametrize(("last_epoch", "failed"), [(0, True), (2, False)])
+def test_a_limit_passing_in_the_last_epoch_keeps_the_complete_result(last_epoch, failed):
+    import time
+    import types
+
+    from workers.training.callbacks import TimeLimit
+
+    limit = TimeLimit(0)
+    model = types.SimpleNamespace(stop_training=False)
+    limit.set_model(model)
+    limit.set_params({"epochs": 3})
+    limit.on_train_begin()
+    deadline = time.monotonic() + 5
+    while not model.stop_training and time.monotonic() < deadline:  # the timer thread fires at once
+        time.sleep(0.01)
+    limit.on_epoch_end(last_epoch)
+    limit.on_train_end()
+    assert model.stop_training and limit.exceeded is failed
+

@@ -4,13 +4,13 @@ pipeline) on the backend this process runs; experiments/tuning/compute_options.p
 import contextlib
 import functools
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import keras
 
 from experiments.tuning.compute_options import BACKEND_NAMES, ComputeSettings
+from workers.host.packing import memory_fraction
 from workers.trial_stops import TrialFailed
 
 JIT_COMPILE = {"on": True, "off": False}  # "auto" keeps what Keras resolved at compile time
@@ -74,9 +74,9 @@ class Placement:
             self.backend: _runtime().version(),
             "keras": keras.__version__,
         }
-        share = os.environ.get("XLA_CLIENT_MEM_FRACTION") if self.backend == "jax" else None
-        if share:  # its GPU is shared by packed trials (workers/host/packing.py)
-            record["memory_fraction"] = float(share)
+        share = memory_fraction() if self.backend == "jax" else None
+        if share is not None:  # its GPU's memory is shared (packed trials, workers/host/packing.py)
+            record["memory_fraction"] = share
         if batch_size is not None:
             record["batch_size_per_replica"] = int(batch_size)
             record["global_batch_size"] = self.global_batch_size(int(batch_size))

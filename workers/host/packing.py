@@ -5,6 +5,7 @@ each GPU while the samples/s all of them train together still grows by a margin 
 samples/s to a host-local ledger, the scaler sums the fresh figures per GPU and sets the pool to that many
 children a GPU. Each child's memory is bounded so packed trials never push each other out (child_memory_env)."""
 
+import fcntl
 import json
 import logging
 import os
@@ -20,7 +21,8 @@ SETTING = "TUNEBOARD_TRIALS_PER_GPU"
 MAX_SETTING = "TUNEBOARD_MAX_TRIALS_PER_GPU"
 GROWTH_MARGIN = 0.10  # a level must train this much faster in total than the one before to be kept
 MEMORY_SHARE = 0.9  # of a GPU's memory its packed trials may use together
-FRESH_SECONDS = 120  # a child's figure older than this is not counted (its trial ended or stalled)
+CUDA_CONTEXT_MB = 512  # what a process's CUDA context takes of a GPU beside its allocator's pool
+FRESH_SECONDS = 600  # a child's figure older than this is not counted (its trial ended or stalled)
 
 
 def trials_per_gpu(environ=os.environ) -> int | str:
@@ -56,10 +58,22 @@ def child_memory_env(backend: str, packed: int | str, environ) -> dict:
     """What bounds one child's GPU memory when `packed` trials share its GPU (set before the backend loads):
     JAX takes its share of the GPU as the allocator's limit; TensorFlow a logical device of that size
     (tf_memory_limit_mb). `auto` packs only while the measured memory fits, so its children grow as they need."""
-    if backend != "jax" or packed == "auto" or packed <= 1 or environ.get("XLA_CLIENT_MEM_FRACTION"):
+    if backend != "jax" or packed == "auto" or packed <= 1 or memory_fraction(environ) is not None:
         return {}
-    share = f"{MEMORY_SHARE / packed:.3f}"
-    return {"XLA_CLIENT_MEM_FRACTION": share, "XLA_PYTHON_CLIENT_MEM_FRACTION": share}  # JAX reads either name
+    # The older name only: every JAX reads it, and jaxlib refuses to start its GPU backend when both are set.
+    return {FRACTION_OLD: f"{MEMORY_SHARE / packed:.3f}"}
+
+
+FRACTION_NEW, FRACTION_OLD = "XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"
+
+
+def memory_fraction(environ=os.environ) -> float | None:
+    """The JAX allocator's share of the GPU this process was given, under either of its names."""
+    raw = environ.get(FRACTION_NEW) or environ.get(FRACTION_OLD)
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
 
 
 def tf_memory_limit_mb(total_mb: int, packed: int | str) -> int | None:
@@ -67,7 +81,8 @@ def tf_memory_limit_mb(total_mb: int, packed: int | str) -> int | None:
     (one trial: the whole GPU; auto: memory growth)."""
     if packed == "auto" or packed <= 1:
         return None
-    return int(total_mb * MEMORY_SHARE / packed)
+    # TensorFlow reserves the whole logical GPU at start; each process's CUDA context lies outside it.
+    return max(256, int(total_mb * MEMORY_SHARE / packed) - CUDA_CONTEXT_MB)
 
 
 @dataclass
@@ -218,6 +233,52 @@ def gpu_memory_bytes() -> int | None:
 
         pynvml.nvmlInit()
         return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total)
+    except Exception:  # no library, driver or GPU
+        return None
+
+
+def auto_child_slot(groups: int, folder: Path | None = None, pid: int | None = None) -> int:
+    """The GPU group a new child of an `auto` worker takes: the one with the fewest live children, chosen under a
+    lock. (A child's pool index would not do: the autoscaler stops whichever children are idle, so indices can
+    leave one GPU crowded and another empty.)"""
+    from django.conf import settings
+
+    folder = folder or Path(settings.VAR_DIR) / "packing" / f"children-of-{os.getppid()}"
+    pid = pid or os.getpid()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "choose.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        counts = [0] * groups
+        for path in folder.glob("child-*"):
+            if _alive(int(path.name.removeprefix("child-"))):
+                counts[int(path.read_text() or 0) % groups] += 1
+            else:
+                path.unlink(missing_ok=True)
+        group = counts.index(min(counts))
+        (folder / f"child-{pid}").write_text(str(group))
+    return group
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def gpu_free_bytes(environ=os.environ) -> int | None:
+    """What the first GPU this child sees has free, all processes counted (NVML); None without NVML."""
+    try:
+        import pynvml
+
+        from workers.host.system_metrics import visible_gpu_indices
+
+        pynvml.nvmlInit()
+        indices = visible_gpu_indices(pynvml.nvmlDeviceGetCount(), environ)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(indices[0])).free)
     except Exception:  # no library, driver or GPU
         return None
 

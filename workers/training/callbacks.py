@@ -90,7 +90,8 @@ class EpochReport(keras.callbacks.Callback):
         if self.rows:  # the epoch's wall time, its validation included: what the trial got of its device
             per_second = self.rows / max(time.monotonic() - self.epoch_started, 1e-9)
             report_throughput(per_second)
-            record_epoch(per_second)  # for the worker's auto packing, where set
+            if len(self.history) > 1:  # a run's first epoch compiles: auto packing judges the steady ones
+                record_epoch(per_second)
             speed = f" ({per_second:,.0f} samples/s)"
         # The job's log gets one line an epoch (Keras's own progress is one per step, or none).
         log.info("epoch %d: %s%s", epoch + 1, ", ".join(f"{name} {value:.4g}" for name, value in logs.items()), speed)
@@ -114,8 +115,10 @@ class StopOnNaN(keras.callbacks.Callback):
 
 class TimeLimit(keras.callbacks.Callback):
     """Stops training at the step after the limit passed, since an epoch may be long: a timer thread raises the
-    model's stop flag, which fit reads between steps, instead of a batch hook that would sync every step. One
-    instance is one budget across the fits it is given to; `cancel()` after each (fit may end by an error)."""
+    model's stop flag, which fit reads between steps, instead of a batch hook that would sync every step. The run
+    failed the limit only if fit then ended before its last epoch (a limit passing in the last epoch's validation
+    keeps a complete result). One instance is one budget across the fits it is given to; `cancel()` after each
+    (fit may end by an error)."""
 
     def __init__(self, limit_seconds: float | None):
         super().__init__()
@@ -124,13 +127,15 @@ class TimeLimit(keras.callbacks.Callback):
         self.exceeded = False
         self.lock = threading.Lock()
         self.training = False  # a timer that fires after its fit ended must not fail the result
+        self.fired = False
+        self.last_epoch: int | None = None
         self.timer: threading.Timer | None = None
 
     def on_train_begin(self, logs=None):
         if self.deadline is None:
             return
         with self.lock:
-            self.training = True
+            self.training, self.fired, self.last_epoch = True, False, None
         self.timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), self._expire)
         self.timer.daemon = True
         self.timer.start()
@@ -138,13 +143,20 @@ class TimeLimit(keras.callbacks.Callback):
     def _expire(self) -> None:
         with self.lock:
             if self.training:
-                self.exceeded = True
+                self.fired = True
                 # The raw model, not `self.model`: on JAX that property first copies the training state back
                 # into the model, which from this thread races the step that donates it ("Buffer has been
                 # deleted or donated").
                 self._model.stop_training = True
 
+    def on_epoch_end(self, epoch, logs=None):
+        self.last_epoch = epoch
+
     def on_train_end(self, logs=None):
+        with self.lock:
+            epochs = (self.params or {}).get("epochs")
+            if self.fired and (self.last_epoch is None or epochs is None or self.last_epoch + 1 < epochs):
+                self.exceeded = True
         self.cancel()
 
     def cancel(self) -> None:

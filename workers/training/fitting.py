@@ -173,6 +173,7 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     time_limit = TimeLimit(spec.time_limit_seconds)  # one budget for all executions
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
+        train = model = None  # the last execution's rows (on the device, perhaps) and model go before the next's
         train = run.training(data.x_train, data.y_train, seed=spec.seed + execution)
         checkpoint = Path(workdir) / f"execution-{execution}{checkpoints.SUFFIX}"
         report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs),

@@ -75,20 +75,26 @@ def batches(x, y=None, *, batch_size: int, shuffle: bool, seed: int, drop_remain
 
 
 def free_memory() -> int | None:
-    """Bytes free on the device a one-device trial trains on: its allocator's limit less what is in use (a GPU or
-    TPU), the host's available memory for the CPU; None when the device will not say."""
+    """Bytes free on the accelerator a one-device trial trains on: its allocator's limit less what is in use, and
+    no more than the whole GPU has free (NVML: children packed beside it use it too). None on the CPU, where the
+    rows are in host memory already (memory-mapped: a copy would only double them), or when the device will
+    not say."""
     device = jax.local_devices()[0]
+    if device.platform == "cpu":
+        return None
     try:
         stats = device.memory_stats()
     except Exception:  # a platform without memory statistics
         stats = None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-    if device.platform == "cpu":
-        import psutil
+    if not stats or "bytes_limit" not in stats:
+        return None
+    free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    if device.platform == "gpu":
+        from workers.host.packing import gpu_free_bytes
 
-        return int(psutil.virtual_memory().available)
-    return None
+        whole = gpu_free_bytes()
+        free = min(free, whole) if whole is not None else free
+    return free
 
 
 class SplitBatches(keras.utils.PyDataset):
