@@ -83,6 +83,8 @@ def test_rows_stay_on_the_device_only_within_the_share_of_its_free_memory_on_one
     assert input_on_device(_placement(), rows, percent=50, free_memory=lambda: 2 * needed)
     assert not input_on_device(_placement(), rows, percent=50, free_memory=lambda: 2 * needed - 1)
     assert input_on_device(_placement(), rows, percent=100, free_memory=lambda: needed)
+    tpu = Placement(scope=None, device_kind="tpu", device_names=["tpu:0"], replicas=1, backend="jax")
+    assert input_on_device(tpu, rows, percent=50, free_memory=lambda: 2 * needed)  # a TPU core alike
     assert not input_on_device(_placement(), rows, percent=0, free_memory=lambda: 10**12)
     assert not input_on_device(_placement(), rows, percent=50, free_memory=lambda: None)  # a device that will not say
     assert not input_on_device(_placement("tensorflow"), rows, percent=50, free_memory=lambda: 10**12)
