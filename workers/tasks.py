@@ -60,15 +60,9 @@ def _configure_child(**_kwargs) -> None:
 
     from workers.host.backends.child import configure_child
     from workers.host.backends.selection import worker_backend
-    from workers.host.devices import discover_gpus, gpus_per_child, pin_child
-    from workers.host.packing import auto_child_slot, max_trials_per_gpu, trials_per_gpu
+    from workers.host.packing import pin_packed_child
 
-    packed, gpus = trials_per_gpu(), discover_gpus()
-    slot = getattr(current_process(), "index", 0) or 0
-    if packed == "auto" and gpus:
-        slot = auto_child_slot(max(1, len(gpus) // gpus_per_child()))
-    pinned = pin_child(slot, gpus, packed=packed if isinstance(packed, int) else max_trials_per_gpu())
-    configure_child(worker_backend(), packed=packed if pinned else 1)
+    configure_child(worker_backend(), packed=pin_packed_child(getattr(current_process(), "index", 0) or 0))
     import gc
 
     import workers.jobs.trials  # noqa: F401  load the backend, Keras and KerasTuner now, not in the first trial

@@ -1,6 +1,7 @@
 """Several trials per GPU: the setting, each child's memory bound, `auto`'s decisions on injected throughput and
 memory figures, the figures the children leave for it, and the autoscaler that sizes the pool from them."""
 
+import os
 import subprocess
 
 import pytest
@@ -166,3 +167,13 @@ def test_packed_children_of_an_auto_worker_spread_over_the_gpus_by_live_count(tm
         for child in children:
             child.kill()
             child.wait()
+
+
+def test_a_worker_child_is_pinned_and_told_how_many_share_its_gpu(monkeypatch):
+    from workers.host.packing import pin_packed_child
+
+    monkeypatch.setenv("TUNEBOARD_TRIALS_PER_GPU", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert pin_packed_child(3) == 2 and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert pin_packed_child(3) == 1  # no GPU: nothing shared, no memory bound

@@ -237,6 +237,18 @@ def gpu_memory_bytes() -> int | None:
         return None
 
 
+def pin_packed_child(index: int) -> int | str:
+    """Pin this worker child (pool index `index`) to its GPUs, TUNEBOARD_TRIALS_PER_GPU of them sharing each; returns
+    how many trials share its GPU (1 without one), for its memory bound (backends.child.configure_child)."""
+    from workers.host.devices import discover_gpus, gpus_per_child, pin_child
+
+    packed, gpus = trials_per_gpu(), discover_gpus()
+    if packed == "auto" and gpus:
+        index = auto_child_slot(max(1, len(gpus) // gpus_per_child()))
+    pinned = pin_child(index, gpus, packed=packed if isinstance(packed, int) else max_trials_per_gpu())
+    return packed if pinned else 1
+
+
 def auto_child_slot(groups: int, folder: Path | None = None, pid: int | None = None) -> int:
     """The GPU group a new child of an `auto` worker takes: the one with the fewest live children, chosen under a
     lock. (A child's pool index would not do: the autoscaler stops whichever children are idle, so indices can
