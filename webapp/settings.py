@@ -339,6 +339,12 @@ RESEND_AFTER_SECONDS = env_int("TUNEBOARD_RESEND_AFTER_SECONDS", 30, minimum=1)
 # A run-trial task keeps claiming its study's next trial itself (no trip through the broker)
 # for this long, then hands the slot back so other studies and jobs on the queue get a turn.
 CONTINUE_SECONDS = env_int("TUNEBOARD_CONTINUE_SECONDS", 60, minimum=0)
+# A freed slot goes to the team furthest below its share of the queue, then by study priority, then
+# by age, whichever study's wake-up reached the worker (experiments/services/fair_share.py). Off: the
+# broker's order, as before. Team quotas hold either way.
+FAIR_SHARE = env_bool("TUNEBOARD_FAIR_SHARE", True)
+# A study held by its team's quota asks again this often (one wake-up of it circulates meanwhile).
+QUOTA_POLL_SECONDS = env_int("TUNEBOARD_QUOTA_POLL_SECONDS", 5, minimum=1)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _broker_options: dict = {
     # Longer than the longest trial, so Redis does not redeliver a task still running.

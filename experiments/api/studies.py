@@ -79,10 +79,11 @@ class StudySerializer(serializers.ModelSerializer):
         list_serializer_class = StudyListSerializer
         fields = ["id", "url", "name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size", "patience",
-                  "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision", "jit_compile",
-                  "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS, "extra_objectives",
-                  "constraints", "status", "message", "created", "started", "finished", "progress", "best_trial",
-                  "pruning_saved", "seeds", "seeds_used", "tags", "device_seconds"]
+                  "seed", "queue", "backend", "parallelism", "priority", "queue_wait", "initial_random_trials",
+                  "precision", "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS,
+                  *STOPPING_FIELDS, "extra_objectives", "constraints", "status", "message", "created", "started",
+                  "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used", "tags",
+                  "device_seconds"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
@@ -142,6 +143,9 @@ class StudyInput(StrictSerializer):
                                       help_text="The Keras backend: tensorflow (default) or jax; a JAX study runs on "
                                                 "the JAX workers of its queue (<queue>-jax).")
     parallelism = serializers.IntegerField()
+    priority = serializers.ChoiceField(choices=Study.Priority.choices, required=False,
+                                       help_text="high, normal (default) or low, among the team's studies waiting "
+                                                 "on the queue; it may change while the study runs (budget).")
     initial_random_trials = serializers.IntegerField(required=False, allow_null=True)
     precision = serializers.CharField(required=False)
     jit_compile = serializers.CharField(required=False)
@@ -176,6 +180,7 @@ class StudyInput(StrictSerializer):
 class BudgetInput(StrictSerializer):
     max_trials = serializers.IntegerField(required=False)
     parallelism = serializers.IntegerField(required=False)
+    priority = serializers.ChoiceField(choices=Study.Priority.choices, required=False)
 
 
 class CloneInput(StrictSerializer):
@@ -317,7 +322,7 @@ class StudyBudget(generics.GenericAPIView):
         study = get_study_for_user(request, study_id)
         data = body_object(request)
         strict(BudgetInput, data)
-        data = {"max_trials": study.max_trials, "parallelism": study.parallelism,
+        data = {"max_trials": study.max_trials, "parallelism": study.parallelism, "priority": study.priority,
                 **{k: v for k, v in data.items() if v is not None}}
         form = validated(StudyBudgetForm, data, defaults=False, instance=Study.objects.get(pk=study.pk))
         try:

@@ -74,6 +74,17 @@ class SeedStudiesField(forms.ModelMultipleChoiceField):
         return [by_pk[key] for key in dict.fromkeys(str(v) for v in value or []) if key in by_pk]
 
 
+PRIORITY_HELP = ("Among the team's studies waiting for a slot of the queue, high goes first and low last; "
+                 "teams share the queue's slots fairly whatever their studies' priorities.")
+
+
+def optional_priority(form) -> None:
+    """Left out (an older client, a study file), priority is the study's own or normal."""
+    field = form.fields["priority"]
+    field.required = False
+    field.empty_value = getattr(form.instance, "priority", None) or Study.Priority.NORMAL
+
+
 class StudyForm(FormChecks, forms.ModelForm):
     search_space = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), label="Search space (JSON)")
     objective_direction = forms.ChoiceField(
@@ -102,8 +113,9 @@ class StudyForm(FormChecks, forms.ModelForm):
         model = Study
         fields = ["name", "dataset", "hypermodel", "search_space", "tuner", "objective_metric",
                   "objective_direction", "max_trials", "executions_per_trial", "epochs", "batch_size",
-                  "patience", "seed", "queue", "backend", "parallelism", "initial_random_trials", "precision",
-                  "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS, *STOPPING_FIELDS]
+                  "patience", "seed", "queue", "backend", "parallelism", "priority", "initial_random_trials",
+                  "precision", "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS,
+                  *STOPPING_FIELDS]
         labels = {"name": "Study name", "objective_metric": "Objective metric", "max_trials": "Max trials",
                   "executions_per_trial": "Executions per trial", "patience": "Early-stopping patience",
                   "batch_size": "Batch size (per replica)", "queue": "Accelerator queue", "backend": "Keras backend",
@@ -119,6 +131,7 @@ class StudyForm(FormChecks, forms.ModelForm):
                                  + " Each runs on workers started for it (README, Compute).",
                       "tuner": tuner_help(),
                       "parallelism": "Trials in flight at once across the workers of the queue.",
+                      "priority": PRIORITY_HELP,
                       "batch_size": "Rows per device per step: with N devices per trial a step sees N × this "
                                     "(the global batch).",
                       "precision": "Mixed precision computes in 16 bits and keeps weights and outputs in float32.",
@@ -143,6 +156,7 @@ class StudyForm(FormChecks, forms.ModelForm):
         self.search_space_errors: dict[str, list[str]] = {}
         self.team = team
         self.warm_start_notes: list[str] = []
+        optional_priority(self)
         self.fields["dataset"].queryset = Dataset.objects.filter(team=team)
         self.fields["seed_from"].queryset = Study.objects.filter(team=team).select_related("dataset")
         # Options are names (a paragraph in a dropdown is cut off); the page shows the chosen
@@ -341,12 +355,14 @@ class StudyBudgetForm(FormChecks, forms.ModelForm):
 
     class Meta:
         model = Study
-        fields = ["max_trials", "parallelism"]
+        fields = ["max_trials", "parallelism", "priority"]
         labels = {"max_trials": "Max trials"}
+        help_texts = {"priority": PRIORITY_HELP}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in self.Meta.fields:
+        optional_priority(self)
+        for name in ("max_trials", "parallelism"):
             low, high = LIMITS[name]
             self.fields[name].validators += [validators.MinValueValidator(low), validators.MaxValueValidator(high)]
             self.fields[name].widget.attrs.update(min=low, max=high)

@@ -5,7 +5,7 @@ from experiments.models.artifacts import Artifact, StoredBlob, StoredChunk
 from experiments.models.audit import AuditEvent
 from experiments.models.conversions import ModelConversion
 from experiments.models.datasets import Dataset
-from experiments.models.fleet import Worker
+from experiments.models.fleet import TeamQueuePolicy, Worker
 from experiments.models.job_logs import JobLog, JobSample
 from experiments.models.jobs import Job
 from experiments.models.notifications import (
@@ -35,6 +35,7 @@ __all__ = [
     "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "JobLog", "JobSample",
     "Membership", "ModelAlias", "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery",
     "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference",
-    "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TrainedModel",
-    "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker", "lower_role",
+    "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TeamQueuePolicy",
+    "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker",
+    "lower_role",
 ]

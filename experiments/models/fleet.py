@@ -34,3 +34,22 @@ class Worker(models.Model):
         now = now or timezone.now()
         stale_after = 3 * settings.WORKER_HEARTBEAT_SECONDS
         return self.stopped is None and (now - self.last_heartbeat).total_seconds() < stale_after
+
+
+class TeamQueuePolicy(models.Model):
+    """What a site admin set for one team on one accelerator queue: its weight in the fair share of
+    the queue's slots and its quotas (none: unlimited). A team without a row weighs 1."""
+
+    team = models.ForeignKey("experiments.Team", on_delete=models.CASCADE, related_name="queue_policies")
+    queue = models.CharField(max_length=3, choices=[("cpu", "CPU"), ("gpu", "GPU"), ("tpu", "TPU")])
+    weight = models.FloatField(default=1.0)
+    max_concurrent = models.PositiveIntegerField(null=True, blank=True)
+    device_hours_per_month = models.FloatField(null=True, blank=True)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["queue", "team__name"]
+        constraints = [models.UniqueConstraint(fields=["team", "queue"], name="one_policy_per_team_queue")]
+
+    def __str__(self) -> str:
+        return f"{self.team} on {self.queue}"

@@ -35,6 +35,11 @@ class Study(models.Model):
         GPU = "gpu", "GPU"
         TPU = "tpu", "TPU"
 
+    class Priority(models.TextChoices):
+        HIGH = "high", "High"
+        NORMAL = "normal", "Normal"
+        LOW = "low", "Low"
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="studies")
     name = models.CharField(max_length=100)
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="studies")
@@ -55,6 +60,10 @@ class Study(models.Model):
     # The Keras backend its trials, retrains and re-runs train with (compute_options.BACKENDS).
     backend = models.CharField(max_length=10, choices=list(BACKEND_NAMES.items()), default=DEFAULT_BACKEND)
     parallelism = models.PositiveIntegerField(default=1)
+    # Among its team's studies waiting for a slot of the queue, high goes first (experiments/scheduling).
+    priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.NORMAL)
+    # Why it waits for a slot (a team quota, another team's share, a higher priority); empty once it claims.
+    queue_wait = models.TextField(blank=True)
     # A trial lost with its worker is retried this many times (KerasTuner's INVALID status).
     max_retries_per_trial = models.PositiveIntegerField(default=1)
     max_consecutive_failed_trials = models.PositiveIntegerField(default=3)

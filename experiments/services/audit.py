@@ -44,6 +44,7 @@ VERB_LABELS = {
     "recipe.create": "Ensemble recipe made", "recipe.update": "Ensemble recipe changed",
     "recipe.clone": "Ensemble recipe cloned", "recipe.delete": "Ensemble recipe deleted",
     "recipe.take_over": "Ensemble recipe taken over",
+    "queue_policy.set": "Queue share or quota set by a site admin",
 }
 
 

@@ -136,6 +136,8 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             errors[name] = f"Must be a whole number from {low:,} to {high:,}."
+    if options.get("priority") not in (None, *Study.Priority.values):
+        errors["priority"] = "Must be high, normal or low."
     tuner = options.get("tuner")
     if tuner == Study.Tuner.GRID and search_space and grid_size(search_space) is None:
         errors["tuner"] = "Grid search needs a finite grid: give every Float a step, or use another tuner."
@@ -217,21 +219,24 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
                                 hypermodel=hypermodel, search_space=rows, seeds=seeds, **options)
 
 
-def study_update_budget(*, study: Study, max_trials: int, parallelism: int) -> Study:
-    """Max trials and parallelism may change while a study runs; more parallelism wakes
-    more workers at once, less lets running trials finish without successors."""
+def study_update_budget(*, study: Study, max_trials: int, parallelism: int, priority: str | None = None) -> Study:
+    """Max trials, parallelism and priority may change while a study runs; more parallelism wakes
+    more workers at once, less lets running trials finish without successors; a priority counts
+    from the next claim on."""
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         if study.status == Study.Status.COMPLETED:
             raise StudyError("This study has completed and cannot run again, so its budget no longer changes "
                              "anything; clone it to search further.")
-        _refuse(study_settings_errors(search_space=None, max_trials=max_trials, parallelism=parallelism))
+        priority = priority or study.priority
+        _refuse(study_settings_errors(search_space=None, max_trials=max_trials, parallelism=parallelism,
+                                      priority=priority))
         started = Trial.objects.filter(study=study).order_by().values("trial_id").distinct().count()
         if max_trials < started:
             raise StudyError(f"{started} trials have already started; max trials cannot be lower than that.")
         extra = parallelism - study.parallelism
-        study.max_trials, study.parallelism = max_trials, parallelism
-        study.save(update_fields=["max_trials", "parallelism"])
+        study.max_trials, study.parallelism, study.priority = max_trials, parallelism, priority
+        study.save(update_fields=["max_trials", "parallelism", "priority"])
         if study.status == Study.Status.RUNNING and extra > 0:
             study_wake(study, extra)
     return study

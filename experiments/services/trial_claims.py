@@ -12,6 +12,7 @@ from django.utils import timezone
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.selectors.trials import WITH_RESULTS as RESULTS
+from experiments.services.fair_share import slot_pass_on, slot_route, slot_wait
 from experiments.services.notifications import notify_study_ended
 from experiments.services.studies import study_device_budget_spent, study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
@@ -141,7 +142,7 @@ def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
     study.oracle_version += 1
     study.last_activity = timezone.now()
     study.save(update_fields=["oracle_state", "oracle_version", "last_activity", "wakeups_pending",
-                              "wakeup_resends", "seeds_used"])
+                              "wakeup_resends", "seeds_used", "queue_wait"])
 
 
 def _next_seed(study: Study) -> dict | None:
@@ -174,15 +175,35 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, co
         seeded_from_id = Trial.objects.filter(pk=seed["trial"]).values_list("pk", flat=True).first()
     row = _create_running(study, proposal, claimant, seeded_from_id, claim_started, counts.started)
     study.wakeup_resends = 0  # wake-ups are reaching workers (saved with the oracle state)
+    study.queue_wait = ""
     return Claim("running", trial=row, values=dict(proposal.values))
 
 
 def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim:
-    """A wake-up arrived: take a free slot's next trial, if the study has one to give."""
+    """A wake-up arrived: its queue's free slot goes to the study fair share orders first (this
+    one, or another whose trial the worker then trains), if that study has a trial to give."""
     started = perf_counter()  # before the lock: waiting for it is part of a claim's latency
+    route = slot_route(study_id=study_id)
+    if route.target is None:
+        slot_wait(route)
+        return Claim("waiting")
+    if route.redirected:
+        claim = _claim(route.target, claimant, oracles, started, wakeup=False)
+        if claim.status == "running":
+            slot_pass_on(route)
+            return claim
+        if not route.fallback:
+            slot_wait(route)
+            return Claim("waiting")
+    return _claim(study_id, claimant, oracles, started, wakeup=True)
+
+
+def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, *, wakeup: bool) -> Claim:
+    """Claim under the study's lock, spending one of its wake-ups; without `wakeup` (a slot another
+    study's wake-up offered) nothing changes unless a trial is claimed."""
     with transaction.atomic():
         study = study_locked(study_id)
-        arrived = study.wakeups_pending > 0
+        arrived = wakeup and study.wakeups_pending > 0
         if arrived:
             study.wakeups_pending -= 1
         claim = Claim("stopped")
@@ -196,6 +217,9 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
                 _fail_after_failures(study)
             else:
                 claim = _claim_locked(study, oracles, oracle, claimant, counts, started)
+        if not wakeup and claim.status != "running":
+            transaction.set_rollback(True)  # as if never asked: its own wake-ups still come
+            return claim
         if claim.status == "running" or told.count:
             _save_oracle(study, oracles, oracle)
         elif arrived:
@@ -297,7 +321,7 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
     if _complete_if_done(study, oracles.done(oracle), running):
         return Finish()
     claim = None
-    if next_claimant is not None and running < study.parallelism:
+    if next_claimant is not None and running < study.parallelism and _keeps_its_slot(study):
         claim = _claim_locked(study, oracles, oracle, next_claimant, counts)
         if claim.status == "running":
             running += 1
@@ -305,6 +329,13 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
             return Finish(claim)  # the tuner waits for running trials: their finishes refill
     study_wake(study, study.parallelism - running - study.wakeups_pending)
     return Finish(claim)
+
+
+def _keeps_its_slot(study: Study) -> bool:
+    """The slot its trial freed stays with the study only if fair share orders it first; otherwise
+    the worker hands it back and the next wake-up it takes goes where fair share says."""
+    route = slot_route(study_id=study.id, asking_without_wakeup=True)
+    return route.target == study.id
 
 
 def _tell_tuner_of_lost(study: Study, oracles: Oracles, oracle) -> Told:

@@ -50,7 +50,7 @@ class Claimant:
 
 @dataclass
 class Claim:
-    status: str  # "running" | "idle" | "stopped"
+    status: str  # "running" | "idle" | "stopped" | "waiting" (its team's quota, or fair share, holds it)
     trial: Trial | None = None
     values: dict = field(default_factory=dict)
 

@@ -15,7 +15,7 @@ LAYERS: tuple[tuple[bool, tuple[str, ...]], ...] = (
     (False, ("selectors",)),
     (False, ("presentation",)),
     (False, ("models", "storage")),  # the ORM: tables, and the files kept in them
-    (True, ("tuning", "datasets", "serving", "security", "ensembling", "states", "signals", "logformat")),
+    (True, ("tuning", "datasets", "serving", "security", "ensembling", "states", "signals", "logformat", "scheduling")),
     (False, ("errors",)),
 )
 # What workers/ may import of experiments/: writes and reads, and what lies below them but the

@@ -48,7 +48,7 @@ def test_the_fragment_after_a_study_ends_has_no_polling_and_no_running_pieces(al
     assert 'id="study-models" hx-swap-oob="true"' in fragment and 'id="model-request-form"' in fragment
     # The page loaded after the end has neither the budget form nor a poller.
     page = page_text(alice_client.get(reverse("study_detail", args=[study.id])))
-    assert "Change max trials or parallelism" not in page
+    assert "Change max trials, parallelism or priority" not in page
     assert "hx-trigger" not in _live_section(page, "study-live")
 
 
@@ -60,7 +60,7 @@ def test_a_cancelled_study_polls_until_its_running_trials_have_stopped(alice_cli
     fragment = _live(alice_client, study, "running")
     assert 'hx-trigger="every 2s"' in _live_section(fragment, "study-live")
     assert "?seen=cancelled" in _live_section(fragment, "study-live")
-    assert "Change max trials or parallelism" in fragment  # a cancelled study may still be resized and resumed
+    assert "Change max trials, parallelism or priority" in fragment  # a cancelled study may still be resized and resumed
     Trial.objects.filter(pk=running.pk).update(status=Trial.Status.CANCELLED)
     fragment = _live(alice_client, study, "cancelled")
     assert "hx-trigger" not in _live_section(fragment, "study-live") and 'id="running-trials"' not in fragment

@@ -165,6 +165,8 @@ POST_DATA = {
     "api_tokens": {"name": "crawler", "team": team.id, "role": "owner"},
     "api:study-clone": {"name": "cloned"},
     "api:study-models": {"top_n": 1, "method": "retrain"},
+    "queue_policy": {"team": team.id, "weight": 2},
+    "api:queue-policy": {"team": team.id, "max_concurrent": 4},
 }
 needs_post = []
 for namespace, pattern in walk(get_resolver().url_patterns):

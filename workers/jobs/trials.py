@@ -112,6 +112,10 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
                         worker_name=worker_name)
 
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
+    if claim.trial is not None and claim.trial.study_id != study_id:
+        # Fair share gave this wake-up's slot to another study of the queue: train its trial.
+        study_id = claim.trial.study_id
+        study = study_for_training(study_id=study_id)
     deadline = time.monotonic() + settings.CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":

@@ -1,0 +1,113 @@
+"""An accelerator queue: what runs and what waits in claim order (GET), and a site admin's share
+and quotas for a team on it (PUT)."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, generics, serializers
+from rest_framework.response import Response
+
+from experiments.api.bodies import StrictSerializer, body_object, strict, validated
+from experiments.api.errors import ERRORS
+from experiments.forms.queues import QueuePolicyForm
+from experiments.models import Study
+from experiments.selectors.queue_board import queue_board
+from experiments.services.fair_share import PolicyError, queue_policy_set
+
+
+def _queue(queue: str) -> str:
+    if queue not in Study.Queue.values:
+        raise Http404("No such queue.")
+    return queue
+
+
+class QueueTeamSerializer(serializers.Serializer):
+    team = serializers.CharField(allow_null=True, help_text="null for another team (a site admin sees every name).")
+    mine = serializers.BooleanField()
+    held = serializers.IntegerField(help_text="Trials it runs on the queue now.")
+    share = serializers.FloatField(help_text="weight / the sum of the weights of the teams using the queue.")
+    weight = serializers.FloatField()
+    max_concurrent = serializers.IntegerField(allow_null=True)
+    device_hours_per_month = serializers.FloatField(allow_null=True)
+    device_hours_spent = serializers.FloatField(help_text="Of the trials finished this calendar month.")
+
+
+class QueueRunningSerializer(serializers.Serializer):
+    team = serializers.CharField(allow_null=True)
+    mine = serializers.BooleanField()
+    study_id = serializers.IntegerField(allow_null=True)
+    study = serializers.CharField(allow_null=True)
+    trial_pk = serializers.IntegerField(allow_null=True)
+    trial_id = serializers.CharField(allow_null=True)
+    since = serializers.DateTimeField()
+
+
+class QueueWaitingSerializer(serializers.Serializer):
+    position = serializers.IntegerField(allow_null=True, help_text="In claim order; null: held by its team's quota.")
+    team = serializers.CharField(allow_null=True)
+    mine = serializers.BooleanField()
+    study_id = serializers.IntegerField(allow_null=True)
+    study = serializers.CharField(allow_null=True)
+    priority = serializers.CharField()
+    since = serializers.DateTimeField()
+    reason = serializers.CharField()
+    estimated_start = serializers.DateTimeField(allow_null=True)
+
+
+class QueueSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    slots = serializers.IntegerField(help_text="Child processes of the live workers serving it (both backends).")
+    typical_trial_seconds = serializers.FloatField(allow_null=True)
+    teams = QueueTeamSerializer(many=True)
+    running = QueueRunningSerializer(many=True)
+    waiting = QueueWaitingSerializer(many=True)
+
+
+class QueueDetail(generics.GenericAPIView):
+    serializer_class = QueueSerializer
+
+    @extend_schema(responses={200: QueueSerializer, **ERRORS})
+    def get(self, request, queue: str):
+        board = queue_board(queue=_queue(queue), team=request.team, site_admin=request.user.is_staff)
+        return Response(self.get_serializer(board).data)
+
+
+class PolicyInput(StrictSerializer):
+    team = serializers.IntegerField()
+    weight = serializers.FloatField(required=False, help_text="Default 1: an equal share.")
+    max_concurrent = serializers.IntegerField(required=False, allow_null=True, help_text="null: no limit.")
+    device_hours_per_month = serializers.FloatField(required=False, allow_null=True, help_text="null: no limit.")
+
+
+class PolicySerializer(serializers.Serializer):
+    team = serializers.IntegerField(source="team_id")
+    queue = serializers.CharField()
+    weight = serializers.FloatField()
+    max_concurrent = serializers.IntegerField(allow_null=True)
+    device_hours_per_month = serializers.FloatField(allow_null=True)
+    updated = serializers.DateTimeField()
+
+
+class QueuePolicy(generics.GenericAPIView):
+    serializer_class = PolicySerializer
+
+    @extend_schema(request=PolicyInput, responses={200: PolicySerializer, **ERRORS})
+    def put(self, request, queue: str):
+        queue = _queue(queue)
+        if not request.user.is_staff:
+            raise exceptions.PermissionDenied("Only a site admin sets teams' shares and quotas.")
+        data = body_object(request)
+        strict(PolicyInput, data)
+        form = validated(QueuePolicyForm, {"weight": 1.0, **data})
+        values = form.cleaned_data
+        try:
+            policy = queue_policy_set(team=values["team"], queue=queue, weight=values["weight"],
+                                      max_concurrent=values["max_concurrent"],
+                                      device_hours_per_month=values["device_hours_per_month"], user=request.user)
+        except PolicyError as exc:
+            raise exceptions.ValidationError(exc.args[0]) from None
+        return Response(self.get_serializer(policy).data)
+
+    @extend_schema(exclude=True)
+    def post(self, request, queue: str):
+        """Forms and simple clients that cannot PUT."""
+        return self.put(request, queue)

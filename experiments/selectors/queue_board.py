@@ -1,0 +1,87 @@
+"""One accelerator queue as its page and the API show it: what runs, what waits in claim order and
+why, with an estimated start; each team's slots, share and quotas. Other teams' rows name no
+study (the fleet is shared, whose work it is is not), unless a site admin asks."""
+
+from datetime import timedelta
+from statistics import mean
+
+from django.utils import timezone
+
+from experiments.models import Study, Team, Trial
+from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
+from experiments.selectors.fair_share import queue_standing
+from experiments.selectors.fleet import queue_slots
+from experiments.states import TrialStatus
+from experiments.tuning.compute_options import BACKEND_NAMES, task_queue
+
+RECENT_TRIALS = 50  # completed trials whose mean duration estimates when a slot frees
+
+
+def _names(team_ids, study_ids):
+    return (dict(Team.objects.filter(pk__in=team_ids).values_list("pk", "name")),
+            dict(Study.objects.filter(pk__in=study_ids).values_list("pk", "name")))
+
+
+def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=None) -> dict:
+    now = now or timezone.now()
+    standings = [queue_standing(queue=queue, backend=backend, now=now) for backend in BACKEND_NAMES]
+    standing = standings[0]
+    for other in standings[1:]:
+        standing.waiting += other.waiting
+    running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
+                   .order_by("started").values("pk", "trial_id", "study_id", "study__team_id", "started"))
+    durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
+                                          duration_seconds__isnull=False)
+                     .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
+    typical = mean(durations) if durations else None
+    live = queue_slots(now=now)
+    slots = sum(live.get(task_queue(queue, backend), 0) for backend in BACKEND_NAMES)
+    order = claim_order(standing)
+    held_back = [w for w in standing.waiting if w not in order]
+    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
+                            {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting)})
+
+    def shown(team_id: int) -> bool:
+        return site_admin or (team is not None and team_id == team.id)
+
+    def named(row: dict, team_id: int, study_id: int) -> dict:
+        visible = shown(team_id)
+        return {**row, "team": teams.get(team_id) if visible else None, "mine": team is not None and team_id == team.id,
+                "study_id": study_id if visible else None, "study": studies.get(study_id) if visible else None}
+
+    frees = sorted(max(r["started"] + timedelta(seconds=typical), now) for r in running) if typical else []
+    waiting = []
+    for position, w in enumerate(order):
+        if typical is None:
+            start = None
+        elif position < max(slots - len(running), 0):
+            start = now
+        elif frees and slots:
+            rounds, index = divmod(position - max(slots - len(running), 0), max(len(frees), 1))
+            start = frees[index] + timedelta(seconds=rounds * typical)
+        else:
+            start = None
+        reason = "Next for a free slot." if position == 0 else wait_reason(standing, w, order[0])
+        waiting.append(named({"position": position + 1, "priority": w.priority, "since": w.since,
+                              "reason": reason, "estimated_start": start}, w.team_id, w.study_id))
+    for w in held_back:
+        waiting.append(named({"position": None, "priority": w.priority, "since": w.since,
+                              "reason": quota_reason(standing, w.team_id), "estimated_start": None},
+                             w.team_id, w.study_id))
+    weights = {tid: standing.policy(tid).weight for tid in {*standing.held, *(w.team_id for w in standing.waiting)}}
+    total = sum(weights.values()) or 1
+    team_rows = []
+    for team_id in sorted(weights, key=lambda tid: teams.get(tid, "")):
+        policy = standing.policy(team_id)
+        team_rows.append({"team": teams.get(team_id) if shown(team_id) else None, "mine": team is not None
+                          and team_id == team.id, "held": standing.held.get(team_id, 0),
+                          "share": round(weights[team_id] / total, 3), "weight": policy.weight,
+                          "max_concurrent": policy.max_concurrent,
+                          "device_hours_per_month": policy.device_hours_per_month,
+                          "device_hours_spent": round(standing.device_hours.get(team_id, 0.0), 3)})
+    return {"queue": queue, "slots": slots, "typical_trial_seconds": typical,
+            "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
+                               "trial_id": r["trial_id"] if shown(r["study__team_id"]) else None,
+                               "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running],
+            "waiting": waiting, "teams": team_rows}
+

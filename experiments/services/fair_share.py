@@ -1,0 +1,121 @@
+"""Fair share in the claim path: a wake-up is a free slot of its queue, and the slot goes to the
+study that experiments/scheduling orders first, whichever study the wake-up named. The named study
+keeps its place by sending its wake-up again; a study held by a quota keeps one wake-up polling."""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from experiments.models import Study, Team, TeamQueuePolicy
+from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
+from experiments.selectors.fair_share import queue_standing
+from experiments.services.audit import audit_record
+from experiments.services.queueing import trial_tasks_enqueue
+from experiments.services.studies import study_locked, study_wake
+from experiments.states import StudyStatus
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a slot offered to `asking` goes: `target` (None: to nobody now, `asking` waits)."""
+
+    asking: int
+    target: int | None
+    wait: str = ""  # why `asking` does not get it
+    fallback: bool = True  # `asking` may take it when the target has no trial to give after all
+
+    @property
+    def redirected(self) -> bool:
+        return self.target is not None and self.target != self.asking
+
+
+def slot_route(*, study_id: int, asking_without_wakeup: bool = False) -> Route:
+    """Who takes the slot a wake-up of `study_id` offers (or its finished trial frees, with
+    `asking_without_wakeup`): read before any row lock, so it costs no lock wait of its own."""
+    study = Study.objects.filter(pk=study_id).values("queue", "backend", "status").first()
+    if study is None or study["status"] != StudyStatus.RUNNING:
+        return Route(study_id, study_id)
+    standing = queue_standing(queue=study["queue"], backend=study["backend"],
+                              asking=study_id if asking_without_wakeup else None)
+    me = next((w for w in standing.waiting if w.study_id == study_id), None)
+    if me is None:
+        return Route(study_id, study_id)  # every slot busy: the claim path drops the duplicate
+    blocked = quota_reason(standing, me.team_id)
+    order = claim_order(standing) if settings.FAIR_SHARE else ([] if blocked else [me])
+    if not order:
+        return Route(study_id, None, wait=blocked or "")
+    head = order[0]
+    if head.study_id == study_id:
+        return Route(study_id, study_id)
+    return Route(study_id, head.study_id, wait=blocked or wait_reason(standing, me, head), fallback=not blocked)
+
+
+def slot_pass_on(route: Route) -> None:
+    """The wake-up of `route.asking` went to another study: send it again (it stays pending), so
+    the study keeps asking; say why it waits."""
+    with transaction.atomic():
+        study = study_locked(route.asking)
+        if study.status != StudyStatus.RUNNING:
+            Study.objects.filter(pk=study.pk).update(wakeups_pending=Greatest(F("wakeups_pending") - 1, 0))
+            return
+        study.queue_wait, study.last_wakeup = route.wait, timezone.now()
+        study.save(update_fields=["queue_wait", "last_wakeup"])
+        trial_tasks_enqueue(study_id=study.id, queue=study.task_queue)
+
+
+def slot_wait(route: Route) -> None:
+    """No slot for `route.asking` now (a quota): its wake-up is spent; the last one left asks again
+    after QUOTA_POLL_SECONDS, so a held study costs one message in flight, not one per slot."""
+    with transaction.atomic():
+        study = study_locked(route.asking)
+        study.wakeups_pending = max(study.wakeups_pending - 1, 0)
+        study.queue_wait = route.wait if study.status == StudyStatus.RUNNING else ""
+        study.save(update_fields=["wakeups_pending", "queue_wait"])
+        if study.status == StudyStatus.RUNNING and study.wakeups_pending == 0:
+            study_wake(study, 1, countdown=settings.QUOTA_POLL_SECONDS)
+
+
+class PolicyError(ValueError):
+    """A share or quota a site admin set that cannot hold; nothing was changed."""
+
+
+def queue_policy_errors(*, queue: str, weight, max_concurrent, device_hours_per_month) -> dict[str, str]:
+    errors = {}
+    if queue not in Study.Queue.values:
+        errors["queue"] = "Must be cpu, gpu or tpu."
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.01 <= weight <= 1000:
+        errors["weight"] = "Must be a number from 0.01 to 1000 (1: an equal share)."
+    if max_concurrent is not None and (isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int)
+                                       or not 0 <= max_concurrent <= 10_000):
+        errors["max_concurrent"] = "Must be a whole number from 0 to 10,000, or empty for no limit."
+    if device_hours_per_month is not None and (
+            isinstance(device_hours_per_month, bool) or not isinstance(device_hours_per_month, int | float)
+            or not 0 <= device_hours_per_month <= 10_000_000):
+        errors["device_hours_per_month"] = "Must be a number from 0 to 10,000,000, or empty for no limit."
+    return errors
+
+
+def queue_policy_set(*, team: Team, queue: str, weight: float = 1.0, max_concurrent: int | None = None,
+                     device_hours_per_month: float | None = None, user=None) -> TeamQueuePolicy:
+    """A site admin's share and quotas for one team on one queue, recorded in the team's audit log;
+    they count from the next claim on (running trials are not stopped)."""
+    if errors := queue_policy_errors(queue=queue, weight=weight, max_concurrent=max_concurrent,
+                                     device_hours_per_month=device_hours_per_month):
+        raise PolicyError(errors)
+    with transaction.atomic():
+        policy, created = TeamQueuePolicy.objects.select_for_update().get_or_create(team=team, queue=queue)
+        before = {"weight": policy.weight, "max_concurrent": policy.max_concurrent,
+                  "device_hours_per_month": policy.device_hours_per_month}
+        policy.weight, policy.max_concurrent = float(weight), max_concurrent
+        policy.device_hours_per_month = None if device_hours_per_month is None else float(device_hours_per_month)
+        policy.updated = timezone.now()
+        policy.save()
+        after = {"weight": policy.weight, "max_concurrent": policy.max_concurrent,
+                 "device_hours_per_month": policy.device_hours_per_month}
+        changes = {k: [before[k], after[k]] for k in after if created or before[k] != after[k]}
+        audit_record(verb="queue_policy.set", obj=policy, team_id=team.id, changes=changes, actor=user)
+    return policy

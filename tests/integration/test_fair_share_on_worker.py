@@ -1,0 +1,34 @@
+"""Fair share with a real worker of two slots: a team that started second gets the first slot that
+frees, whatever the order of the wake-ups in the broker, and a team's quota of one concurrent
+trial holds while the other team runs beside it."""
+
+import pytest
+
+from experiments.models import Study, TeamQueuePolicy, Trial
+from tests.conftest import wait_for
+from tests.integration.helpers import digits, started_study
+from tests.integration.test_parallel_search import finished, overlapping
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+
+def test_the_second_team_gets_the_first_free_slot_and_a_quota_of_one_holds(acme, alice, globex, charlie,
+                                                                           start_worker):
+    TeamQueuePolicy.objects.create(team=globex, queue="cpu", max_concurrent=1)
+    first = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=5, epochs=3,
+                          parallelism=2)
+    start_worker("w1", concurrency=2)
+    wait_for(lambda: Trial.objects.filter(study=first, status="running").count() == 2, timeout=120,
+             what="the first team to take both slots")
+    second = started_study(globex, charlie, digits(globex, charlie), hypermodel="slow", max_trials=3, epochs=2,
+                           parallelism=2)
+    wait_for(lambda: finished(first) and finished(second), timeout=300, what="both studies to finish")
+    assert first.status == second.status == Study.Status.COMPLETED, (first.message, second.message)
+    a = list(Trial.objects.filter(study=first).order_by("started"))
+    b = list(Trial.objects.filter(study=second).order_by("started"))
+    # Without fair share the first team's finishing trials would claim its next ones themselves
+    # and keep both slots for all five trials.
+    assert b[0].started < a[2].started, "the second team waited behind the first team's next trial"
+    assert not overlapping(b), "the second team's quota of one concurrent trial did not hold"
+    second.refresh_from_db()
+    assert second.queue_wait == ""

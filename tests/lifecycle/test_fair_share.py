@@ -1,0 +1,114 @@
+"""Fair share in the claim path, against PostgreSQL with the real KerasTuner adapter: whichever
+study's wake-up a worker took, the slot goes to the team furthest below its share, then the higher
+priority, then the older study; quotas hold a team back with the reason on its study."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from experiments.models import Study, TeamQueuePolicy, Trial
+from experiments.services import studies
+from experiments.services.datasets import dataset_create_bundled
+from experiments.services.trial_oracle import Claimant
+from tests.integration.helpers import saved_study
+from tests.lifecycle.test_trial_runs import claim, finish, fresh
+
+pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
+
+
+@pytest.fixture
+def team_study(acme, alice, globex, charlie):
+    datasets = {}
+
+    def make(team, **options):
+        user = alice if team == acme else charlie
+        if team.pk not in datasets:
+            datasets[team.pk] = dataset_create_bundled(team=team, user=user, bundled_name="iris")
+        study = saved_study(team, user, datasets[team.pk], **{"max_trials": 20, "name": f"s{Study.objects.count()}",
+                                                               **options})
+        return studies.study_start(study=study)
+
+    return make
+
+
+def next_claimant():
+    return Claimant(tuner_id="next", worker_host="h")
+
+
+def test_a_wakeup_of_a_team_holding_slots_goes_to_the_other_team_waiting(team_study, acme, globex):
+    a = team_study(acme, parallelism=20)
+    b = team_study(globex, parallelism=4)
+    first = claim(a).trial
+    assert first.study_id == a.pk  # both teams hold nothing: the older study first
+    second = claim(a).trial  # a wake-up of A's, but B holds no slot and A one
+    assert second.study_id == b.pk and second.status == Trial.Status.RUNNING
+    a, b = fresh(a), fresh(b)
+    assert a.wakeups_pending == 19, "A's wake-up was sent again: it keeps asking for its slots"
+    assert b.wakeups_pending == 4, "B's own wake-ups are still in flight"
+    assert "further below their share" in a.queue_wait and b.queue_wait == ""
+    third = claim(a).trial  # one slot each: the older study again
+    assert third.study_id == a.pk and fresh(a).queue_wait == ""
+
+
+def test_a_finished_trial_keeps_its_slot_only_while_its_team_is_first(team_study, acme, globex):
+    a = team_study(acme, parallelism=2)
+    a1, a2 = claim(a).trial, claim(a).trial
+    b = team_study(globex, parallelism=2)
+    following = finish(a1, next_claimant=next_claimant()).claim
+    assert following is None, "B holds nothing and waits: A's freed slot is handed back"
+    assert fresh(a).wakeups_pending == 1  # A asks for its freed slot again, behind B
+    b1 = claim(a).trial  # the next wake-up a worker takes, A's, goes to B
+    assert b1.study_id == b.pk
+    following = finish(a2, next_claimant=next_claimant()).claim  # A holds 0, B 1: A keeps it
+    assert following.status == "running" and following.trial.study_id == a.pk
+
+
+def test_a_team_weighs_as_its_policy_says(team_study, acme, globex):
+    TeamQueuePolicy.objects.create(team=globex, queue="cpu", weight=3)
+    a = team_study(acme, parallelism=4)
+    b = team_study(globex, parallelism=4)
+    taken = [claim(a).trial.study_id for _ in range(4)]
+    # A first (both at 0), then B up to three slots for A's one.
+    assert taken == [a.pk, b.pk, b.pk, b.pk]
+
+
+def test_a_high_priority_study_of_the_team_goes_before_an_older_one(team_study, acme):
+    low = team_study(acme, parallelism=2, priority="low")
+    high = team_study(acme, parallelism=2, priority="high")
+    assert claim(low).trial.study_id == high.pk
+    assert "higher-priority" in fresh(low).queue_wait
+
+
+def test_a_concurrency_quota_holds_the_team_and_says_why(team_study, acme):
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=1)
+    study = team_study(acme, parallelism=3)
+    assert claim(study).status == "running"
+    assert claim(study).status == "waiting"
+    study = fresh(study)
+    assert study.wakeups_pending == 1 and Trial.objects.filter(study=study).count() == 1
+    assert study.queue_wait == ("Waiting: the team's quota of 1 concurrent trial on the CPU queue is in use; "
+                                "it frees when one of them ends.")
+    assert claim(study).status == "waiting"
+    assert fresh(study).wakeups_pending == 1, "the last wake-up asks again later: one in flight, not one per slot"
+
+
+def test_a_spent_device_hour_quota_stops_new_claims_until_next_month(team_study, acme, globex):
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", device_hours_per_month=1)
+    study = team_study(acme, parallelism=2)
+    now = timezone.now()
+    Trial.objects.create(study=study, trial_id="old", number=99, status=Trial.Status.COMPLETED,
+                         started=now - timedelta(hours=2), finished=now, device_seconds=2 * 3600)
+    other = team_study(globex, parallelism=1)
+    assert claim(study).trial.study_id == other.pk, "the held team's wake-up serves the other team"
+    assert claim(study).status == "waiting"
+    wait = fresh(study).queue_wait
+    assert f"1 CPU device-hours for {now:%B %Y} are spent (2.00 used)" in wait
+    assert "new trials start on 1 " in wait
+
+
+def test_without_fair_share_a_wakeup_claims_for_its_own_study(team_study, acme, globex, settings):
+    settings.FAIR_SHARE = False
+    a = team_study(acme, parallelism=3)
+    team_study(globex, parallelism=3)
+    assert [claim(a).trial.study_id for _ in range(3)] == [a.pk] * 3

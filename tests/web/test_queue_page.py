@@ -1,0 +1,105 @@
+"""The queue page and API: what runs and waits, other teams' studies unnamed, a site admin's
+shares and quotas (audited), bad input refused with nothing changed; a study's priority editable."""
+
+import pytest
+from django.utils import timezone
+
+from experiments.models import AuditEvent, Study, TeamQueuePolicy, Trial
+from experiments.services.datasets import dataset_create_bundled
+from tests.api.conftest import token_client
+from tests.integration.helpers import saved_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def busy_queue(acme, alice, globex, charlie):
+    """Acme runs a trial on the CPU queue and waits for more; Globex runs one."""
+    studies = {}
+    for team, user, name in ((acme, alice, "acme-search"), (globex, charlie, "globex-secret-search")):
+        dataset = dataset_create_bundled(team=team, user=user, bundled_name="iris")
+        study = saved_study(team, user, dataset, name=name, parallelism=3)
+        Study.objects.filter(pk=study.pk).update(status=Study.Status.RUNNING, started=timezone.now(),
+                                                 wakeups_pending=2)
+        Trial.objects.create(study=study, trial_id="0", number=1, status=Trial.Status.RUNNING)
+        studies[team.name] = study
+    return studies
+
+
+@pytest.fixture
+def site_admin(alice):
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+    return alice
+
+
+def test_the_queue_page_shows_running_and_waiting_without_naming_other_teams(alice_client, busy_queue):
+    page = alice_client.get("/queues/cpu/").content.decode()
+    assert "acme-search" in page and "globex-secret-search" not in page and "Globex" not in page
+    assert page.count("another team") >= 2  # its running trial and its waiting study
+    assert "Next for a free slot." in page and 'id="queue-policy"' not in page
+    assert alice_client.get("/queues/nope/").status_code == 404
+
+
+def test_the_queue_api_says_the_same_and_a_site_admin_sees_every_name(alice, charlie, busy_queue):
+    board = token_client(charlie).get("/api/v1/queues/cpu/").json()
+    assert {r["study"] for r in board["running"]} == {"globex-secret-search", None}
+    assert [w["position"] for w in board["waiting"]] == [1, 2]
+    assert {t["team"] for t in board["teams"]} == {"Globex", None} and all(t["share"] == 0.5 for t in board["teams"])
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+    board = token_client(alice).get("/api/v1/queues/cpu/").json()
+    assert {r["study"] for r in board["running"]} == {"acme-search", "globex-secret-search"}
+
+
+def test_only_a_site_admin_sets_shares_and_quotas(client, alice, globex, bob, busy_queue):
+    client.force_login(bob)
+    response = client.post("/queues/cpu/policies/", {"team": globex.pk, "weight": 3})
+    assert response.status_code == 403 and not TeamQueuePolicy.objects.exists()
+    assert token_client(bob).put("/api/v1/queues/cpu/policies/", {"team": globex.pk, "weight": 3},
+                                 format="json").status_code == 403
+    assert not TeamQueuePolicy.objects.exists()
+
+
+def test_a_site_admin_sets_a_share_and_quotas_on_the_page_and_in_the_api(client, site_admin, acme, globex,
+                                                                          busy_queue):
+    client.force_login(site_admin)
+    page = client.post("/queues/cpu/policies/", {"team": globex.pk, "weight": "3", "max_concurrent": "2"},
+                       follow=True).content.decode()
+    assert "share and quotas on the CPU queue are set" in page
+    policy = TeamQueuePolicy.objects.get(team=globex, queue="cpu")
+    assert (policy.weight, policy.max_concurrent, policy.device_hours_per_month) == (3.0, 2, None)
+    event = AuditEvent.objects.get(verb="queue_policy.set")
+    assert event.team_id == globex.pk and event.actor == site_admin and event.changes["weight"] == [1.0, 3.0]
+    answer = token_client(site_admin).put("/api/v1/queues/gpu/policies/", {"team": acme.pk,
+                                                                           "device_hours_per_month": 200},
+                                          format="json")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["device_hours_per_month"] == 200 and answer.json()["weight"] == 1.0
+    board = token_client(site_admin).get("/api/v1/queues/cpu/").json()
+    assert {t["team"]: t["share"] for t in board["teams"]} == {"Acme": 0.25, "Globex": 0.75}
+
+
+@pytest.mark.parametrize("bad", [{"weight": "0"}, {"weight": "abc"}, {"max_concurrent": "-1"},
+                                 {"device_hours_per_month": "1e99"}, {"team": "999999"}])
+def test_bad_shares_and_quotas_are_refused_and_change_nothing(client, site_admin, globex, bad):
+    client.force_login(site_admin)
+    page = client.post("/queues/cpu/policies/", {"team": globex.pk, "weight": "1", **bad}, follow=True)
+    assert "flash-error" in page.content.decode()
+    body = {"team": globex.pk, "weight": 1, **{k: v for k, v in bad.items()}}
+    answer = token_client(site_admin).put("/api/v1/queues/cpu/policies/", body, format="json")
+    assert answer.status_code == 400
+    assert not TeamQueuePolicy.objects.exists()
+
+
+def test_a_studys_priority_changes_while_it_runs_and_a_bad_one_is_refused(alice, busy_queue):
+    alice_api = token_client(alice)
+    study = busy_queue["Acme"]
+    answer = alice_api.patch(f"/api/v1/studies/{study.pk}/budget/", {"priority": "high"}, format="json")
+    assert answer.status_code == 200 and answer.json()["priority"] == "high"
+    assert answer.json()["max_trials"] == study.max_trials
+    answer = alice_api.patch(f"/api/v1/studies/{study.pk}/budget/", {"priority": "urgent"}, format="json")
+    assert answer.status_code == 400 and Study.objects.get(pk=study.pk).priority == "high"
+    other = busy_queue["Globex"]
+    assert alice_api.patch(f"/api/v1/studies/{other.pk}/budget/", {"priority": "low"},
+                           format="json").status_code == 404
