@@ -60,7 +60,7 @@ def test_a_cancelled_study_polls_until_its_running_trials_have_stopped(alice_cli
     fragment = _live(alice_client, study, "running")
     assert 'hx-trigger="every 2s"' in _live_section(fragment, "study-live")
     assert "?seen=cancelled" in _live_section(fragment, "study-live")
-    assert "Change max trials, parallelism or priority" in fragment  # a cancelled study may still be resized and resumed
+    assert "Change max trials, parallelism or priority" in fragment  # still resizable, and resumable
     Trial.objects.filter(pk=running.pk).update(status=Trial.Status.CANCELLED)
     fragment = _live(alice_client, study, "cancelled")
     assert "hx-trigger" not in _live_section(fragment, "study-live") and 'id="running-trials"' not in fragment
