@@ -57,6 +57,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_group_roles(name: str, roles: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """`group=Team name:role,...` as (group, team, role) triples: who single sign-on makes what where."""
+    found = []
+    for item in env_list(name, []):
+        group, _, target = item.partition("=")
+        team, _, role = target.rpartition(":")
+        if not group.strip() or not team.strip() or role.strip() not in roles:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not group=Team name:role with a role of "
+                                       f"{', '.join(roles)}.")
+        found.append((group.strip(), team.strip(), role.strip()))
+    return found
+
+
 def env_prices(name: str, kinds: tuple[str, ...]) -> dict[str, float]:
     """{"gpu": 2.5, ...} from "gpu=2.5,tpu=4": a price per device-hour for some of `kinds`."""
     prices = {}

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from webapp.env import (
     env_bool,
     env_choice,
+    env_group_roles,
     env_header_value,
     env_int,
     env_list,
@@ -110,6 +111,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "experiments.context_processors.current_team",
+                "experiments.context_processors.single_sign_on",
             ],
             "builtins": ["experiments.templatetags.tuneboard"],
         },
@@ -184,6 +186,38 @@ PASSWORD_RESETS_PER_CLIENT = env_int("TUNEBOARD_PASSWORD_RESETS_PER_CLIENT", 10,
 AXES_DISABLE_ACCESS_LOG = True
 # Its start-up banner would open every process's log (each worker child, each manage.py command).
 AXES_VERBOSE = False
+
+# Single sign-on with OpenID Connect (mozilla-django-oidc; experiments/services/sso.py): on when
+# TUNEBOARD_OIDC_CLIENT_ID is set, beside local accounts. The provider's endpoints are named
+# explicitly (no discovery request at start-up). Groups in the claim TUNEBOARD_OIDC_GROUPS_CLAIM
+# map to team roles by TUNEBOARD_OIDC_GROUP_ROLES ("ml-platform=Acme:editor,ml-leads=Acme:owner").
+OIDC_RP_CLIENT_ID = env_str("TUNEBOARD_OIDC_CLIENT_ID", "")
+SSO_ENABLED = bool(OIDC_RP_CLIENT_ID)
+SSO_PROVIDER_NAME = env_str("TUNEBOARD_OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_RP_CLIENT_SECRET = env_str("TUNEBOARD_OIDC_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("TUNEBOARD_OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("TUNEBOARD_OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("TUNEBOARD_OIDC_USERINFO_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("TUNEBOARD_OIDC_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("TUNEBOARD_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("TUNEBOARD_OIDC_SCOPES", "openid email profile")
+# An ID token names its signing key ("kid") with every provider we know; one that signs with a
+# single key and leaves it out needs false here.
+OIDC_VERIFY_KID = env_bool("TUNEBOARD_OIDC_VERIFY_KID", True)
+SSO_GROUPS_CLAIM = env_str("TUNEBOARD_OIDC_GROUPS_CLAIM", "groups")
+SSO_GROUP_ROLES = env_group_roles("TUNEBOARD_OIDC_GROUP_ROLES", ("owner", "editor", "viewer"))
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso_callback"
+if SSO_ENABLED:
+    _missing = [name for name, value in (
+        ("TUNEBOARD_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
+        ("TUNEBOARD_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
+        ("TUNEBOARD_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
+        ("TUNEBOARD_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
+        ("TUNEBOARD_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT)) if not value]
+    if _missing:
+        raise ImproperlyConfigured(f"TUNEBOARD_OIDC_CLIENT_ID is set, so single sign-on is on; it also needs "
+                                   f"{', '.join(_missing)}.")
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "experiments.services.sso.SsoBackend"]
 
 # E-mail: team invitations and password resets. Without EMAIL_HOST the mail is printed by the
 # web process (the console backend), so the embedded mode needs no mail server.

@@ -61,7 +61,8 @@ def quota_reason(standing: Standing, team_id: int) -> str | None:
         if spent >= policy.device_hours_per_month:
             frees = next_month_start(standing.now)
             return (f"Waiting: the team's {policy.device_hours_per_month:g} {queue} device-hours for "
-                    f"{standing.now:%B %Y} are spent ({spent:.2f} used); new trials start on {frees:%-d %B %Y}.")
+                    f"{standing.now:%B %Y} are spent ({spent:.2f} used); new trials start on "
+                    f"{frees.day} {frees:%B %Y}.")
     return None
 
 

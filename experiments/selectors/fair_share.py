@@ -12,7 +12,7 @@ from experiments.states import StudyStatus, TrialStatus
 def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = None) -> Standing:
     """Slots are counted on the accelerator queue (both backends' workers share its devices and its
     quotas); the waiting studies are those a worker of `backend` can run: a wake-up in flight and a
-    free slot (`asking` counts as waiting without a wake-up: its trial just ended)."""
+    free slot (`asking` with a free slot counts as waiting without a wake-up counted)."""
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
     for team_id, held in (Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
@@ -35,4 +35,11 @@ def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = N
                                       finished__gte=month_start(now), device_seconds__isnull=False)
                  .values_list("study__team_id").annotate(s=Sum("device_seconds")).order_by())
         standing.device_hours = {team_id: seconds / 3600 for team_id, seconds in spent}
+        # Running trials count too, from the month's start or theirs: else a team with no
+        # concurrency quota could start any number of trials before the hours trip.
+        for team_id, started, devices in (Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue,
+                                                               study__team_id__in=hour_quotas)
+                                          .values_list("study__team_id", "started", "study__devices_per_trial")):
+            elapsed = (now - max(started, month_start(now))).total_seconds() * max(devices, 1)
+            standing.device_hours[team_id] = standing.device_hours.get(team_id, 0.0) + max(elapsed, 0) / 3600
     return standing

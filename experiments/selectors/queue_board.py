@@ -71,7 +71,8 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
     weights = {tid: standing.policy(tid).weight for tid in {*standing.held, *(w.team_id for w in standing.waiting)}}
     total = sum(weights.values()) or 1
     team_rows = []
-    for team_id in sorted(weights, key=lambda tid: teams.get(tid, "")):
+    # Shown teams by name, the others by id: their names must not show even as an order.
+    for team_id in sorted(weights, key=lambda tid: (not shown(tid), teams.get(tid, "") if shown(tid) else tid)):
         policy = standing.policy(team_id)
         team_rows.append({"team": teams.get(team_id) if shown(team_id) else None, "mine": team is not None
                           and team_id == team.id, "held": standing.held.get(team_id, 0),

@@ -8,6 +8,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.models import NotificationDelivery, Study, TrainedModel, Trial, Worker
+from experiments.scheduling.fair_share import quota_reason
+from experiments.selectors.fair_share import queue_standing
 from experiments.states import DeliveryStatus, JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import JAX_SUFFIX, TASK_QUEUES, queue_backend, task_queue
 
@@ -96,8 +98,18 @@ def scaling_counts(*, queue: str, kinds, delivery_queue: str) -> dict:
         n_running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
         n_started=Count("trials__trial_id", distinct=True),
     )
+    # Demand a team's quota holds back is not demand a new worker could serve.
+    standing = queue_standing(queue=accelerator, backend=backend)
+    room = {}
     for study in studies:
-        queued_trials += max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started))
+        team = study.team_id
+        if team not in room:
+            limit = standing.policy(team).max_concurrent
+            room[team] = 0 if quota_reason(standing, team) else (
+                float("inf") if limit is None else limit - standing.held.get(team, 0))
+        wanted = max(0, min(study.parallelism - study.n_running, study.max_trials - study.n_started, room[team]))
+        room[team] -= wanted
+        queued_trials += int(wanted)
     counts = {"queue": queue, "queued_trials": queued_trials, "running_trials": running_trials}
     for kind in kinds:
         by_status = _kind_on_queue(kind, queue, accelerator, backend)

@@ -45,6 +45,7 @@ VERB_LABELS = {
     "recipe.clone": "Ensemble recipe cloned", "recipe.delete": "Ensemble recipe deleted",
     "recipe.take_over": "Ensemble recipe taken over",
     "queue_policy.set": "Queue share or quota set by a site admin",
+    "sso.login": "Signed in with single sign-on",
 }
 
 

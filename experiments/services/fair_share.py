@@ -10,13 +10,13 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from experiments.models import Study, Team, TeamQueuePolicy
-from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
+from experiments.models import Study, Team, TeamQueuePolicy, Trial
+from experiments.scheduling.fair_share import Policy, Standing, claim_order, quota_reason, wait_reason
 from experiments.selectors.fair_share import queue_standing
 from experiments.services.audit import audit_record
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.studies import study_locked, study_wake
-from experiments.states import StudyStatus
+from experiments.states import StudyStatus, TrialStatus
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,14 @@ class Route:
         return self.target is not None and self.target != self.asking
 
 
-def slot_route(*, study_id: int, asking_without_wakeup: bool = False) -> Route:
-    """Who takes the slot a wake-up of `study_id` offers (or its finished trial frees, with
-    `asking_without_wakeup`): read before any row lock, so it costs no lock wait of its own."""
-    study = Study.objects.filter(pk=study_id).values("queue", "backend", "status").first()
+def slot_route(*, study_id: int) -> Route:
+    """Who takes the slot a wake-up of `study_id` offers (or its finished trial frees): read before
+    any row lock, so it costs no lock wait of its own. The study counts as waiting whenever it has a
+    free slot, even with no wake-up counted (a stray resend is still a free slot of the queue)."""
+    study = Study.objects.filter(pk=study_id).values("queue", "backend", "status", "team_id").first()
     if study is None or study["status"] != StudyStatus.RUNNING:
         return Route(study_id, study_id)
-    standing = queue_standing(queue=study["queue"], backend=study["backend"],
-                              asking=study_id if asking_without_wakeup else None)
+    standing = queue_standing(queue=study["queue"], backend=study["backend"], asking=study_id)
     me = next((w for w in standing.waiting if w.study_id == study_id), None)
     if me is None:
         return Route(study_id, study_id)  # every slot busy: the claim path drops the duplicate
@@ -59,7 +59,9 @@ def slot_pass_on(route: Route) -> None:
     the study keeps asking; say why it waits."""
     with transaction.atomic():
         study = study_locked(route.asking)
-        if study.status != StudyStatus.RUNNING:
+        if study.status != StudyStatus.RUNNING or study.wakeups_pending == 0:
+            # Ended, or a wake-up it never counted (a resend raced it): spent, not sent on, so
+            # extra messages die out instead of circulating while the study waits.
             Study.objects.filter(pk=study.pk).update(wakeups_pending=Greatest(F("wakeups_pending") - 1, 0))
             return
         study.queue_wait, study.last_wakeup = route.wait, timezone.now()
@@ -68,15 +70,36 @@ def slot_pass_on(route: Route) -> None:
 
 
 def slot_wait(route: Route) -> None:
-    """No slot for `route.asking` now (a quota): its wake-up is spent; the last one left asks again
-    after QUOTA_POLL_SECONDS, so a held study costs one message in flight, not one per slot."""
+    """No slot for `route.asking` now (a quota)."""
     with transaction.atomic():
-        study = study_locked(route.asking)
-        study.wakeups_pending = max(study.wakeups_pending - 1, 0)
-        study.queue_wait = route.wait if study.status == StudyStatus.RUNNING else ""
-        study.save(update_fields=["wakeups_pending", "queue_wait"])
-        if study.status == StudyStatus.RUNNING and study.wakeups_pending == 0:
-            study_wake(study, 1, countdown=settings.QUOTA_POLL_SECONDS)
+        slot_hold(study_locked(route.asking), route.wait)
+
+
+def slot_hold(study: Study, reason: str) -> None:
+    """The caller holds the study's lock. Its wake-up is spent and the study says why it waits; the
+    last one left asks again after QUOTA_POLL_SECONDS, so a held study costs one message in flight,
+    not one per slot (a wake-up it never counted starts no poll of its own)."""
+    counted = study.wakeups_pending > 0
+    study.wakeups_pending -= counted
+    study.queue_wait = reason if study.status == StudyStatus.RUNNING else ""
+    study.save(update_fields=["wakeups_pending", "queue_wait"])
+    if counted and study.status == StudyStatus.RUNNING and study.wakeups_pending == 0:
+        study_wake(study, 1, countdown=settings.QUOTA_POLL_SECONDS)
+
+
+def team_quota_locked(study: Study) -> str | None:
+    """Under the study's lock, the team's concurrency quota on its queue checked again under a lock
+    on the policy row, so claims racing for two studies of the team cannot both pass it (the route
+    read it without a lock). Why the team waits, or None."""
+    policy = (TeamQueuePolicy.objects.select_for_update()
+              .filter(team_id=study.team_id, queue=study.queue, max_concurrent__isnull=False).first())
+    if policy is None:
+        return None
+    held = Trial.objects.filter(status=TrialStatus.RUNNING, study__team_id=study.team_id,
+                                study__queue=study.queue).count()
+    standing = Standing(queue=study.queue, now=timezone.now(), held={study.team_id: held},
+                        policies={study.team_id: Policy(policy.weight, policy.max_concurrent)})
+    return quota_reason(standing, study.team_id)
 
 
 class PolicyError(ValueError):

@@ -5,14 +5,14 @@ import logging
 from dataclasses import dataclass
 from time import perf_counter
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.selectors.trials import WITH_RESULTS as RESULTS
-from experiments.services.fair_share import slot_pass_on, slot_route, slot_wait
+from experiments.services.fair_share import slot_hold, slot_pass_on, slot_route, slot_wait, team_quota_locked
 from experiments.services.notifications import notify_study_ended
 from experiments.services.studies import study_device_budget_spent, study_locked, study_move, study_wake
 from experiments.services.trial_epochs import trial_keep_as_reference
@@ -190,7 +190,12 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
     if route.redirected:
         claim = _claim(route.target, claimant, oracles, started, wakeup=False)
         if claim.status == "running":
-            slot_pass_on(route)
+            try:
+                slot_pass_on(route)
+            except DatabaseError:
+                # The claim has committed: never claim again on a retry. The reaper sends the
+                # wake-up the study then lacks.
+                log.warning("study %s: its wake-up was not passed on", study_id, exc_info=True)
             return claim
         if not route.fallback:
             slot_wait(route)
@@ -203,6 +208,10 @@ def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, 
     study's wake-up offered) nothing changes unless a trial is claimed."""
     with transaction.atomic():
         study = study_locked(study_id)
+        if study.status == StudyStatus.RUNNING and (held := team_quota_locked(study)):
+            if wakeup:
+                slot_hold(study, held)
+            return Claim("waiting")
         arrived = wakeup and study.wakeups_pending > 0
         if arrived:
             study.wakeups_pending -= 1
@@ -217,8 +226,8 @@ def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, 
                 _fail_after_failures(study)
             else:
                 claim = _claim_locked(study, oracles, oracle, claimant, counts, started)
-        if not wakeup and claim.status != "running":
-            transaction.set_rollback(True)  # as if never asked: its own wake-ups still come
+        if not wakeup and claim.status == "idle":
+            transaction.set_rollback(True)  # as if never asked (no poll of its own): its wake-ups still come
             return claim
         if claim.status == "running" or told.count:
             _save_oracle(study, oracles, oracle)
@@ -321,7 +330,8 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
     if _complete_if_done(study, oracles.done(oracle), running):
         return Finish()
     claim = None
-    if next_claimant is not None and running < study.parallelism and _keeps_its_slot(study):
+    if next_claimant is not None and running < study.parallelism and _keeps_its_slot(study) \
+            and not team_quota_locked(study):
         claim = _claim_locked(study, oracles, oracle, next_claimant, counts)
         if claim.status == "running":
             running += 1
@@ -334,7 +344,7 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
 def _keeps_its_slot(study: Study) -> bool:
     """The slot its trial freed stays with the study only if fair share orders it first; otherwise
     the worker hands it back and the next wake-up it takes goes where fair share says."""
-    route = slot_route(study_id=study.id, asking_without_wakeup=True)
+    route = slot_route(study_id=study.id)
     return route.target == study.id
 
 

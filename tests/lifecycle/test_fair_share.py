@@ -112,3 +112,54 @@ def test_without_fair_share_a_wakeup_claims_for_its_own_study(team_study, acme, 
     a = team_study(acme, parallelism=3)
     team_study(globex, parallelism=3)
     assert [claim(a).trial.study_id for _ in range(3)] == [a.pk] * 3
+
+
+def test_wakeups_a_study_never_counted_die_out_instead_of_multiplying(team_study, acme, globex, monkeypatch):
+    """A resend can race a claim, so a wake-up may arrive that its study no longer counts: it is
+    neither passed on nor turned into a new poll, so extra messages do not circulate for ever."""
+    from experiments.services import fair_share
+
+    sent = []
+    monkeypatch.setattr(fair_share, "trial_tasks_enqueue", lambda **kwargs: sent.append(kwargs["study_id"]))
+    TeamQueuePolicy.objects.create(team=globex, queue="cpu", weight=3)  # B stays first for three slots
+    a = team_study(acme, parallelism=3)
+    claim(a)
+    team_study(globex, parallelism=3)
+    Study.objects.filter(pk=a.pk).update(wakeups_pending=0)
+    assert claim(a).trial.study.team_id == globex.pk  # the slot still goes where fair share says
+    assert sent == [] and fresh(a).wakeups_pending == 0
+    Study.objects.filter(pk=a.pk).update(wakeups_pending=1)
+    claim(a)  # a counted one is sent on
+    assert sent == [a.pk] and fresh(a).wakeups_pending == 1
+
+
+def test_a_stray_wakeup_of_a_held_team_starts_no_poll_and_passes_no_quota(team_study, acme):
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=1)
+    study = team_study(acme, parallelism=3)
+    assert claim(study).status == "running"
+    Study.objects.filter(pk=study.pk).update(wakeups_pending=0)
+    assert claim(study).status == "waiting"
+    assert fresh(study).wakeups_pending == 0 and Trial.objects.filter(study=study).count() == 1
+
+
+def test_the_concurrency_quota_is_checked_again_under_a_lock(team_study, acme, monkeypatch):
+    """Two workers may both read the standing before either claims: the claim itself checks the
+    quota again under a lock on the team's policy row."""
+    from experiments.services import trial_claims
+    from experiments.services.fair_share import Route
+
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=1)
+    one, two = team_study(acme, parallelism=1), team_study(acme, parallelism=1)
+    assert claim(one).status == "running"
+    monkeypatch.setattr(trial_claims, "slot_route", lambda study_id, **_: Route(study_id, study_id))
+    assert claim(two).status == "waiting"
+    assert not Trial.objects.filter(study=two).exists() and "quota of 1 concurrent" in fresh(two).queue_wait
+
+
+def test_running_trials_count_towards_the_device_hours(team_study, acme):
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", device_hours_per_month=0.001)  # 3.6 s
+    study = team_study(acme, parallelism=2)
+    first = claim(study).trial
+    Trial.objects.filter(pk=first.pk).update(started=timezone.now() - timedelta(minutes=10))
+    assert claim(study).status == "waiting", "a running trial's 10 minutes spend the 3.6 seconds"
+    assert "device-hours for" in fresh(study).queue_wait

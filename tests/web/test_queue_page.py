@@ -103,3 +103,14 @@ def test_a_studys_priority_changes_while_it_runs_and_a_bad_one_is_refused(alice,
     other = busy_queue["Globex"]
     assert alice_api.patch(f"/api/v1/studies/{other.pk}/budget/", {"priority": "low"},
                            format="json").status_code == 404
+
+
+def test_the_scaling_endpoint_leaves_out_demand_a_quota_holds(client, monkeypatch, acme, globex, busy_queue):
+    """Acme and Globex each run 1 trial and want 2 more: with Acme at a quota of 1 concurrent trial
+    and Globex at a quota of 2, KEDA is asked for Globex's one more slot only."""
+    monkeypatch.setenv("TUNEBOARD_SCALING_TOKEN", "t")
+    headers = {"Authorization": "Bearer t"}
+    assert client.get("/scaling/cpu/", headers=headers).json()["queued_trials"] == 4
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=1)
+    TeamQueuePolicy.objects.create(team=globex, queue="cpu", max_concurrent=2)
+    assert client.get("/scaling/cpu/", headers=headers).json()["queued_trials"] == 1

@@ -237,6 +237,10 @@ def _run_web_process(tmp_path: Path) -> dict:
         "TUNEBOARD_VAR_DIR": str(tmp_path / "var"),
         "CELERY_BROKER_URL": "memory://",  # the started study's wake-ups go nowhere
         "TUNEBOARD_SCALING_TOKEN": "crawl-token",
+        # Single sign-on on, so its two routes answer (redirects; no provider is called).
+        **{f"TUNEBOARD_OIDC_{name}": f"https://id.example.com/{name.lower()}" for name in (
+            "AUTHORIZATION_ENDPOINT", "TOKEN_ENDPOINT", "USERINFO_ENDPOINT", "JWKS_ENDPOINT")},
+        "TUNEBOARD_OIDC_CLIENT_ID": "tuneboard", "TUNEBOARD_OIDC_CLIENT_SECRET": "crawl-secret",
     }, timeout=300)
 
 
