@@ -14,6 +14,10 @@ benchmarks/results/fair_share.json:
   of its trials ran (0 is the target).
 - claim_overhead_ms: median in-process claim (claim + finish of one trial, no worker) with fair share
   on minus off, 2 teams x 4 studies waiting; both medians given.
+- preemption_waiting_study_start_seconds: with preemption on and every slot busy with a low-priority
+  team's 8-epoch trials (1 s an epoch), another team's study start to its first trial's start (the
+  reaper's pass, 5 s by default, plus the victim's epoch end); preemption_to_resumed_start_seconds:
+  the preempted attempt's stop to its retry's start; preempted_trial_epochs_in_all (8 each round).
 - broker_order (the same two-team run with TUNEBOARD_FAIR_SHARE=false) for comparison.
 """
 
@@ -44,13 +48,14 @@ def _team(name: str):
     return team, dataset_create_bundled(team=team, user=None, bundled_name="iris")
 
 
-def _study(team, dataset, *, trials: int, parallelism: int, start: bool = True):
+def _study(team, dataset, *, trials: int, parallelism: int, start: bool = True, seconds: float = TRIAL_SECONDS,
+           epochs: int = 1, priority: str = "normal"):
     from experiments.services.studies import study_create, study_start
 
     study = study_create(team=team, user=None, dataset=dataset, name=f"{team.name} {trials} trials",
-                         hypermodel="sleep", search_space=_space(TRIAL_SECONDS), tuner="random",
-                         objective_metric="val_loss", objective_direction="min", max_trials=trials, epochs=1,
-                         batch_size=32, patience=1, parallelism=parallelism)
+                         hypermodel="sleep", search_space=_space(seconds), tuner="random",
+                         objective_metric="val_loss", objective_direction="min", max_trials=trials, epochs=epochs,
+                         batch_size=32, patience=epochs, parallelism=parallelism, priority=priority)
     return study_start(study=study) if start else study
 
 
@@ -104,6 +109,35 @@ def _run_teams(env, arrivals_s: list[float], trials: list[int], *, fair: bool, q
         worker.stop()
 
 
+def _preemption(env) -> dict:
+    """Every slot busy with a low-priority team's long trials (8 epochs of 1 s); another team's study
+    arrives: how long it waits (the reaper's pass, 5 s by default, then the victim's epoch end), and how
+    long the preempted trial waits to go on from its epoch."""
+    from experiments.models import Study, Trial
+
+    worker = Worker({**env, "TUNEBOARD_PREEMPT_QUEUES": "cpu"}, f"preempt{time.monotonic_ns()}", SLOTS)
+    try:
+        (a_team, a_data), (b_team, b_data) = (_team(f"preempt-{i}-{time.monotonic_ns()}") for i in range(2))
+        warm = _study(a_team, a_data, trials=SLOTS, parallelism=SLOTS)
+        wait_finished(warm)
+        long = _study(a_team, a_data, trials=SLOTS, parallelism=SLOTS, seconds=8.0, epochs=8, priority="low")
+        while Trial.objects.filter(study=long, status="running").count() < SLOTS:
+            time.sleep(0.05)
+        arriving = _study(b_team, b_data, trials=1, parallelism=1)
+        for study in (long, arriving):
+            wait_finished(study)
+            assert study.status == Study.Status.COMPLETED, study.message
+        first = Trial.objects.filter(study=arriving).order_by("started").first()
+        stopped = Trial.objects.filter(study=long, preempted__isnull=False).order_by("finished").first()
+        retry = Trial.objects.get(study=long, trial_id=stopped.trial_id, attempt=stopped.attempt + 1)
+        return {"waiting_study_start_seconds": (first.started - arriving.started).total_seconds(),
+                "preempted_to_resumed_seconds": (retry.started - stopped.finished).total_seconds(),
+                "resumed_from_epoch": retry.resume["epoch"],
+                "epochs_in_all": retry.epochs.count()}
+    finally:
+        worker.stop()
+
+
 def _claim_ms(fair: bool) -> float:
     """Median ms of a wake-up claim and its finish in this process, 2 teams x 4 waiting studies."""
     import redis
@@ -143,8 +177,10 @@ def main() -> None:
         three = _run_teams(env, [0.0, 2.0, 4.0], [40, 12, 12], fair=True)
         quota = _run_teams(env, [0.0, 2.0], [24, 8], fair=True, quota_team=1)
         broker = _run_teams(env, [0.0, 2.0], [40, 12], fair=False)
+        preempt = _preemption(env)
         on, off = _claim_ms(True), _claim_ms(False)
-        rounds.append({"two": two, "three": three, "quota": quota, "broker": broker, "claim_on": on, "claim_off": off})
+        rounds.append({"two": two, "three": three, "quota": quota, "broker": broker, "preempt": preempt,
+                       "claim_on": on, "claim_off": off})
         print(json.dumps(rounds[-1]), file=sys.stderr)
     med = statistics.median
     result = {
@@ -157,6 +193,11 @@ def main() -> None:
         "claim_ms_fair_share_off": round(med(r["claim_off"] for r in rounds), 2),
         "broker_order": {"jain_fairness_index": round(med(r["broker"]["jain"] for r in rounds), 3),
                          "second_team_wait_seconds": round(med(r["broker"]["second_wait"] for r in rounds), 2)},
+        "preemption_waiting_study_start_seconds": round(med(r["preempt"]["waiting_study_start_seconds"]
+                                                            for r in rounds), 2),
+        "preemption_to_resumed_start_seconds": round(med(r["preempt"]["preempted_to_resumed_seconds"]
+                                                         for r in rounds), 2),
+        "preempted_trial_epochs_in_all": [r["preempt"]["epochs_in_all"] for r in rounds],
         "contended_window_seconds": round(med(r["two"]["window_seconds"] for r in rounds), 1),
         "trial_seconds": TRIAL_SECONDS, "slots": SLOTS, "rounds": ROUNDS, "per_round": rounds,
         "host": f"{os.cpu_count()} cores",

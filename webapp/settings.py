@@ -377,8 +377,17 @@ CONTINUE_SECONDS = env_int("TUNEBOARD_CONTINUE_SECONDS", 60, minimum=0)
 # by age, whichever study's wake-up reached the worker (experiments/services/fair_share.py). Off: the
 # broker's order, as before. Team quotas hold either way.
 FAIR_SHARE = env_bool("TUNEBOARD_FAIR_SHARE", True)
+# Between teams holding equal shares of a queue now, the one whose trials held its slots least over
+# this many seconds goes first, so a spare slot goes round.
+FAIR_SHARE_WINDOW_SECONDS = env_int("TUNEBOARD_FAIR_SHARE_WINDOW_SECONDS", 3600, minimum=1)
 # A study held by its team's quota asks again this often (one wake-up of it circulates meanwhile).
 QUOTA_POLL_SECONDS = env_int("TUNEBOARD_QUOTA_POLL_SECONDS", 5, minimum=1)
+# Queues on which a team below its share, or a higher-priority study, waiting with every slot busy
+# makes the reaper ask one trial of a team over its share to stop at its next epoch end; it resumes
+# later from that epoch (experiments/services/preemption.py). Off everywhere by default.
+PREEMPT_QUEUES = env_list("TUNEBOARD_PREEMPT_QUEUES", [])
+if set(PREEMPT_QUEUES) - {"cpu", "gpu", "tpu"}:
+    raise ImproperlyConfigured(f"TUNEBOARD_PREEMPT_QUEUES takes cpu, gpu and tpu, got {','.join(PREEMPT_QUEUES)!r}.")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 _broker_options: dict = {
     # Longer than the longest trial, so Redis does not redeliver a task still running.

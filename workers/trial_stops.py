@@ -10,3 +10,12 @@ class TrialFailed(TuneboardError):
 
 class TrialCancelled(Exception):
     """The job no longer owns its row (cancelled, requeued, or its worker is stopping)."""
+
+
+class TrialPreempted(TrialCancelled):
+    """Fair share asked the trial to stop at an epoch end for a waiting study: `resume` (a
+    workers.training.fitting.Resume) is where its next attempt goes on."""
+
+    def __init__(self, resume):
+        super().__init__("preempted")
+        self.resume = resume

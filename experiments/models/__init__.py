@@ -20,7 +20,16 @@ from experiments.models.predictions import PredictionJob
 from experiments.models.recipes import EnsembleRecipe, RecipeRun
 from experiments.models.registry import AliasMove, ModelAlias, ModelVersion, RegisteredModel, ServingExport
 from experiments.models.studies import PruningReference, Study, Trial, TrialEpoch
-from experiments.models.teams import ROLE_RANK, ApiToken, Invitation, Membership, PasswordResetRequest, Team, lower_role
+from experiments.models.teams import (
+    ROLE_RANK,
+    ApiToken,
+    Invitation,
+    Membership,
+    PasswordResetRequest,
+    SsoIdentity,
+    Team,
+    lower_role,
+)
 from experiments.models.trained_models import (
     CachedPredictions,
     EnsembleMember,
@@ -35,7 +44,8 @@ __all__ = [
     "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "JobLog", "JobSample",
     "Membership", "ModelAlias", "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery",
     "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference",
-    "RecipeRun", "RegisteredModel", "ServingExport", "StoredBlob", "StoredChunk", "Study", "Team", "TeamQueuePolicy",
+    "RecipeRun", "RegisteredModel", "ServingExport", "SsoIdentity", "StoredBlob", "StoredChunk", "Study", "Team",
+    "TeamQueuePolicy",
     "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker",
     "lower_role",
 ]

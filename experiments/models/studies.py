@@ -190,6 +190,11 @@ class Trial(models.Model):
     epochs_trained = models.PositiveIntegerField(null=True, blank=True)
     # A pruned trial's decision: experiments.tuning.pruners.Decision.record().
     pruning = models.JSONField(default=dict, blank=True)
+    # When fair share asked it to stop at its next epoch end for a waiting study (preemption).
+    preempted = models.DateTimeField(null=True, blank=True)
+    # A preempted attempt's state, and then its next attempt's: the epoch to go on from, the epochs so far,
+    # early stopping's best and wait, the last and best weights' artifacts (workers/jobs/trials.py).
+    resume = models.JSONField(default=dict, blank=True)
     # People's annotations: they may change on a finished trial; its results never do.
     notes = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)

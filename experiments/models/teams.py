@@ -138,3 +138,15 @@ class PasswordResetRequest(models.Model):
     client = models.GenericIPAddressField(null=True, blank=True, db_index=True)
     created = models.DateTimeField(default=timezone.now, db_index=True)
     allowed = models.BooleanField()
+
+
+class SsoIdentity(models.Model):
+    """The identity provider's subject ("sub") an account signs in as: accounts are linked by it, never by an
+    e-mail address (anyone can hold an account with any address)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity")
+    subject = models.CharField(max_length=255, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.subject}"

@@ -1,5 +1,6 @@
 """The order in which studies waiting on one queue get its free slots: the team furthest below its
-share first (slots held / weight), then the study's priority, then its age; a team at a quota waits."""
+share first (slots held / weight; between teams level on that, the one that used the queue least
+lately), then the study's priority, then its age; a team at a quota waits."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +35,7 @@ class Standing:
     waiting: list[Waiting] = field(default_factory=list)
     policies: dict[int, Policy] = field(default_factory=dict)
     device_hours: dict[int, float] = field(default_factory=dict)  # spent this calendar month
+    usage: dict[int, float] = field(default_factory=dict)  # slot-seconds held recently (ties between teams)
 
     def policy(self, team_id: int) -> Policy:
         return self.policies.get(team_id, Policy())
@@ -70,8 +72,10 @@ def claim_order(standing: Standing) -> list[Waiting]:
     """The waiting studies whose team is under its quotas, in the order they get slots."""
 
     def key(study: Waiting):
-        share = standing.held.get(study.team_id, 0) / max(standing.policy(study.team_id).weight, 1e-9)
-        return share, PRIORITY_RANK.get(study.priority, 1), study.since, study.study_id
+        weight = max(standing.policy(study.team_id).weight, 1e-9)
+        share = standing.held.get(study.team_id, 0) / weight
+        used = standing.usage.get(study.team_id, 0.0) / weight
+        return share, used, PRIORITY_RANK.get(study.priority, 1), study.since, study.study_id
 
     eligible = [s for s in standing.waiting if quota_reason(standing, s.team_id) is None]
     return sorted(eligible, key=key)
@@ -85,3 +89,47 @@ def wait_reason(standing: Standing, study: Waiting, head: Waiting) -> str:
     if head.priority != study.priority:
         return "Waiting: the team's higher-priority studies on this queue go first."
     return "Waiting: the team's older studies on this queue go first."
+
+
+@dataclass(frozen=True)
+class Running:
+    """A running trial that may be preempted (one execution: it resumes from the epoch it stops at)."""
+
+    trial_pk: int
+    team_id: int
+    priority: str
+    started: datetime
+
+
+def preemption_victim(*, running: list[Running], held: dict[int, int], head: Waiting,
+                      weights: dict[int, float], slots: int) -> int | None:
+    """With every slot busy and `head` first in line: the trial to stop at its next epoch end, or None.
+    Only a team over its share of the slots gives one up, and only to a team below its share or to a
+    study of higher priority than the trial's; of those, the team furthest over its share, its
+    lowest-priority study, its trial started last (the least work to redo, were it not resumed)."""
+    teams = {*held, head.team_id}
+    total = sum(weights.get(team, 1.0) for team in teams) or 1.0
+    fair = {team: slots * weights.get(team, 1.0) / total for team in teams}
+    rank = PRIORITY_RANK.get
+
+    def per_weight(team: int, slots_held: int) -> float:
+        return slots_held / weights.get(team, 1.0)
+
+    def may_go(trial: Running) -> bool:
+        team = trial.team_id
+        if held.get(team, 0) <= fair[team] + 1e-9:
+            return False  # a team at or below its share keeps its slots
+        if team != head.team_id:
+            # Only if the move leaves the waiting team no better off than the one giving up the slot:
+            # else the next pass would move it back (one slot, two teams: nobody gains).
+            gives_way = per_weight(head.team_id, held.get(head.team_id, 0) + 1) <= per_weight(team, held[team] - 1)
+            if gives_way and held.get(head.team_id, 0) < fair[head.team_id] - 1e-9:
+                return True
+        return rank(head.priority, 1) < rank(trial.priority, 1)
+
+    candidates = [trial for trial in running if may_go(trial)]
+    if not candidates:
+        return None
+    victim = max(candidates, key=lambda t: (held[t.team_id] / weights.get(t.team_id, 1.0), rank(t.priority, 1),
+                                            t.started))
+    return victim.trial_pk

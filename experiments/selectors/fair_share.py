@@ -1,7 +1,11 @@
 """One queue's standing for the claim path and the queue page: the slots each team holds, the
 studies waiting for one, and the teams' policies and device-hours this month."""
 
-from django.db.models import Count, F, Q, Sum
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, Q, Sum, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from experiments.models import Study, TeamQueuePolicy, Trial
@@ -12,19 +16,22 @@ from experiments.states import StudyStatus, TrialStatus
 def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = None) -> Standing:
     """Slots are counted on the accelerator queue (both backends' workers share its devices and its
     quotas); the waiting studies are those a worker of `backend` can run: a wake-up in flight and a
-    free slot (`asking` with a free slot counts as waiting without a wake-up counted)."""
+    free slot (`asking` with a free slot counts as waiting without a wake-up counted). The running
+    studies in one query, the policies in another; with several teams waiting, their recent use."""
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
-    for team_id, held in (Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
-                          .values_list("study__team_id").annotate(n=Count("id")).order_by()):
-        standing.held[team_id] = held
-    asks = Q(wakeups_pending__gt=0) | Q(pk=asking) if asking is not None else Q(wakeups_pending__gt=0)
-    waiting = (Study.objects.filter(asks, status=StudyStatus.RUNNING, queue=queue, backend=backend)
-               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)))
-               .filter(running__lt=F("parallelism")).order_by()
-               .values_list("id", "team_id", "priority", "started", "created"))
-    standing.waiting = [Waiting(study_id, team_id, priority, started or created)
-                        for study_id, team_id, priority, started, created in waiting]
+    studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
+               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING))).order_by()
+               .values_list("id", "team_id", "priority", "started", "created", "backend", "parallelism",
+                            "wakeups_pending", "running"))
+    for study_id, team_id, priority, started, created, on, parallelism, pending, running in studies:
+        if running:
+            standing.held[team_id] = standing.held.get(team_id, 0) + running
+        if on == backend and running < parallelism and (pending > 0 or study_id == asking):
+            standing.waiting.append(Waiting(study_id, team_id, priority, started or created))
+    teams = {w.team_id for w in standing.waiting}
+    if len(teams) > 1:
+        standing.usage = _recent_use(queue, teams, now)
     hour_quotas = []
     for policy in TeamQueuePolicy.objects.filter(queue=queue):
         standing.policies[policy.team_id] = Policy(policy.weight, policy.max_concurrent, policy.device_hours_per_month)
@@ -43,3 +50,17 @@ def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = N
             elapsed = (now - max(started, month_start(now))).total_seconds() * max(devices, 1)
             standing.device_hours[team_id] = standing.device_hours.get(team_id, 0.0) + max(elapsed, 0) / 3600
     return standing
+
+
+def _recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
+    """Slot-seconds each team's trials held on the queue over the last FAIR_SHARE_WINDOW_SECONDS: it
+    breaks ties between teams holding equal shares now, so a spare slot goes round instead of to the
+    oldest study's team every time."""
+    since = now - timedelta(seconds=settings.FAIR_SHARE_WINDOW_SECONDS)
+    held = ExpressionWrapper(Coalesce("finished", Value(now, output_field=DateTimeField()))
+                             - Greatest("started", Value(since, output_field=DateTimeField())),
+                             output_field=DurationField())
+    rows = (Trial.objects.filter(Q(status=TrialStatus.RUNNING) | Q(finished__gt=since), study__queue=queue,
+                                 study__team_id__in=teams).values_list("study__team_id")
+            .annotate(held=Sum(held)).order_by())
+    return {team_id: used.total_seconds() for team_id, used in rows if used is not None}

@@ -22,6 +22,11 @@ def trial_checkpoint_continued(*, study: Study, trial_id: str) -> Artifact | Non
     return None if parent is None else parent.checkpoint
 
 
+def trial_resume_artifacts(*, study: Study, ids: list[int]) -> dict[int, Artifact]:
+    """The weights a preempted attempt left for the next one (Trial.resume), of the study's team only."""
+    return {a.pk: a for a in Artifact.objects.filter(pk__in=ids, team_id=study.team_id)}
+
+
 def ensemble_members(*, ensemble: TrainedModel) -> list[EnsembleMember]:
     return list(ensemble.members.select_related("model__trial__study", "model__study", "trial__study",
                                                 "trial__checkpoint"))

@@ -27,6 +27,12 @@ class Route:
     target: int | None
     wait: str = ""  # why `asking` does not get it
     fallback: bool = True  # `asking` may take it when the target has no trial to give after all
+    # Teams with a concurrency quota on the queue, as read (None: not read, check every team): only
+    # their claims take the policy row's lock.
+    quota_teams: frozenset | None = None
+
+    def may_hold_quota(self, team_id: int) -> bool:
+        return self.quota_teams is None or team_id in self.quota_teams
 
     @property
     def redirected(self) -> bool:
@@ -35,23 +41,41 @@ class Route:
 
 def slot_route(*, study_id: int) -> Route:
     """Who takes the slot a wake-up of `study_id` offers (or its finished trial frees): read before
-    any row lock, so it costs no lock wait of its own. The study counts as waiting whenever it has a
-    free slot, even with no wake-up counted (a stray resend is still a free slot of the queue)."""
-    study = Study.objects.filter(pk=study_id).values("queue", "backend", "status", "team_id").first()
-    if study is None or study["status"] != StudyStatus.RUNNING:
+    any row lock, so it costs no lock wait of its own. The study counts as waiting whenever it is
+    running with a free slot, even with no wake-up counted (a stray resend is still a free slot of the
+    queue); one not running is not among the waiting, and the claim path finds it has nothing to give."""
+    place = _place(study_id)
+    if place is None:
         return Route(study_id, study_id)
-    standing = queue_standing(queue=study["queue"], backend=study["backend"], asking=study_id)
+    standing = queue_standing(queue=place[0], backend=place[1], asking=study_id)
+    quota_teams = frozenset(team for team, p in standing.policies.items() if p.max_concurrent is not None)
     me = next((w for w in standing.waiting if w.study_id == study_id), None)
     if me is None:
-        return Route(study_id, study_id)  # every slot busy: the claim path drops the duplicate
+        return Route(study_id, study_id, quota_teams=quota_teams)  # every slot busy: the claim drops the duplicate
     blocked = quota_reason(standing, me.team_id)
     order = claim_order(standing) if settings.FAIR_SHARE else ([] if blocked else [me])
     if not order:
-        return Route(study_id, None, wait=blocked or "")
+        return Route(study_id, None, wait=blocked or "", quota_teams=quota_teams)
     head = order[0]
     if head.study_id == study_id:
-        return Route(study_id, study_id)
-    return Route(study_id, head.study_id, wait=blocked or wait_reason(standing, me, head), fallback=not blocked)
+        return Route(study_id, study_id, quota_teams=quota_teams)
+    return Route(study_id, head.study_id, wait=blocked or wait_reason(standing, me, head), fallback=not blocked,
+                 quota_teams=quota_teams)
+
+
+# A study's queue and backend never change: each process reads them once (a query less a claim).
+_places: dict[int, tuple[str, str]] = {}
+
+
+def _place(study_id: int) -> tuple[str, str] | None:
+    if study_id not in _places:
+        found = Study.objects.filter(pk=study_id).values_list("queue", "backend").first()
+        if found is None:
+            return None
+        if len(_places) > 10_000:
+            _places.clear()
+        _places[study_id] = found
+    return _places[study_id]
 
 
 def slot_pass_on(route: Route) -> None:

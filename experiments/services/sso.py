@@ -1,15 +1,18 @@
 """Single sign-on with OpenID Connect: mozilla-django-oidc does the protocol (authorization code,
-the ID token's signature, the userinfo claims); this backend makes or finds the account by e-mail,
-gives the roles the identity provider's groups map to, and records the login in the audit log."""
+the ID token's signature, the userinfo claims); this backend finds the account by the provider's
+subject (never by e-mail: anyone can hold an account with any address) or makes one, gives the roles
+the identity provider's groups map to, and records the login in the audit log."""
 
 import logging
 import re
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from experiments.models import ROLE_RANK, Invitation, Membership, Team
+from experiments.models import ROLE_RANK, Invitation, Membership, SsoIdentity, Team
 from experiments.services.audit import audit_record
 from experiments.services.invitations import invitation_create
 from experiments.services.memberships import membership_set_role
@@ -48,9 +51,12 @@ def sso_apply_groups(*, user, groups) -> None:
             continue
         membership = Membership.objects.filter(team=team, user=user).first()
         if membership is None:
-            invited = Invitation.objects.filter(team=team, username__iexact=user.username, role=role,
-                                                accepted_at__isnull=True, declined_at__isnull=True).exists()
-            if not invited:
+            # One invitation, while none is open or was declined (declining is an answer; an owner's
+            # own invitation stands).
+            asked = Invitation.objects.filter(team=team, username__iexact=user.username).filter(
+                declined_at__isnull=False) | Invitation.objects.filter(
+                team=team, username__iexact=user.username, accepted_at__isnull=True, expires__gt=timezone.now())
+            if not asked.exists():
                 invitation_create(team=team, role=role, created_by=None, username=user.username)
         elif membership.role != role:
             try:
@@ -60,11 +66,23 @@ def sso_apply_groups(*, user, groups) -> None:
 
 
 class SsoBackend(OIDCAuthenticationBackend):
+    def verify_claims(self, claims) -> bool:
+        return bool(claims.get("sub"))
+
+    def filter_users_by_claims(self, claims):
+        return get_user_model().objects.filter(sso_identity__subject=str(claims.get("sub")))
+
     def create_user(self, claims):
-        user = get_user_model().objects.create_user(username=_username(claims), email=claims.get("email", ""))
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(username=_username(claims), email=_verified_email(claims))
+            SsoIdentity.objects.create(user=user, subject=str(claims["sub"]))
         return self._signed_in(user, claims)
 
     def update_user(self, user, claims):
+        email = _verified_email(claims)
+        if email and email != user.email:
+            user.email = email
+            user.save(update_fields=["email"])
         return self._signed_in(user, claims)
 
     def _signed_in(self, user, claims):
@@ -74,3 +92,9 @@ class SsoBackend(OIDCAuthenticationBackend):
             audit_record(verb="sso.login", obj=user, team_id=team_id, actor=user,
                          changes={"provider": [None, settings.SSO_PROVIDER_NAME]})
         return user
+
+
+def _verified_email(claims: dict) -> str:
+    """The address only when the provider vouches for it: invitations by e-mail reach the account
+    holding the address, so an unverified one must not be kept."""
+    return claims.get("email", "") if claims.get("email_verified") is True else ""

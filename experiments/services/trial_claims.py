@@ -12,10 +12,18 @@ from django.utils import timezone
 from experiments.errors import TunerUnavailable
 from experiments.models import Study, Trial
 from experiments.selectors.trials import WITH_RESULTS as RESULTS
-from experiments.services.fair_share import slot_hold, slot_pass_on, slot_route, slot_wait, team_quota_locked
+from experiments.services.fair_share import (
+    Route,
+    slot_hold,
+    slot_pass_on,
+    slot_route,
+    slot_wait,
+    team_quota_locked,
+)
 from experiments.services.notifications import notify_study_ended
+from experiments.services.preemption import trial_resume_forget
 from experiments.services.studies import study_device_budget_spent, study_locked, study_move, study_wake
-from experiments.services.trial_epochs import trial_keep_as_reference
+from experiments.services.trial_epochs import trial_epochs_carry, trial_keep_as_reference
 from experiments.services.trial_oracle import (
     TELL_TUNER,
     Claim,
@@ -115,23 +123,29 @@ def _trial_counts(study: Study) -> _Counts:
 
 def _create_running(study: Study, proposal, claimant: Claimant, seeded_from_id: int | None,
                     claim_started: float | None, started: int) -> Trial:
-    attempts = 0
+    attempts, resume = 0, {}
     if proposal.retry:  # its earlier attempts: a retried seed is still the seed
         earlier = list(Trial.objects.filter(study=study, trial_id=proposal.trial_id)
-                       .values_list("seeded_from_id", flat=True).order_by("-attempt"))
+                       .values_list("seeded_from_id", "preempted", "resume").order_by("-attempt"))
         attempts = len(earlier)
-        seeded_from_id = earlier[0] if earlier else seeded_from_id
+        seeded_from_id = earlier[0][0] if earlier else seeded_from_id
+        if earlier and earlier[0][2]:
+            # A preempted attempt (or a retry of one, lost or handed back since): go on from its epoch.
+            resume = earlier[0][2]
     now = timezone.now()
     # Timed up to this INSERT, so it costs no query of its own; the INSERT, the study's
     # UPDATE and the commit that follow (a few ms) are not counted.
     claim_ms = None if claim_started is None else (perf_counter() - claim_started) * 1000
-    return Trial.objects.create(
+    row = Trial.objects.create(
         study=study, trial_id=proposal.trial_id, number=started + 1, attempt=attempts + 1,
         status=TrialStatus.RUNNING, hyperparameters=proposal.values, kt_state=proposal.state,
         oracle_version=study.oracle_version + 1, tuner_id=claimant.tuner_id, worker_host=claimant.worker_host,
         worker_name=claimant.worker_name, started=now, heartbeat=now, seeded_from_id=seeded_from_id,
-        claim_ms=claim_ms,
+        claim_ms=claim_ms, resume=resume,
     )
+    if resume:
+        trial_epochs_carry(trial=row, resume=resume)
+    return row
 
 
 def _save_oracle(study: Study, oracles: Oracles, oracle) -> None:
@@ -188,7 +202,7 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
         slot_wait(route)
         return Claim("waiting")
     if route.redirected:
-        claim = _claim(route.target, claimant, oracles, started, wakeup=False)
+        claim = _claim(route.target, claimant, oracles, started, wakeup=False, route=route)
         if claim.status == "running":
             try:
                 slot_pass_on(route)
@@ -200,15 +214,17 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
         if not route.fallback:
             slot_wait(route)
             return Claim("waiting")
-    return _claim(study_id, claimant, oracles, started, wakeup=True)
+    return _claim(study_id, claimant, oracles, started, wakeup=True, route=route)
 
 
-def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, *, wakeup: bool) -> Claim:
+def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, *, wakeup: bool,
+           route: Route) -> Claim:
     """Claim under the study's lock, spending one of its wake-ups; without `wakeup` (a slot another
     study's wake-up offered) nothing changes unless a trial is claimed."""
     with transaction.atomic():
         study = study_locked(study_id)
-        if study.status == StudyStatus.RUNNING and (held := team_quota_locked(study)):
+        if study.status == StudyStatus.RUNNING and route.may_hold_quota(study.team_id) \
+                and (held := team_quota_locked(study)):
             if wakeup:
                 slot_hold(study, held)
             return Claim("waiting")
@@ -286,10 +302,13 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
                     environment=outcome.environment)
-    else:  # released: no penalty, it runs again (now, or when the study is resumed) unless it stopped early
+    if outcome.status != "released" and row.resume:
+        trial_resume_forget(trial=row)  # ended for good: the weights it went on from are no longer needed
+    if outcome.status == "released":  # no penalty: it runs again (now, or when resumed) unless it stopped early
         ended = oracles.release(oracle, row.trial_id)
         _finish_row(row, study, TrialStatus.CANCELLED, ended.state, outcome,
-                    error=STOPPED_EARLY_REASON if study.stopped_early else outcome.error or RELEASED_REASON)
+                    error=STOPPED_EARLY_REASON if study.stopped_early else outcome.error or RELEASED_REASON,
+                    **({"resume": outcome.resume} if outcome.resume else {}))
     return running_study and ended.failure_limit_reached
 
 
@@ -330,8 +349,11 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
     if _complete_if_done(study, oracles.done(oracle), running):
         return Finish()
     claim = None
-    if next_claimant is not None and running < study.parallelism and _keeps_its_slot(study) \
-            and not team_quota_locked(study):
+    route = slot_route(study_id=study.id) if next_claimant is not None else None
+    # The slot its trial freed stays with the study only while fair share orders it first; otherwise
+    # the worker hands it back and the next wake-up it takes goes where fair share says.
+    if route is not None and route.target == study.id and running < study.parallelism \
+            and not (route.may_hold_quota(study.team_id) and team_quota_locked(study)):
         claim = _claim_locked(study, oracles, oracle, next_claimant, counts)
         if claim.status == "running":
             running += 1
@@ -339,13 +361,6 @@ def _fill_slots(study: Study, oracles: Oracles, oracle, next_claimant: Claimant 
             return Finish(claim)  # the tuner waits for running trials: their finishes refill
     study_wake(study, study.parallelism - running - study.wakeups_pending)
     return Finish(claim)
-
-
-def _keeps_its_slot(study: Study) -> bool:
-    """The slot its trial freed stays with the study only if fair share orders it first; otherwise
-    the worker hands it back and the next wake-up it takes goes where fair share says."""
-    route = slot_route(study_id=study.id)
-    return route.target == study.id
 
 
 def _tell_tuner_of_lost(study: Study, oracles: Oracles, oracle) -> Told:

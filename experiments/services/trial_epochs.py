@@ -4,6 +4,7 @@ the study's lock."""
 import json
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import BooleanField, Value
 from django.utils import timezone
@@ -45,9 +46,21 @@ class EpochVerdict:
 
     keep_going: bool
     pruned: dict | None = None  # the pruner's decision when it stopped the trial
+    preempted: bool = False  # fair share asked it to stop here and resume later (services/preemption.py)
 
     def __bool__(self) -> bool:
         return self.keep_going
+
+
+def trial_epochs_carry(*, trial: Trial, resume: dict) -> None:
+    """A retry that goes on from a preempted attempt's epoch gets the epochs before it as its own (from
+    the attempt before, which holds them all), so its curve, its pruner and its best epoch see the whole run."""
+    source = (Trial.objects.filter(study_id=trial.study_id, trial_id=trial.trial_id, attempt__lt=trial.attempt)
+              .order_by("-attempt").values_list("pk", flat=True).first())
+    rows = TrialEpoch.objects.filter(trial_id=source, epoch__lt=int(resume.get("epoch", 0)))
+    TrialEpoch.objects.bulk_create([TrialEpoch(trial=trial, execution=row.execution, epoch=row.epoch,
+                                               metrics=row.metrics, best_objective=row.best_objective)
+                                    for row in rows], ignore_conflicts=True)
 
 
 def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict,
@@ -56,7 +69,8 @@ def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: di
     pruner. The verdict is falsy when the trial should stop: its study was cancelled, the trial
     is no longer running, or the pruner stopped it (then `pruned` holds why)."""
     if pruning is None and connection.vendor == "postgresql":
-        return EpochVerdict(_record_epoch_postgres(trial_pk, execution, epoch, metrics))
+        alive, preempted = _record_epoch_postgres(trial_pk, execution, epoch, metrics)
+        return EpochVerdict(alive and not preempted, preempted=preempted)
     alive = Trial.objects.filter(
         pk=trial_pk, status=TrialStatus.RUNNING, study__status=StudyStatus.RUNNING
     ).update(heartbeat=timezone.now())
@@ -73,24 +87,28 @@ def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: di
     )
     if decision is not None and decision.prune:
         return EpochVerdict(False, pruned=decision.record())
+    if settings.PREEMPT_QUEUES and Trial.objects.filter(pk=trial_pk, preempted__isnull=False).exists():
+        return EpochVerdict(False, preempted=True)  # this epoch is kept: the next attempt goes on from here
     return EpochVerdict(True)
 
 
-def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: dict) -> bool:
+def _record_epoch_postgres(trial_pk: int, execution: int, epoch: int, metrics: dict) -> tuple[bool, bool]:
     """trial_record_epoch without a pruner, in one statement (one round trip instead of two,
     on the path every epoch of every trial takes): the heartbeat UPDATE, and the epoch's row
-    only if the trial and its study are still running. True when they are."""
+    only if the trial and its study are still running. (Whether they are, whether it was preempted.)"""
     trial, study, epochs = Trial._meta.db_table, Study._meta.db_table, TrialEpoch._meta.db_table
     sql = (f'WITH alive AS (UPDATE "{trial}" t SET heartbeat = %s FROM "{study}" s WHERE t.id = %s '
-           f"AND t.status = %s AND s.id = t.study_id AND s.status = %s RETURNING t.id) "
-           f'INSERT INTO "{epochs}" (trial_id, execution, epoch, metrics, best_objective, created) '
+           f"AND t.status = %s AND s.id = t.study_id AND s.status = %s RETURNING t.id, t.preempted), "
+           f'written AS (INSERT INTO "{epochs}" (trial_id, execution, epoch, metrics, best_objective, created) '
            f"SELECT id, %s, %s, %s, NULL, %s FROM alive ON CONFLICT (trial_id, execution, epoch) "
-           f"DO UPDATE SET metrics = EXCLUDED.metrics, best_objective = NULL RETURNING 1")
+           f"DO UPDATE SET metrics = EXCLUDED.metrics, best_objective = NULL RETURNING 1) "
+           f"SELECT preempted IS NOT NULL FROM alive")
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(sql, [now, trial_pk, TrialStatus.RUNNING, StudyStatus.RUNNING, execution, epoch,
                              json.dumps(metrics), now])
-        return cursor.fetchone() is not None
+        row = cursor.fetchone()
+        return row is not None, bool(row and row[0])
 
 
 def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,

@@ -71,6 +71,7 @@ class Outcome:
     environment: dict = field(default_factory=dict)  # what reproducing it takes (experiments/tuning/reproducibility.py)
     epochs_trained: int | None = None
     pruning: dict = field(default_factory=dict)  # the pruner's decision (pruners.Decision.record())
+    resume: dict = field(default_factory=dict)  # released by preemption: where its next attempt goes on (Trial.resume)
 
 
 @dataclass

@@ -32,3 +32,30 @@ def test_the_second_team_gets_the_first_free_slot_and_a_quota_of_one_holds(acme,
     assert not overlapping(b), "the second team's quota of one concurrent trial did not hold"
     second.refresh_from_db()
     assert second.queue_wait == ""
+
+
+def test_a_preempted_trial_stops_at_an_epoch_end_and_resumes_from_it(acme, alice, globex, charlie, start_worker):
+    """One slot, preemption on: team A's low-priority trial runs, team B's study arrives; the
+    worker-led reaper asks A's trial to stop at its next epoch end, B's trial runs, then A's goes on
+    from the epoch it stopped at and completes with its eight epochs in all, no attempt lost."""
+    from workers.jobs.trials import PREEMPTED_REASON
+
+    start_worker("w1", concurrency=1, env={"TUNEBOARD_PREEMPT_QUEUES": "cpu"})
+    first = started_study(acme, alice, digits(acme, alice), hypermodel="slow", max_trials=1, epochs=8, patience=8,
+                          parallelism=1, priority="low")
+    wait_for(lambda: Trial.objects.filter(study=first, epochs__epoch__gte=1).exists(), timeout=120,
+             what="team A's trial two epochs in")
+    second = started_study(globex, charlie, digits(globex, charlie), hypermodel="slow", max_trials=1, epochs=2,
+                           parallelism=1)
+    wait_for(lambda: finished(first) and finished(second), timeout=300, what="both studies to finish")
+    assert first.status == second.status == Study.Status.COMPLETED, (first.message, second.message)
+    stopped, resumed = Trial.objects.filter(study=first).order_by("attempt")
+    assert stopped.status == Trial.Status.CANCELLED and stopped.error == PREEMPTED_REASON and stopped.preempted
+    assert resumed.status == Trial.Status.COMPLETED and resumed.attempt == 2
+    assert resumed.hyperparameters == stopped.hyperparameters
+    b = Trial.objects.get(study=second)
+    assert stopped.finished <= b.started < resumed.started, "B ran in the slot A's trial gave up"
+    went_on_from = resumed.resume["epoch"]
+    assert sorted(stopped.epochs.values_list("epoch", flat=True)) == list(range(went_on_from))
+    assert sorted(resumed.epochs.values_list("epoch", flat=True)) == list(range(8)), "the earlier epochs carried"
+    assert resumed.epochs_trained == 8 and 1 <= resumed.best_epoch <= 8

@@ -2,6 +2,7 @@
 study's wake-up a worker took, the slot goes to the team furthest below its share, then the higher
 priority, then the older study; quotas hold a team back with the reason on its study."""
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -12,7 +13,15 @@ from experiments.services import studies
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.trial_oracle import Claimant
 from tests.integration.helpers import saved_study
-from tests.lifecycle.test_trial_runs import claim, finish, fresh
+from tests.lifecycle.test_trial_runs import claim as claim_as
+from tests.lifecycle.test_trial_runs import finish, fresh
+
+_tuners = itertools.count()
+
+
+def claim(study):
+    """A claim by a tuner of its own (KerasTuner hands one tuner asking again its trial in flight)."""
+    return claim_as(study, f"t{next(_tuners)}")
 
 pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
 
@@ -47,8 +56,10 @@ def test_a_wakeup_of_a_team_holding_slots_goes_to_the_other_team_waiting(team_st
     assert a.wakeups_pending == 19, "A's wake-up was sent again: it keeps asking for its slots"
     assert b.wakeups_pending == 4, "B's own wake-ups are still in flight"
     assert "further below their share" in a.queue_wait and b.queue_wait == ""
-    third = claim(a).trial  # one slot each: the older study again
-    assert third.study_id == a.pk and fresh(a).queue_wait == ""
+    third = claim(a).trial  # one slot each: B, whose trial has held its slot for less time
+    assert third.study_id == b.pk
+    fourth = claim(a).trial  # A holds one slot, B two
+    assert fourth.study_id == a.pk and fresh(a).queue_wait == ""
 
 
 def test_a_finished_trial_keeps_its_slot_only_while_its_team_is_first(team_study, acme, globex):
@@ -163,3 +174,13 @@ def test_running_trials_count_towards_the_device_hours(team_study, acme):
     Trial.objects.filter(pk=first.pk).update(started=timezone.now() - timedelta(minutes=10))
     assert claim(study).status == "waiting", "a running trial's 10 minutes spend the 3.6 seconds"
     assert "device-hours for" in fresh(study).queue_wait
+
+
+def test_between_teams_level_now_the_one_that_used_the_queue_least_lately_goes_first(team_study, acme, globex):
+    a = team_study(acme, parallelism=3)
+    b = team_study(globex, parallelism=3)
+    assert claim(a).trial.study_id == a.pk and claim(a).trial.study_id == b.pk  # one slot each now
+    now = timezone.now()
+    Trial.objects.create(study=a, trial_id="earlier", number=50, status=Trial.Status.COMPLETED,
+                         started=now - timedelta(minutes=10), finished=now - timedelta(minutes=1))
+    assert claim(a).trial.study_id == b.pk, "A is older, but used the queue for 9 more minutes lately"

@@ -4,10 +4,12 @@ from datetime import UTC, datetime
 
 from experiments.scheduling.fair_share import (
     Policy,
+    Running,
     Standing,
     Waiting,
     claim_order,
     next_month_start,
+    preemption_victim,
     quota_reason,
 )
 
@@ -43,3 +45,38 @@ def test_quotas_hold_a_team_and_say_when_it_frees():
 def test_the_next_month_starts_on_its_first_day():
     assert next_month_start(datetime(2026, 11, 29, 23, 59)) == datetime(2026, 12, 1)
     assert next_month_start(datetime(2026, 12, 31, 12, 0)) == datetime(2027, 1, 1)
+
+
+def running(pk, team, priority="normal", minute=0):
+    return Running(pk, team, priority, datetime(2026, 12, 14, 9, minute, tzinfo=UTC))
+
+
+def test_preemption_takes_from_the_team_furthest_over_its_share_its_lowest_priority_latest_trial():
+    trials = [running(1, 1, "normal", 0), running(2, 1, "low", 1), running(3, 1, "low", 2), running(4, 2, "normal", 3)]
+    held = {1: 3, 2: 1}
+    head = waiting(30, 3)  # a third team, holding nothing: its fair share of 4 slots is 4/3
+    assert preemption_victim(running=trials, held=held, head=head, weights={}, slots=4) == 3
+    # A team at its share keeps its slots: team 2 (1 of 4/3) is never asked.
+    assert preemption_victim(running=trials[3:], held={2: 1, 1: 3}, head=head, weights={}, slots=4) is None
+
+
+def test_a_team_at_its_share_waits_unless_it_outranks_the_running_trial():
+    trials = [running(1, 1, "low", 0), running(2, 2, "normal", 1)]
+    held = {1: 1, 2: 1}  # two slots, two teams: both at their share
+    assert preemption_victim(running=trials, held=held, head=waiting(30, 2, "normal"), weights={}, slots=2) is None
+    # Three slots: team 1 holds two (over its 1.5), team 2 one. Team 1's own high-priority study waits:
+    # team 1's low-priority trial gives way; a normal-priority study waiting would not outrank it.
+    busy = [running(1, 1, "low", 0), running(5, 1, "normal", 1), running(6, 2, "low", 2)]
+    held = {1: 2, 2: 1}
+    assert preemption_victim(running=busy, held=held, head=waiting(31, 1, "high"), weights={}, slots=3) == 1
+    assert preemption_victim(running=busy, held=held, head=waiting(31, 1, "low"), weights={}, slots=3) is None
+    # A team alone on the queue is never over its share: its studies take turns as slots free.
+    assert preemption_victim(running=busy[:2], held={1: 2}, head=waiting(31, 1, "high"), weights={}, slots=2) is None
+
+
+def test_no_slot_moves_back_and_forth_between_two_teams():
+    """One slot, two teams of the same priority: giving it to the waiting team would only make that
+    team the one over its share on the next pass."""
+    assert preemption_victim(running=[running(1, 1)], held={1: 1}, head=waiting(30, 2), weights={}, slots=1) is None
+    three = [running(1, 1, minute=0), running(2, 1, minute=1), running(3, 2, minute=2)]
+    assert preemption_victim(running=three, held={1: 2, 2: 1}, head=waiting(30, 2), weights={}, slots=3) is None

@@ -1,15 +1,17 @@
 """Single sign-on against a local OpenID provider (oidc-provider-mock, in this process): the
-authorization-code flow through mozilla-django-oidc, accounts found or made by e-mail, identity
-provider groups mapped to team roles (a newcomer is invited, never joined without accepting), the
-logins and role changes in the audit log, and local passwords still working."""
+authorization-code flow through mozilla-django-oidc, accounts linked by the provider's subject and
+never by e-mail, identity provider groups mapped to team roles (a newcomer is invited, never joined
+without accepting), the logins and role changes in the audit log, and local passwords still working."""
 
 from urllib.parse import quote
 
 import httpx
 import oidc_provider_mock
 import pytest
+from django.contrib.auth import get_user_model
 
 from experiments.models import AuditEvent, Invitation, Membership
+from experiments.services.memberships import membership_add
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -42,37 +44,47 @@ def sso_login(client, provider: str, sub: str, claims: dict):
 def test_a_newcomer_signs_in_gets_an_account_and_an_invitation_not_a_membership(client, provider, acme, alice):
     page = client.get("/login/").content.decode()
     assert "Sign in with Example ID" in page
-    done = sso_login(client, provider, "erin@example.com",
-                     {"email": "erin@example.com", "preferred_username": "erin", "groups": ["ml"]})
+    erin_claims = {"email": "erin@example.com", "email_verified": True, "preferred_username": "erin", "groups": ["ml"]}
+    done = sso_login(client, provider, "erin@example.com", erin_claims)
     assert done.status_code == 302 and done["Location"] == "/"
-    erin = Membership._meta.get_field("user").related_model.objects.get(email="erin@example.com")
+    erin = get_user_model().objects.get(email="erin@example.com")
     assert erin.username == "erin" and not erin.has_usable_password()
     assert not Membership.objects.filter(user=erin).exists(), "nobody joins a team without accepting"
     invitation = Invitation.objects.get(team=acme, username="erin")
     assert invitation.role == "editor" and invitation.accepted_at is None
     assert "Acme" in client.get("/").content.decode()  # the no-team page offers the invitation
-    sso_login(client.__class__(), provider, "erin@example.com",
-              {"email": "erin@example.com", "preferred_username": "erin", "groups": ["ml"]})
+    sso_login(client.__class__(), provider, "erin@example.com", erin_claims)
     assert Invitation.objects.filter(team=acme, username="erin").count() == 1, "a second login invites once"
+    assert get_user_model().objects.filter(email="erin@example.com").count() == 1, "the same subject, one account"
 
 
-def test_a_members_groups_set_their_role_and_the_audit_log_records_it(client, provider, acme, alice, bob):
-    bob.email = "bob@example.com"
-    bob.save(update_fields=["email"])
-    done = sso_login(client, provider, "bob-at-idp", {"email": "BOB@example.com", "groups": ["ml", "ml-leads"]})
+def test_a_members_groups_set_their_role_and_the_audit_log_records_it(client, provider, acme, alice):
+    sso_login(client, provider, "dana-at-idp", {"preferred_username": "dana"})
+    dana = get_user_model().objects.get(sso_identity__subject="dana-at-idp")
+    membership_add(team=acme, user=dana, role="viewer")  # she accepted an invitation meanwhile
+    done = sso_login(client.__class__(), provider, "dana-at-idp", {"preferred_username": "dana",
+                                                                   "groups": ["ml", "ml-leads"]})
     assert done.status_code == 302
-    assert Membership.objects.get(team=acme, user=bob).role == "owner"  # the highest role its groups map to
-    assert client.get("/").wsgi_request.user == bob
+    assert Membership.objects.get(team=acme, user=dana).role == "owner"  # the highest role its groups map to
     verbs = list(AuditEvent.objects.filter(team_id=acme.pk).values_list("verb", flat=True))
     assert "membership.role" in verbs and "sso.login" in verbs
 
 
-def test_claims_without_an_email_sign_nobody_in(client, provider):
-    users = Membership._meta.get_field("user").related_model.objects
-    before = users.count()
-    done = sso_login(client, provider, "nomail", {"preferred_username": "ghost"})
-    assert done.status_code == 302 and users.count() == before
-    assert not client.get("/").wsgi_request.user.is_authenticated
+def test_a_local_account_is_never_taken_over_through_its_e_mail_address(client, provider, alice):
+    """Whoever controls an identity provider account with alice's address gets an account of their own."""
+    alice.email = "alice@example.com"
+    alice.save(update_fields=["email"])
+    sso_login(client, provider, "mallory", {"email": "alice@example.com", "email_verified": True,
+                                            "preferred_username": "alice"})
+    signed_in = client.get("/").wsgi_request.user
+    assert signed_in.is_authenticated and signed_in != alice and signed_in.username == "alice2"
+
+
+def test_an_address_the_provider_does_not_vouch_for_is_not_kept(client, provider, acme, alice):
+    """Invitations by e-mail reach the account holding the address."""
+    sso_login(client, provider, "frank", {"email": "frank@example.com", "email_verified": False,
+                                          "preferred_username": "frank"})
+    assert get_user_model().objects.get(username="frank").email == ""
 
 
 def test_local_passwords_keep_working_beside_single_sign_on(client, provider, alice):

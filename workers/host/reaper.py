@@ -6,6 +6,7 @@ from functools import partial
 
 from experiments.services.jobs import JOB_KINDS, jobs_reap
 from experiments.services.notification_delivery import deliveries_resend_due
+from experiments.services.preemption import trials_preempt
 from experiments.services.trial_reaper import studies_refill, trials_reap_stale
 
 log = logging.getLogger(__name__)
@@ -16,7 +17,7 @@ def reap() -> dict:
     the rest."""
     parts = {"trials_reaped": trials_reap_stale, "wakeups_sent": studies_refill,
              **{name: partial(jobs_reap, kind=kind) for name, kind in JOB_KINDS.items()},  # every job kind
-             "deliveries_resent": deliveries_resend_due}
+             "deliveries_resent": deliveries_resend_due, "trials_preempted": trials_preempt}
     done = {}
     for name, part in parts.items():
         try:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from experiments.selectors.training_inputs import study_for_training
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.selectors.training_inputs import study_for_training, trial_resume_artifacts
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.queueing import trial_tasks_enqueue
@@ -26,13 +27,16 @@ from workers.host.shutdown import stop_requested
 from workers.jobs.failures import failure_reason
 from workers.training import checkpoints
 from workers.training.configurations import run_environment, train_configuration, trial_spec
+from workers.training.fitting import Resume
 from workers.training.model_building import study_hyperparameters
-from workers.trial_stops import TrialCancelled
+from workers.trial_stops import TrialCancelled, TrialPreempted
 from workers.tuners.oracle import KerasTunerOracles
 
 log = logging.getLogger(__name__)
 ORACLES = KerasTunerOracles()
 SHUTDOWN_REASON = "Its worker shut down, so it stopped at an epoch end without penalty; it runs again."
+PREEMPTED_REASON = ("Preempted at an epoch end so that a waiting study (of a team below its share of the queue, or of "
+                    "a higher priority) could start; it resumes from that epoch without penalty.")
 
 
 class _DatabaseReporter:
@@ -46,6 +50,34 @@ class _DatabaseReporter:
         if verdict and stop_requested():
             return False  # its worker is shutting down: stop here and hand the trial back
         return verdict
+
+
+def _resume(study, trial, workdir: Path) -> Resume | None:
+    """Where its preempted attempt stopped, with the weights it left; None for a fresh start (also when
+    those weights are gone: the trial then trains from its first epoch)."""
+    state = trial.resume or {}
+    if not state.get("last_weights"):
+        return None
+    found = trial_resume_artifacts(study=study, ids=[state["last_weights"], state.get("best_weights")])
+    if state["last_weights"] not in found:
+        log.warning("trial %s: the weights its preempted attempt left are gone; it starts over", trial.pk)
+        return None
+    last = artifact_copy_to_path(artifact=found[state["last_weights"]], path=workdir / f"resume-in{checkpoints.SUFFIX}")
+    best = found.get(state.get("best_weights"))
+    best = None if best is None else artifact_copy_to_path(artifact=best, path=workdir / f"best-in{checkpoints.SUFFIX}")
+    return Resume(epoch=int(state["epoch"]), history=state["history"], best=state.get("best"),
+                  wait=int(state.get("wait", 0)), last_weights=last, best_weights=best)
+
+
+def _keep_resume(study, trial, resume: Resume) -> dict:
+    """The preempted attempt's state as Trial.resume, its weights stored as checkpoint artifacts."""
+    def kept(path, name):
+        return artifact_create_from_path(team=study.team, kind=ArtifactKind.CHECKPOINT, path=path,
+                                         filename=f"study-{study.id}-trial-{trial.trial_id}-{name}{checkpoints.SUFFIX}").id
+
+    return {"epoch": resume.epoch, "history": resume.history, "best": resume.best, "wait": resume.wait,
+            "last_weights": kept(resume.last_weights, "resume"),
+            "best_weights": None if resume.best_weights is None else kept(resume.best_weights, "resume-best")}
 
 
 def _train(study, trial) -> Outcome:
@@ -67,8 +99,12 @@ def _train_logged(study, trial, hp, spec, captured) -> Outcome:
         environment = run_environment(study, spec)
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            result = train_configuration(study, hp, spec=spec, workdir=workdir,
-                                         reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
+            try:
+                result = train_configuration(study, hp, spec=spec, workdir=workdir,
+                                             resume=_resume(study, trial, workdir),
+                                             reporter=_DatabaseReporter(trial.pk, StudyPruning.for_study(study)))
+            except TrialPreempted as stop:  # its weights go to storage before the folder goes
+                return Outcome("released", error=PREEMPTED_REASON, resume=_keep_resume(study, trial, stop.resume))
             checkpoint = artifact_create_from_path(
                 team=study.team, kind=ArtifactKind.CHECKPOINT, path=result.checkpoint_path,
                 filename=f"study-{study.id}-trial-{trial.trial_id}{checkpoints.SUFFIX}",

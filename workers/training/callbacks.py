@@ -76,6 +76,7 @@ class EpochReport(keras.callbacks.Callback):
         self.report = report
         self.rows = rows  # training rows an epoch: its samples per second go to the system samples
         self.cancelled = False
+        self.preempted = False  # cancelled so that another study gets the slot: it resumes from here
         self.pruned: dict | None = None
         self.history: list[tuple[int, dict]] = []
         self.epoch_started = time.monotonic()
@@ -99,6 +100,7 @@ class EpochReport(keras.callbacks.Callback):
         if not verdict:
             self.pruned = getattr(verdict, "pruned", None)
             self.cancelled = self.pruned is None
+            self.preempted = bool(getattr(verdict, "preempted", False))
             self.model.stop_training = True
 
 

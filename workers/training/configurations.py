@@ -50,13 +50,14 @@ def run_environment(study, spec: TrialSpec) -> dict:
                               training=training_settings(spec))
 
 
-def train_configuration(study, hp, *, spec: TrialSpec, reporter, workdir: Path) -> TrialResult:
-    """One configuration trained as the search trains it: the trial and its re-runs alike."""
+def train_configuration(study, hp, *, spec: TrialSpec, reporter, workdir: Path, resume=None) -> TrialResult:
+    """One configuration trained as the search trains it: the trial and its re-runs alike (`resume`: a
+    fitting.Resume, where a preempted attempt of the trial stopped)."""
     data, info = load_dataset(study.dataset)
     return run_trial(
         build=lambda: build_model(study, hp, info), spec=spec, data=data, reporter=reporter, workdir=workdir,
-        warm_start=_warm_start(study, dict(hp.values), workdir), fit=hypermodels.fit_function(study.hypermodel, hp),
-        compute=ComputeSettings.from_study(study),
+        warm_start=None if resume else _warm_start(study, dict(hp.values), workdir),
+        fit=hypermodels.fit_function(study.hypermodel, hp), compute=ComputeSettings.from_study(study), resume=resume,
     )
 
 

@@ -26,7 +26,7 @@ from workers.host.compute import (
 from workers.training import checkpoints
 from workers.training.callbacks import EpochCallbacks, EpochReport, KeepBest, StopOnNaN, TimeLimit, better
 from workers.training.model_costs import model_costs
-from workers.trial_stops import TrialCancelled, TrialFailed
+from workers.trial_stops import TrialCancelled, TrialFailed, TrialPreempted
 
 
 class EpochReporter(Protocol):
@@ -58,6 +58,28 @@ class TrialSpec:
     initial_epoch: int = 0
     time_limit_seconds: float | None = None  # TUNEBOARD_MAX_TRIAL_SECONDS
     measure_latency: bool = False  # the study optimises or bounds latency_ms (workers/training/model_costs.py)
+
+
+@dataclass
+class Resume:
+    """Where a preempted run goes on: its next epoch, the epochs it reported, early stopping's best
+    value and wait, and its last and best weights (files)."""
+
+    epoch: int
+    history: list
+    best: float | None
+    wait: int
+    last_weights: Path
+    best_weights: Path | None = None
+
+
+def _preempted(report: EpochReport, keep_best: KeepBest, model, workdir: Path) -> TrialPreempted:
+    last = checkpoints.save_weights(model.get_weights(), Path(workdir) / f"resume-last{checkpoints.SUFFIX}")
+    best_weights = keep_best.best_weights()
+    best = None if best_weights is None else checkpoints.save_weights(
+        best_weights, Path(workdir) / f"resume-best{checkpoints.SUFFIX}")
+    return TrialPreempted(Resume(epoch=report.history[-1][0] + 1, history=[list(h) for h in report.history],
+                                 best=keep_best.best, wait=keep_best.wait, last_weights=last, best_weights=best))
 
 
 @dataclass
@@ -160,9 +182,9 @@ def describe(compute: ComputeSettings | None, batch_size: int | None = None) -> 
 
 def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochReporter,
               workdir: Path, warm_start: Path | None = None, fit=None,
-              compute: ComputeSettings | None = None) -> TrialResult:
+              compute: ComputeSettings | None = None, resume: Resume | None = None) -> TrialResult:
     """Train one trial (its executions) with the study's callbacks, reporting each epoch; `build`, `fit`, `warm_start`
-    and `compute` come from the caller."""
+    and `compute` come from the caller; `resume` goes on from where a preempted attempt stopped (one execution)."""
     started = time.monotonic()
     run = _Compute(compute, spec.batch_size)
     run.choose_input(data.x_train, data.y_train, data.x_val, data.y_val)
@@ -179,16 +201,25 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         report = EpochReport(lambda epoch, logs, execution=execution: reporter.epoch_end(execution, epoch, logs),
                              rows=len(data.x_train))
         keep_best = KeepBest(spec.objective, spec.direction, spec.patience)
+        start_epoch, weights = spec.initial_epoch, warm_start
+        if resume is not None:  # the preempted attempt's epochs count as this one's
+            keras.utils.set_random_seed(spec.seed + execution + 7919 * resume.epoch)  # not epoch 0's draws again
+            report.history = [(int(epoch), logs) for epoch, logs in resume.history]
+            keep_best.best, keep_best.wait = resume.best, resume.wait
+            keep_best.weights = None if resume.best_weights is None else checkpoints.load_weights(resume.best_weights)
+            start_epoch, weights = resume.epoch, resume.last_weights
         callbacks = [report, StopOnNaN(), keep_best, time_limit]
         with run.scope():
-            model = run.build(build, warm_start)
+            model = run.build(build, weights)
             _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
-                 initial_epoch=spec.initial_epoch, callbacks=callbacks, verbose=0)
+                 initial_epoch=start_epoch, callbacks=callbacks, verbose=0)
         time_limit.check()
         ran_to_its_end = bool(report.history) and (report.history[-1][0] + 1 >= spec.epochs
                                                    or keep_best.wait >= spec.patience)
         if report.cancelled and not (ran_to_its_end and execution == spec.executions - 1):
             # A stop that came with the last epoch changes nothing: the result is complete and kept.
+            if report.preempted and spec.executions == 1 and report.history:
+                raise _preempted(report, keep_best, model, workdir)
             raise TrialCancelled()
         _check_history(report.history, spec.objective)
         values = [(logs[spec.objective], epoch, logs) for epoch, logs in report.history]
