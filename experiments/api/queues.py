@@ -37,7 +37,7 @@ class QueueRunningSerializer(serializers.Serializer):
     study_id = serializers.IntegerField(allow_null=True)
     study = serializers.CharField(allow_null=True)
     trial_pk = serializers.IntegerField(allow_null=True)
-    trial_id = serializers.CharField(allow_null=True)
+    number = serializers.IntegerField(allow_null=True, help_text="The trial's start order in its study (Trial 3).")
     since = serializers.DateTimeField()
 
 
@@ -56,6 +56,9 @@ class QueueWaitingSerializer(serializers.Serializer):
 class QueueSerializer(serializers.Serializer):
     queue = serializers.CharField()
     slots = serializers.IntegerField(help_text="Child processes of the live workers serving it (both backends).")
+    slots_by_backend = serializers.DictField(child=serializers.IntegerField(),
+                                             help_text="Each backend's workers run only its studies.")
+    site_admin = serializers.BooleanField(help_text="Every team's studies are named for a site admin.")
     typical_trial_seconds = serializers.FloatField(allow_null=True)
     teams = QueueTeamSerializer(many=True)
     running = QueueRunningSerializer(many=True)

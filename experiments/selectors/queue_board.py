@@ -29,13 +29,15 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
     for other in standings[1:]:
         standing.waiting += other.waiting
     running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
-                   .order_by("started").values("pk", "trial_id", "study_id", "study__team_id", "started"))
+                   .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
     durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
                                           duration_seconds__isnull=False)
                      .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
     typical = mean(durations) if durations else None
     live = queue_slots(now=now)
-    slots = sum(live.get(task_queue(queue, backend), 0) for backend in BACKEND_NAMES)
+    # Each backend's workers take only its studies: a JAX slot never runs a TensorFlow trial.
+    slots_by_backend = {backend: live.get(task_queue(queue, backend), 0) for backend in BACKEND_NAMES}
+    slots = sum(slots_by_backend.values())
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
     teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
@@ -81,8 +83,9 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
                           "device_hours_per_month": policy.device_hours_per_month,
                           "device_hours_spent": round(standing.device_hours.get(team_id, 0.0), 3)})
     return {"queue": queue, "slots": slots, "typical_trial_seconds": typical,
+            "slots_by_backend": slots_by_backend, "site_admin": site_admin,
             "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
-                               "trial_id": r["trial_id"] if shown(r["study__team_id"]) else None,
+                               "number": r["number"] if shown(r["study__team_id"]) else None,
                                "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running],
             "waiting": waiting, "teams": team_rows}
 

@@ -223,7 +223,7 @@ def study_budget_view(request, study_id: int):
     else:
         try:
             study_update_budget(study=study, **form.cleaned_data)
-            messages.success(request, "Budget updated.")
+            messages.success(request, "Max trials, parallelism and priority updated.")
         except StudyError as exc:
             messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)
