@@ -1,7 +1,6 @@
 """An accelerator queue: what runs and what waits in claim order (GET), and a site admin's share
 and quotas for a team on it (PUT)."""
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, generics, serializers
 from rest_framework.response import Response
@@ -9,15 +8,9 @@ from rest_framework.response import Response
 from experiments.api.bodies import StrictSerializer, body_object, strict, validated
 from experiments.api.errors import ERRORS
 from experiments.forms.queues import QueuePolicyForm
-from experiments.models import Study
 from experiments.selectors.queue_board import queue_board
 from experiments.services.fair_share import PolicyError, queue_policy_set
-
-
-def _queue(queue: str) -> str:
-    if queue not in Study.Queue.values:
-        raise Http404("No such queue.")
-    return queue
+from experiments.views.access import queue_or_404
 
 
 class QueueTeamSerializer(serializers.Serializer):
@@ -70,7 +63,7 @@ class QueueDetail(generics.GenericAPIView):
 
     @extend_schema(responses={200: QueueSerializer, **ERRORS})
     def get(self, request, queue: str):
-        board = queue_board(queue=_queue(queue), team=request.team, site_admin=request.user.is_staff)
+        board = queue_board(queue=queue_or_404(queue), team=request.team, site_admin=request.user.is_staff)
         return Response(self.get_serializer(board).data)
 
 
@@ -95,7 +88,7 @@ class QueuePolicy(generics.GenericAPIView):
 
     @extend_schema(request=PolicyInput, responses={200: PolicySerializer, **ERRORS})
     def put(self, request, queue: str):
-        queue = _queue(queue)
+        queue = queue_or_404(queue)
         if not request.user.is_staff:
             raise exceptions.PermissionDenied("Only a site admin sets teams' shares and quotas.")
         data = body_object(request)

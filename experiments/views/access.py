@@ -50,6 +50,13 @@ def found_or_404(row, model):
     return row
 
 
+def queue_or_404(queue: str) -> str:
+    """An accelerator queue named in a URL (the queue page and its API)."""
+    if queue not in Study.Queue.values:
+        raise Http404("No such queue.")
+    return queue
+
+
 def get_dataset_for_user(request, dataset_id: int) -> Dataset:
     return found_or_404(team_dataset(team=request.team, dataset_id=dataset_id), Dataset)
 

@@ -2,7 +2,6 @@
 admin also sets each team's share and quotas there."""
 
 from django.contrib import messages
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -10,18 +9,12 @@ from experiments.forms.queues import QueuePolicyForm
 from experiments.models import Study
 from experiments.selectors.queue_board import queue_board
 from experiments.services.fair_share import PolicyError, queue_policy_set
-from experiments.views.access import forbidden, team_required
-
-
-def _queue(queue: str) -> str:
-    if queue not in Study.Queue.values:
-        raise Http404("No such queue.")
-    return queue
+from experiments.views.access import forbidden, queue_or_404, team_required
 
 
 @team_required
 def queue_detail(request, queue: str):
-    queue = _queue(queue)
+    queue = queue_or_404(queue)
     site_admin = request.user.is_staff
     board = queue_board(queue=queue, team=request.team, site_admin=site_admin)
     return render(request, "fleet/queue.html", {"board": board, "queues": Study.Queue.choices,
@@ -31,7 +24,7 @@ def queue_detail(request, queue: str):
 @require_POST
 @team_required
 def queue_policy_view(request, queue: str):
-    queue = _queue(queue)
+    queue = queue_or_404(queue)
     if not request.user.is_staff:
         return forbidden(request, "Only a site admin sets teams' shares and quotas.")
     form = QueuePolicyForm(request.POST)
