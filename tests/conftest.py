@@ -15,7 +15,7 @@ from django.conf import settings
 
 from experiments.models import Membership, Team
 from experiments.services.memberships import membership_add
-from tests.parallel import PHASES, WORKER, select_phase
+from tests.parallel import PHASES, WORKER, outside_phase, phase_of, select_phase
 
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "correct horse battery"
@@ -33,6 +33,10 @@ def pytest_addoption(parser):
                      help="make test's phases: parallel (all but @serial and @alone, the default under -n), "
                           "serial (only @serial, two at a time), alone (only @alone, one at a time), "
                           "all (the default without -n)")
+
+
+def pytest_ignore_collect(collection_path, config):
+    return True if outside_phase(phase_of(config), collection_path) else None
 
 
 def pytest_collection_modifyitems(config, items):

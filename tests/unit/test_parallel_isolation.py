@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel import isolate, redis_url_for, select_phase
+from tests.parallel import isolate, outside_phase, redis_url_for, select_phase
 
 
 def test_each_process_counts_down_from_the_suites_redis_database():
@@ -73,3 +73,16 @@ def test_each_phase_takes_its_marked_tests_and_the_serial_one_starts_the_long_on
     assert _phase("alone", list(serial))[0] == ["eta"]  # @alone wins over its module's @serial
     assert _phase("alone", list(items))[0] == ["stops-postgres"]
     assert _phase("all", list(items))[0] == [item.name for item in items]  # a plain run: as collected
+
+
+def test_the_serial_and_alone_phases_import_only_the_modules_that_name_their_tests(tmp_path):
+    timed = tmp_path / "test_timed.py"
+    timed.write_text("pytestmark = pytest.mark.serial\n\n@pytest.mark.alone\ndef test_eta(): ...\n")
+    plain = tmp_path / "test_plain.py"
+    plain.write_text("def test_quick(): ...\n")
+    helper = tmp_path / "helpers.py"
+    helper.write_text("")
+    assert [outside_phase("serial", path) for path in (timed, plain, helper)] == [False, True, False]
+    assert [outside_phase("alone", path) for path in (timed, plain)] == [False, True]
+    assert not outside_phase("parallel", plain) and not outside_phase("all", plain)
+
