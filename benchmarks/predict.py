@@ -83,7 +83,8 @@ def measure() -> dict:
     import keras
 
     from experiments.datasets.inputs import ModelInputs
-    from experiments.services.jobs import JOB_KINDS, job_claim
+    from experiments.services.job_kinds import JOB_KINDS
+    from experiments.services.jobs import job_claim
     from experiments.services.predictions import prediction_progress, prediction_request
     from workers.jobs.predictions import STEP_ROWS, STEPS_PER_CHUNK, _load, predict_batch, predict_rows
 

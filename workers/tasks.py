@@ -12,7 +12,7 @@ from celery.signals import (
 )
 
 from experiments.services.connections import DATABASE_UNAVAILABLE
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.queueing import RUN_TRIAL_TASK
 
 # Imported here, in the main process before the pool forks, so the children share its flag.

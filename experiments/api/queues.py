@@ -9,19 +9,20 @@ from experiments.api.bodies import StrictSerializer, body_object, strict, valida
 from experiments.api.errors import ERRORS
 from experiments.forms.queues import QueuePolicyForm
 from experiments.selectors.queue_board import queue_board
-from experiments.services.fair_share import PolicyError, queue_policy_set
+from experiments.services.fair_share import queue_policy_set
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.views.access import queue_or_404
 
 
 class QueueTeamSerializer(serializers.Serializer):
     team = serializers.CharField(allow_null=True, help_text="null for another team (a site admin sees every name).")
     mine = serializers.BooleanField()
-    held = serializers.IntegerField(help_text="Trials it runs on the queue now.")
+    held = serializers.IntegerField(help_text="Trials and jobs it runs on the queue now.")
     share = serializers.FloatField(help_text="weight / the sum of the weights of the teams using the queue.")
     weight = serializers.FloatField()
     max_concurrent = serializers.IntegerField(allow_null=True)
     device_hours_per_month = serializers.FloatField(allow_null=True)
-    device_hours_spent = serializers.FloatField(help_text="Of the trials finished this calendar month.")
+    device_hours_spent = serializers.FloatField(help_text="Of its trials and jobs this calendar month.")
 
 
 class QueueRunningSerializer(serializers.Serializer):
@@ -30,6 +31,8 @@ class QueueRunningSerializer(serializers.Serializer):
     study_id = serializers.IntegerField(allow_null=True)
     study = serializers.CharField(allow_null=True)
     trial_pk = serializers.IntegerField(allow_null=True)
+    job = serializers.CharField(allow_null=True, help_text="A job running instead of a trial (\"model 12\", "
+                                                           "\"prediction 3\"); null for a trial or another team's.")
     number = serializers.IntegerField(allow_null=True, help_text="The trial's start order in its study (Trial 3).")
     since = serializers.DateTimeField()
 
@@ -40,6 +43,7 @@ class QueueWaitingSerializer(serializers.Serializer):
     mine = serializers.BooleanField()
     study_id = serializers.IntegerField(allow_null=True)
     study = serializers.CharField(allow_null=True)
+    job = serializers.CharField(allow_null=True, help_text="A job held by its team's quota; null for a study.")
     priority = serializers.CharField()
     since = serializers.DateTimeField()
     reason = serializers.CharField()
@@ -63,7 +67,8 @@ class QueueDetail(generics.GenericAPIView):
 
     @extend_schema(responses={200: QueueSerializer, **ERRORS})
     def get(self, request, queue: str):
-        board = queue_board(queue=queue_or_404(queue), team=request.team, site_admin=request.user.is_staff)
+        board = queue_board(queue=queue_or_404(queue), team=request.team, kinds=JOB_KINDS.values(),
+                            site_admin=request.user.is_staff)
         return Response(self.get_serializer(board).data)
 
 
@@ -93,14 +98,11 @@ class QueuePolicy(generics.GenericAPIView):
             raise exceptions.PermissionDenied("Only a site admin sets teams' shares and quotas.")
         data = body_object(request)
         strict(PolicyInput, data)
-        form = validated(QueuePolicyForm, {"weight": 1.0, **data})
+        form = validated(QueuePolicyForm, {"weight": 1.0, **data}, queue=queue)
         values = form.cleaned_data
-        try:
-            policy = queue_policy_set(team=values["team"], queue=queue, weight=values["weight"],
-                                      max_concurrent=values["max_concurrent"],
-                                      device_hours_per_month=values["device_hours_per_month"], user=request.user)
-        except PolicyError as exc:
-            raise exceptions.ValidationError(exc.args[0]) from None
+        policy = queue_policy_set(team=values["team"], queue=queue, weight=values["weight"],
+                                  max_concurrent=values["max_concurrent"],
+                                  device_hours_per_month=values["device_hours_per_month"], user=request.user)
         return Response(self.get_serializer(policy).data)
 
     @extend_schema(exclude=True)

@@ -1,20 +1,44 @@
-"""A site admin's share and quotas for one team on one queue (the queue page's form; the API
-validates through it too)."""
+"""A site admin's share and quotas for one team on one queue (a row of the queue page's table; the
+API validates through it too). The ranges are the service's (queue_policy_errors): one rule."""
 
 from django import forms
 
 from experiments.forms.checks import FormChecks
 from experiments.models import Team
+from experiments.services.fair_share import queue_policy_errors
+
+HELP = {
+    "weight": "Its share of the queue's slots is weight / the sum of the weights of the teams using the queue "
+              "(1 each by default: equal shares).",
+    "max_concurrent": "Empty: no limit.",
+    "device_hours_per_month": "Counted from the trials and jobs finished this calendar month; empty: no limit.",
+}
 
 
 class QueuePolicyForm(FormChecks, forms.Form):
-    team = forms.ModelChoiceField(queryset=Team.objects.order_by("name"))
-    weight = forms.FloatField(min_value=0.01, max_value=1000, initial=1.0,
-                              help_text="Its share of the queue's slots is weight / the sum of the weights of the "
-                                        "teams using the queue (1 each by default: equal shares).")
-    max_concurrent = forms.IntegerField(min_value=0, max_value=10_000, required=False,
-                                        label="At most concurrent trials", help_text="Empty: no limit.")
-    device_hours_per_month = forms.FloatField(min_value=0, max_value=10_000_000, required=False,
-                                              label="At most device-hours a month",
-                                              help_text="Counted from the trials finished this calendar month; "
-                                                        "empty: no limit.")
+    team = forms.ModelChoiceField(queryset=Team.objects.order_by("name"), widget=forms.HiddenInput)
+    weight = forms.FloatField(initial=1.0, help_text=HELP["weight"])
+    max_concurrent = forms.IntegerField(required=False, label="At most concurrent trials and jobs",
+                                        help_text=HELP["max_concurrent"])
+    device_hours_per_month = forms.FloatField(required=False, label="At most device-hours a month",
+                                              help_text=HELP["device_hours_per_month"])
+
+    def __init__(self, *args, queue: str, row_of: Team | None = None, **kwargs):
+        """`row_of`: the team whose row of the page's table this form is, prefilled with its policy
+        (a table row holds no <form>: its inputs name the row's form by id)."""
+        if row_of is not None:
+            kwargs.setdefault("auto_id", f"policy-{row_of.pk}-%s")
+        super().__init__(*args, **kwargs)
+        self.queue = queue
+        if row_of is not None:
+            self.row_id, self.row_name = f"policy-{row_of.pk}", row_of.name
+            for field in self.fields.values():
+                field.widget.attrs.update({"form": self.row_id, "aria-label": f"{field.label} of {row_of.name}"})
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            values = {name: data.get(name) for name in ("weight", "max_concurrent", "device_hours_per_month")}
+            for name, message in queue_policy_errors(queue=self.queue, **values).items():
+                self.add_error(name if name in self.fields else None, message)
+        return data

@@ -22,6 +22,9 @@ class Job(models.Model):
     # When its task was last sent to the broker: a QUEUED job unclaimed for long is re-sent.
     last_sent = models.DateTimeField(null=True, blank=True)
     resends = models.PositiveIntegerField(default=0)
+    # Why a QUEUED job was not claimed when a worker offered it a slot (its team's quota on the
+    # queue); cleared by the claim that takes it.
+    queue_wait = models.TextField(blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     # What its runs held, summed over its attempts (each one held its devices): wall time × devices,
     # and their kind ("cpu", "gpu", "tpu"), as its worker reported at the end of each run.

@@ -56,14 +56,14 @@ def quota_reason(standing: Standing, team_id: int) -> str | None:
     held = standing.held.get(team_id, 0)
     if policy.max_concurrent is not None and held >= policy.max_concurrent:
         plural = "" if policy.max_concurrent == 1 else "s"
-        return (f"Waiting: the team's quota of {policy.max_concurrent} concurrent trial{plural} on the {queue} "
-                "queue is in use; it frees when one of them ends.")
+        return (f"Waiting: the team's quota of {policy.max_concurrent} concurrent trial{plural} or job{plural} on the "
+                f"{queue} queue is in use; it frees when one of them ends.")
     if policy.device_hours_per_month is not None:
         spent = standing.device_hours.get(team_id, 0.0)
         if spent >= policy.device_hours_per_month:
             frees = next_month_start(standing.now)
             return (f"Waiting: the team's {policy.device_hours_per_month:g} {queue} device-hours for "
-                    f"{standing.now:%B %Y} are spent ({spent:.2f} used); new trials start on "
+                    f"{standing.now:%B %Y} are spent ({spent:.2f} used); new trials and jobs start on "
                     f"{frees.day} {frees:%B %Y}.")
     return None
 

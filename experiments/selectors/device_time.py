@@ -15,7 +15,7 @@ def _by_month(rows, team_path: str, team: Team):
 
 
 def team_device_seconds_by_month(*, team: Team, kinds=(), months: int = 12) -> list[dict]:
-    """`kinds`: the job kinds to count besides trials (services/jobs.py's JOB_KINDS values)."""
+    """`kinds`: the job kinds to count besides trials (services/job_kinds.py's JOB_KINDS values)."""
     by_month: dict = {}
     sources = [(Trial.objects.all(), "study__team_id")] + [(kind.table.objects.all(), kind.team) for kind in kinds]
     for rows, team_path in sources:
@@ -35,7 +35,7 @@ def device_seconds_by_team() -> dict[tuple[int, str], float]:
 
 def job_device_seconds_by_team(*, kinds) -> dict[tuple[int, str, str], float]:
     """Every team's jobs' device time by (team id, job kind, device kind): /metrics's job counter.
-    `kinds`: services/jobs.py's JOB_KINDS values."""
+    `kinds`: services/job_kinds.py's JOB_KINDS values."""
     found = {}
     for kind in kinds:
         rows = (kind.table.objects.filter(device_seconds__isnull=False).order_by().values(kind.team, "device_kind")

@@ -8,16 +8,19 @@ from django.db.models import Count, DateTimeField, DurationField, ExpressionWrap
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from experiments.models import Study, TeamQueuePolicy, Trial
+from experiments.models import Study, Team, TeamQueuePolicy, Trial
 from experiments.scheduling.fair_share import Policy, Standing, Waiting, month_start
-from experiments.states import StudyStatus, TrialStatus
+from experiments.states import JobStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import JAX_SUFFIX
 
 
-def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = None) -> Standing:
+def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None) -> Standing:
     """Slots are counted on the accelerator queue (both backends' workers share its devices and its
-    quotas); the waiting studies are those a worker of `backend` can run: a wake-up in flight and a
-    free slot (`asking` with a free slot counts as waiting without a wake-up counted). The running
-    studies in one query, the policies in another; with several teams waiting, their recent use."""
+    quotas), the running jobs of `kinds` (services/job_kinds.py's JOB_KINDS, given by the caller)
+    holding them as trials do; the waiting studies are those a worker of `backend` can run: a wake-up
+    in flight and a free slot (`asking` with a free slot counts as waiting without a wake-up counted).
+    The running studies in one query, the running jobs in another, the policies in a third; with
+    several teams waiting, their recent use."""
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
     studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
@@ -29,6 +32,8 @@ def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = N
             standing.held[team_id] = standing.held.get(team_id, 0) + running
         if on == backend and running < parallelism and (pending > 0 or study_id == asking):
             standing.waiting.append(Waiting(study_id, team_id, priority, started or created))
+    for team_id, running in running_jobs(kinds=kinds, queue=queue).items():
+        standing.held[team_id] = standing.held.get(team_id, 0) + running
     teams = {w.team_id for w in standing.waiting}
     if len(teams) > 1:
         standing.usage = _recent_use(queue, teams, now)
@@ -49,7 +54,54 @@ def queue_standing(*, queue: str, backend: str, now=None, asking: int | None = N
                                           .values_list("study__team_id", "started", "study__devices_per_trial")):
             elapsed = (now - max(started, month_start(now))).total_seconds() * max(devices, 1)
             standing.device_hours[team_id] = standing.device_hours.get(team_id, 0.0) + max(elapsed, 0) / 3600
+        for team_id, hours in job_device_hours(kinds=kinds, queue=queue, team_ids=hour_quotas, now=now).items():
+            standing.device_hours[team_id] = standing.device_hours.get(team_id, 0.0) + hours
     return standing
+
+
+def jobs_on_queue(kind, queue: str):
+    """The rows of a job kind whose work runs on the accelerator `queue`: that of the study they follow
+    (kind.study), else the kind's own queue (kind.queue)."""
+    rows = kind.table.objects.all()
+    own = kind.queue is not None and kind.queue.removesuffix(JAX_SUFFIX) == queue
+    if kind.study is None:
+        return rows if own else rows.none()
+    here = Q(**{f"{kind.study}__queue": queue})
+    return rows.filter(here | Q(**{f"{kind.study}__isnull": True}) if own else here)
+
+
+def running_jobs(*, kinds, queue: str, team_ids=None) -> dict[int, int]:
+    """Running jobs per team on the queue, every kind in one query."""
+    counts = []
+    for kind in kinds:
+        rows = jobs_on_queue(kind, queue).filter(status=JobStatus.RUNNING)
+        if team_ids is not None:
+            rows = rows.filter(**{f"{kind.team}__in": team_ids})
+        counts.append(rows.values_list(kind.team).annotate(n=Count("id")).order_by())
+    if not counts:
+        return {}
+    held: dict[int, int] = {}
+    for team_id, n in counts[0].union(*counts[1:], all=True):
+        held[team_id] = held.get(team_id, 0) + n
+    return held
+
+
+def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
+    """Device-hours the teams' jobs spent on the queue this calendar month: the runs they recorded
+    (attempts that finished, failed or were handed back) and, for running jobs, the time since the
+    month's start or theirs."""
+    start = month_start(now)
+    hours: dict[int, float] = {}
+    for kind in kinds:
+        rows = jobs_on_queue(kind, queue).filter(**{f"{kind.team}__in": team_ids})
+        spent = (rows.filter(finished__gte=start, device_seconds__isnull=False).values_list(kind.team)
+                 .annotate(s=Sum("device_seconds")).order_by())
+        for team_id, seconds in spent:
+            hours[team_id] = hours.get(team_id, 0.0) + seconds / 3600
+        for team_id, started in rows.filter(status=JobStatus.RUNNING, started__isnull=False).values_list(
+                kind.team, "started"):
+            hours[team_id] = hours.get(team_id, 0.0) + max((now - max(started, start)).total_seconds(), 0) / 3600
+    return hours
 
 
 def _recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
@@ -64,3 +116,10 @@ def _recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
                                  study__team_id__in=teams).values_list("study__team_id")
             .annotate(held=Sum(held)).order_by())
     return {team_id: used.total_seconds() for team_id, used in rows if used is not None}
+
+
+def queue_policies(*, queue: str) -> list[tuple[Team, TeamQueuePolicy | None]]:
+    """Every team by name with its policy on `queue` (None: the defaults), idle teams too: a site
+    admin sets a quota before a team's study arrives."""
+    policies = {policy.team_id: policy for policy in TeamQueuePolicy.objects.filter(queue=queue)}
+    return [(team, policies.get(team.pk)) for team in Team.objects.order_by("name")]

@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
 from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import queue_standing
+from experiments.selectors.fair_share import jobs_on_queue, queue_standing
 from experiments.selectors.fleet import queue_slots
-from experiments.states import TrialStatus
+from experiments.states import JobStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, task_queue
 
 RECENT_TRIALS = 50  # completed trials whose mean duration estimates when a slot frees
@@ -22,14 +22,30 @@ def _names(team_ids, study_ids):
             dict(Study.objects.filter(pk__in=study_ids).values_list("pk", "name")))
 
 
-def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=None) -> dict:
+def _jobs(kinds, queue: str) -> tuple[list[dict], list[dict]]:
+    """The jobs (retrains, re-runs, predictions, ...) running on the queue, and those waiting with a
+    reason (their team's quota): they hold and wait for the same slots as trials."""
+    running, held = [], []
+    for kind in kinds:
+        rows = jobs_on_queue(kind, queue)
+        for pk, team_id, started in rows.filter(status=JobStatus.RUNNING).values_list("pk", kind.team, "started"):
+            running.append({"job": f"{kind.label} {pk}", "team_id": team_id, "started": started})
+        for pk, team_id, created, wait in (rows.filter(status=JobStatus.QUEUED).exclude(queue_wait="")
+                                           .values_list("pk", kind.team, "created", "queue_wait")):
+            held.append({"job": f"{kind.label} {pk}", "team_id": team_id, "since": created, "reason": wait})
+    return running, held
+
+
+def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = False, now=None) -> dict:
+    """`kinds`: services/job_kinds.py's JOB_KINDS (a selector does not import services)."""
     now = now or timezone.now()
-    standings = [queue_standing(queue=queue, backend=backend, now=now) for backend in BACKEND_NAMES]
+    standings = [queue_standing(queue=queue, backend=backend, kinds=kinds, now=now) for backend in BACKEND_NAMES]
     standing = standings[0]
     for other in standings[1:]:
         standing.waiting += other.waiting
     running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
                    .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
+    running_jobs, held_jobs = _jobs(kinds, queue)
     durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
                                           duration_seconds__isnull=False)
                      .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
@@ -40,7 +56,8 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
     slots = sum(slots_by_backend.values())
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
-    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
+    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies,
+                             *(j["team_id"] for j in held_jobs)},
                             {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting)})
 
     def shown(team_id: int) -> bool:
@@ -48,18 +65,20 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
 
     def named(row: dict, team_id: int, study_id: int) -> dict:
         visible = shown(team_id)
-        return {**row, "team": teams.get(team_id) if visible else None, "mine": team is not None and team_id == team.id,
-                "study_id": study_id if visible else None, "study": studies.get(study_id) if visible else None}
+        return {"job": None, **row, "team": teams.get(team_id) if visible else None,
+                "mine": team is not None and team_id == team.id, "study_id": study_id if visible else None,
+                "study": studies.get(study_id) if visible else None}
 
     frees = sorted(max(r["started"] + timedelta(seconds=typical), now) for r in running) if typical else []
+    busy = len(running) + len(running_jobs)
     waiting = []
     for position, w in enumerate(order):
         if typical is None:
             start = None
-        elif position < max(slots - len(running), 0):
+        elif position < max(slots - busy, 0):
             start = now
         elif frees and slots:
-            rounds, index = divmod(position - max(slots - len(running), 0), max(len(frees), 1))
+            rounds, index = divmod(position - max(slots - busy, 0), max(len(frees), 1))
             start = frees[index] + timedelta(seconds=rounds * typical)
         else:
             start = None
@@ -70,6 +89,10 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
         waiting.append(named({"position": None, "priority": w.priority, "since": w.since,
                               "reason": quota_reason(standing, w.team_id), "estimated_start": None},
                              w.team_id, w.study_id))
+    for j in held_jobs:
+        waiting.append(named({"position": None, "priority": "normal", "since": j["since"], "reason": j["reason"],
+                              "estimated_start": None, "job": j["job"] if shown(j["team_id"]) else None},
+                             j["team_id"], None))
     weights = {tid: standing.policy(tid).weight for tid in {*standing.held, *(w.team_id for w in standing.waiting)}}
     total = sum(weights.values()) or 1
     team_rows = []
@@ -86,6 +109,8 @@ def queue_board(*, queue: str, team: Team | None, site_admin: bool = False, now=
             "slots_by_backend": slots_by_backend, "site_admin": site_admin,
             "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
                                "number": r["number"] if shown(r["study__team_id"]) else None,
-                               "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running],
+                               "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running]
+            + [named({"trial_pk": None, "number": None, "since": j["started"],
+                      "job": j["job"] if shown(j["team_id"]) else None}, j["team_id"], None) for j in running_jobs],
             "waiting": waiting, "teams": team_rows}
 

@@ -1,6 +1,6 @@
 """How much work waits for or occupies the workers, per queue: the figures the metrics probe and
 the scaling endpoint show, read here so the views run no query. Job kinds come from the caller
-(services/jobs.py's JOB_KINDS; a selector does not import services), each counted alike."""
+(services/job_kinds.py's JOB_KINDS; a selector does not import services), each counted alike."""
 
 from django.conf import settings
 from django.db import connection
@@ -99,7 +99,7 @@ def scaling_counts(*, queue: str, kinds, delivery_queue: str) -> dict:
         n_started=Count("trials__trial_id", distinct=True),
     )
     # Demand a team's quota holds back is not demand a new worker could serve.
-    standing = queue_standing(queue=accelerator, backend=backend)
+    standing = queue_standing(queue=accelerator, backend=backend, kinds=kinds)
     room = {}
     for study in studies:
         team = study.team_id

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
 from experiments.services.artifacts import artifacts_delete
-from experiments.services.jobs import JOB_KINDS, job_move, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_move, job_send
 from experiments.states import JOB_ACTIVE, JobStatus
 
 # What a conversion may make: every format but the `.keras` file it starts from.

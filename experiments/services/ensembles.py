@@ -5,7 +5,8 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from experiments.models import Dataset, EnsembleMember, Team, TrainedModel, Trial
-from experiments.services.jobs import JOB_KINDS, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_send
 from experiments.services.trained_models import (
     MAX_MODEL_NAME,
     ModelRequestError,

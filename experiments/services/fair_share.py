@@ -6,17 +6,19 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
 from experiments.scheduling.fair_share import Policy, Standing, claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import queue_standing
+from experiments.selectors.fair_share import queue_standing, running_jobs
 from experiments.services.audit import audit_record
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.studies import study_locked, study_wake
 from experiments.states import StudyStatus, TrialStatus
+from experiments.tuning.compute_options import DEFAULT_BACKEND
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def slot_route(*, study_id: int) -> Route:
     place = _place(study_id)
     if place is None:
         return Route(study_id, study_id)
-    standing = queue_standing(queue=place[0], backend=place[1], asking=study_id)
+    standing = queue_standing(queue=place[0], backend=place[1], kinds=JOB_KINDS.values(), asking=study_id)
     quota_teams = frozenset(team for team, p in standing.policies.items() if p.max_concurrent is not None)
     me = next((w for w in standing.waiting if w.study_id == study_id), None)
     if me is None:
@@ -119,11 +121,23 @@ def team_quota_locked(study: Study) -> str | None:
               .filter(team_id=study.team_id, queue=study.queue, max_concurrent__isnull=False).first())
     if policy is None:
         return None
-    held = Trial.objects.filter(status=TrialStatus.RUNNING, study__team_id=study.team_id,
-                                study__queue=study.queue).count()
-    standing = Standing(queue=study.queue, now=timezone.now(), held={study.team_id: held},
-                        policies={study.team_id: Policy(policy.weight, policy.max_concurrent)})
-    return quota_reason(standing, study.team_id)
+    team = study.team_id
+    held = (Trial.objects.filter(status=TrialStatus.RUNNING, study__team_id=team, study__queue=study.queue).count()
+            + running_jobs(kinds=JOB_KINDS.values(), queue=study.queue, team_ids=[team]).get(team, 0))
+    standing = Standing(queue=study.queue, now=timezone.now(), held={team: held},
+                        policies={team: Policy(policy.weight, policy.max_concurrent)})
+    return quota_reason(standing, team)
+
+
+def job_quota_locked(*, team_id: int, queue: str) -> str | None:
+    """A job's claim, as team_quota_locked for a trial's: both quotas (concurrent, device-hours this
+    month) of its team on the accelerator queue its work runs on, under a lock on the policy row.
+    Why the job waits, or None. Jobs are not ordered by share: a team under its quotas takes the slot."""
+    quotas = Q(max_concurrent__isnull=False) | Q(device_hours_per_month__isnull=False)
+    if TeamQueuePolicy.objects.select_for_update().filter(quotas, team_id=team_id, queue=queue).first() is None:
+        return None
+    standing = queue_standing(queue=queue, backend=DEFAULT_BACKEND, kinds=JOB_KINDS.values())
+    return quota_reason(standing, team_id)
 
 
 class PolicyError(ValueError):

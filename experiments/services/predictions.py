@@ -20,7 +20,8 @@ from experiments.datasets.inputs import ModelInputs
 from experiments.errors import TuneboardError
 from experiments.models import Artifact, ModelFile, ModelVersion, PredictionJob, Team, TrainedModel
 from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error
-from experiments.services.jobs import JOB_KINDS, job_cancel, job_move, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_cancel, job_move, job_send
 from experiments.states import JobStatus
 
 

@@ -65,5 +65,5 @@ def _preempt_one(queue: str, backend: str, slots: int, now) -> int:
 def trial_resume_forget(*, trial: Trial) -> None:
     """The weights a preempted attempt left, once the trial has ended for good (they are referred to
     only from Trial.resume, which stays as the record of where it went on from)."""
-    ids = [trial.resume.get(name) for name in ("last_weights", "best_weights")]
+    ids = [trial.resume.get(name) for name in ("last_weights", "best_weights", "optimizer")]
     artifacts_delete(artifacts=Artifact.objects.filter(pk__in=[i for i in ids if i], team_id=trial.study.team_id))

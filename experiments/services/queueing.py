@@ -1,5 +1,5 @@
 """Wake-ups for workers. The broker only carries ids; the database decides what runs. A job's
-task name is its JobKind's (services/jobs.py), so a kind's name is written once."""
+task name is its JobKind's (services/job_kinds.py), so a kind's name is written once."""
 
 import logging
 from collections.abc import Callable
@@ -43,5 +43,5 @@ def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown:
 
 
 def job_task_enqueue(*, kind, pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
-    """Wake a worker of `queue` for the job `pk` of `kind` (a services.jobs.JobKind)."""
+    """Wake a worker of `queue` for the job `pk` of `kind` (a services.job_kinds.JobKind)."""
     _send_on_commit(kind.task, args=[pk], queue=queue, unsent=unsent)

@@ -23,7 +23,8 @@ from django.utils import timezone
 from experiments.models import ServingExport, Team
 from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.selectors.serving_exports import serving_plan
-from experiments.services.jobs import JOB_KINDS, job_claim, job_fail, job_move, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_claim, job_fail, job_move, job_send
 from experiments.serving.layout import PlannedModel, PlannedVersion, layout_write
 from experiments.states import JobStatus
 

@@ -11,7 +11,8 @@ from experiments.models import Artifact, EnsembleMember, ModelFile, Study, Team,
 from experiments.selectors.artifacts import ArtifactCorrupted, ArtifactMissing, artifact_iter_chunks, artifact_verify
 from experiments.services.audit import audit_record
 from experiments.services.conversions import conversion_request
-from experiments.services.jobs import JOB_KINDS, job_cancel, job_move, job_record_epoch, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_cancel, job_move, job_record_epoch, job_send
 from experiments.services.notifications import notify_model_ready
 from experiments.signals import model_finished
 from experiments.states import JobStatus

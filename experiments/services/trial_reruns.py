@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from experiments.errors import TuneboardError
 from experiments.models import Trial, TrialRerun, TrialRerunEpoch
-from experiments.services.jobs import JOB_KINDS, job_move, job_record_epoch, job_send
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_move, job_record_epoch, job_send
 from experiments.states import JOB_ACTIVE, JobStatus
 from experiments.tuning.reproducibility import trial_seed
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from experiments.presentation.serving_reports import serving_reason_label, serving_report_lines
 from experiments.selectors.serving_exports import serving_status
-from experiments.services.jobs import SERVING_EXPORT_QUEUE
+from experiments.services.job_kinds import SERVING_EXPORT_QUEUE
 
 register = template.Library()
 

@@ -143,7 +143,7 @@ class DatabaseCollector:
 
     def collect(self):
         from experiments.models import Study
-        from experiments.services.jobs import JOB_KINDS
+        from experiments.services.job_kinds import JOB_KINDS
 
         queues = [choice for choice, _ in Study.Queue.choices]
         up = GaugeMetricFamily("tuneboard_database_up", "1 when the metrics queries could run")

@@ -8,7 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from experiments.selectors.workload import scaling_counts
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.notification_delivery import QUEUE as DELIVERY_QUEUE
 from experiments.tuning.compute_options import TASK_QUEUES
 

@@ -36,7 +36,7 @@ from experiments.services.invitations import (
     invitation_sign_up,
     invitation_withdraw,
 )
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.memberships import membership_choose, membership_leave, membership_remove, membership_set_role
 from experiments.services.teams import TeamError, team_create
 from experiments.tuning.bounds import parse_id

@@ -21,7 +21,7 @@ from experiments.selectors.trained_models import (
     team_models,
 )
 from experiments.selectors.trials import study_top_trials
-from experiments.services.jobs import CONVERSION_QUEUE
+from experiments.services.job_kinds import CONVERSION_QUEUE
 from experiments.services.trained_models import (
     ModelCancelError,
     ModelFileUnavailable,

@@ -11,7 +11,7 @@ from django.utils import timezone
 from experiments.models import EnsembleRecipe, RecipeRun, ServingExport, Study, TrainedModel, Trial
 from experiments.services import jobs, serving_exports, trained_models
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from tests.browser.conftest import OUTPUT, log_in
 from tests.conftest import PASSWORD
 from tests.integration.helpers import saved_study

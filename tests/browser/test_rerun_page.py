@@ -8,7 +8,7 @@ import pytest
 from experiments.models import TrialRerun
 from experiments.services import jobs
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.trial_reruns import rerun_complete, rerun_record_epoch
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD

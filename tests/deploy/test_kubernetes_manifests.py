@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
 from experiments.models import Study
-from experiments.services.jobs import ENSEMBLE_QUEUE
+from experiments.services.job_kinds import ENSEMBLE_QUEUE
 from experiments.tuning.compute_options import DEFAULT_BACKEND, JAX_SUFFIX, TASK_QUEUES, queue_backend
 from webapp.env import env_secret_key
 

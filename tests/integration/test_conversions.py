@@ -21,7 +21,7 @@ from experiments.services import jobs
 from experiments.services.artifacts import artifact_create, artifact_create_from_path
 from experiments.services.conversions import conversion_request
 from experiments.services.datasets import dataset_create_bundled
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from tests.conftest import wait_for
 from tests.integration.helpers import saved_study
 from workers.jobs.conversions import convert_model

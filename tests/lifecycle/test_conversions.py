@@ -15,7 +15,7 @@ from django.utils import timezone
 from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel
 from experiments.services import conversions, jobs, trained_models
 from experiments.services.artifacts import artifact_create
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from workers.host import reaper
 
 pytestmark = pytest.mark.django_db

@@ -98,7 +98,7 @@ def test_a_concurrency_quota_holds_the_team_and_says_why(team_study, acme):
     assert claim(study).status == "waiting"
     study = fresh(study)
     assert study.wakeups_pending == 1 and Trial.objects.filter(study=study).count() == 1
-    assert study.queue_wait == ("Waiting: the team's quota of 1 concurrent trial on the CPU queue is in use; "
+    assert study.queue_wait == ("Waiting: the team's quota of 1 concurrent trial or job on the CPU queue is in use; "
                                 "it frees when one of them ends.")
     assert claim(study).status == "waiting"
     assert fresh(study).wakeups_pending == 1, "the last wake-up asks again later: one in flight, not one per slot"
@@ -115,7 +115,7 @@ def test_a_spent_device_hour_quota_stops_new_claims_until_next_month(team_study,
     assert claim(study).status == "waiting"
     wait = fresh(study).queue_wait
     assert f"1 CPU device-hours for {now:%B %Y} are spent (2.00 used)" in wait
-    assert "new trials start on 1 " in wait
+    assert "new trials and jobs start on 1 " in wait
 
 
 def test_without_fair_share_a_wakeup_claims_for_its_own_study(team_study, acme, globex, settings):

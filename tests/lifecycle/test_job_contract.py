@@ -1,4 +1,4 @@
-"""The contract every job kind of services/jobs.py's JOB_KINDS keeps, checked once per kind (as
+"""The contract every job kind of services/job_kinds.py's JOB_KINDS keeps, checked once per kind (as
 optuna checks its storages over STORAGE_MODES): one claim per attempt, fenced writes, heartbeat,
 hand-back on stop without a lost attempt, reap and retry, cancel, fail with a reason; and the
 worker's runner (workers/jobs/runner.py) handing a job back when its worker stops."""
@@ -11,10 +11,13 @@ import pytest
 from django.utils import timezone
 
 from experiments.datasets.inputs import ModelInputs
-from experiments.models import Artifact, ModelConversion, ModelFile, TrainedModel, Trial
+from experiments.models import Artifact, ModelConversion, ModelFile, Study, TeamQueuePolicy, TrainedModel, Trial
+from experiments.selectors.fair_share import queue_standing
 from experiments.services import jobs
 from experiments.services.artifacts import artifact_create
-from experiments.services.jobs import JOB_KINDS, MAX_ATTEMPTS
+from experiments.services.fair_share import team_quota_locked
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import MAX_ATTEMPTS
 from experiments.services.predictions import prediction_request
 from experiments.services.serving_exports import serving_export_request
 from experiments.services.trial_reruns import trial_rerun_request
@@ -237,3 +240,39 @@ def test_the_runner_logs_each_run_with_the_crashs_traceback_and_releases_memory_
     text = log.text()
     assert not log.running and log.attempt == 1
     assert text.index(f"working on {kind.label} {row.pk}") < text.index("Traceback") < text.index("ValueError: boom")
+
+
+def _queue_of(kind, row) -> str:
+    """The accelerator queue the row's work runs on (a JAX study's jobs go to "cpu-jax": still CPU)."""
+    return kind.queue_of(kind.table.objects.select_related(*kind.send_related).get(pk=row.pk)).removesuffix("-jax")
+
+
+def _running_study(model, queue: str) -> Study:
+    Study.objects.filter(pk=model.study_id).update(queue=queue, status=Study.Status.RUNNING)
+    return Study.objects.get(pk=model.study_id)
+
+
+def test_a_job_of_a_team_at_its_quota_waits_saying_why_and_is_claimed_once_the_quota_frees(kind, row, model):
+    queue = _queue_of(kind, row)
+    TeamQueuePolicy.objects.create(team=model.team, queue=queue, max_concurrent=1)
+    study = _running_study(model, queue)
+    busy = Trial.objects.create(study=study, trial_id="1", number=1, status=Trial.Status.RUNNING)
+    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="a") is None
+    waiting = current(kind, row)
+    assert waiting.status == JobStatus.QUEUED and waiting.attempts == 0 and waiting.resends == 0
+    assert waiting.queue_wait == (f"Waiting: the team's quota of 1 concurrent trial or job on the {queue.upper()} "
+                                  "queue is in use; it frees when one of them ends.")
+    Trial.objects.filter(pk=busy.pk).update(status=Trial.Status.COMPLETED)
+    claimed = jobs.job_claim(kind=kind, pk=row.pk, worker_host="a")
+    assert claimed is not None and claimed.attempts == 1 and current(kind, row).queue_wait == ""
+
+
+def test_a_running_job_holds_one_of_its_teams_slots(kind, row, model):
+    """A team with a quota of one slot running a job of this kind: its study's trials wait."""
+    queue = _queue_of(kind, row)
+    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="a") is not None
+    TeamQueuePolicy.objects.create(team=model.team, queue=queue, max_concurrent=1)
+    study = _running_study(model, queue)
+    assert "concurrent trial or job" in team_quota_locked(study)
+    standing = queue_standing(queue=queue, backend="tensorflow", kinds=JOB_KINDS.values())
+    assert standing.held == {model.team_id: 1}

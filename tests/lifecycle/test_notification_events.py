@@ -19,7 +19,7 @@ from experiments.models import (
     Trial,
 )
 from experiments.services import jobs, notifications, studies, trained_models, trial_claims, trial_reaper
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.memberships import membership_add
 from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.trained_models import trained_models_request

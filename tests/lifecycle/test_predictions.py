@@ -13,7 +13,7 @@ from experiments.datasets.inputs import ModelInputs
 from experiments.models import Artifact, ModelFile, PredictionJob, TrainedModel
 from experiments.services import jobs, predictions
 from experiments.services.artifacts import artifact_create
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from workers.host import reaper
 
 pytestmark = pytest.mark.django_db

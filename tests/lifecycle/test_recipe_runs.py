@@ -10,7 +10,7 @@ from django.db import connection
 
 from experiments.models import EnsembleRecipe, ModelAlias, RecipeRun, Study, TrainedModel
 from experiments.services import jobs, trained_models
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.recipe_runs import RecipeRunError, recipe_run_start
 from tests.lifecycle.recipe_rows import trial
 

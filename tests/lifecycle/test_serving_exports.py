@@ -15,7 +15,7 @@ from django.utils import timezone
 from experiments.models import ModelConversion, ServingExport
 from experiments.selectors.serving_exports import CONVERSION_PENDING, serving_status
 from experiments.services import jobs, serving_exports
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.serving.layout import LayoutSuperseded
 from tests.fixtures.registry_rows import move_alias, parsed_config, register, savedmodel_zip_bytes, trained_model
 from workers.host import reaper

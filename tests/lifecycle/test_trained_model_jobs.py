@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from experiments.models import ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.services import jobs, trained_models
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 
 pytestmark = pytest.mark.django_db
 

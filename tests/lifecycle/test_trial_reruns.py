@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Trial, TrialRerun, TrialRerunEpoch
 from experiments.services import jobs, studies, trial_claims, trial_reruns
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.trial_oracle import Claimant, Outcome
 from experiments.services.trial_reruns import RerunRequestError, trial_rerun_request
 from workers.tuners.oracle import KerasTunerOracles

@@ -32,12 +32,12 @@ def test_the_team_furthest_below_its_share_then_priority_then_age():
 def test_quotas_hold_a_team_and_say_when_it_frees():
     standing = Standing("gpu", NOW, held={1: 2}, waiting=[waiting(10, 1)],
                         policies={1: Policy(max_concurrent=2)})
-    assert "quota of 2 concurrent trials on the GPU queue" in quota_reason(standing, 1)
+    assert "quota of 2 concurrent trials or jobs on the GPU queue" in quota_reason(standing, 1)
     assert claim_order(standing) == []
     standing.policies[1] = Policy(device_hours_per_month=10)
     standing.device_hours[1] = 10.5
     assert quota_reason(standing, 1) == ("Waiting: the team's 10 GPU device-hours for December 2026 are spent "
-                                         "(10.50 used); new trials start on 1 January 2027.")
+                                         "(10.50 used); new trials and jobs start on 1 January 2027.")
     standing.device_hours[1] = 9.9
     assert quota_reason(standing, 1) is None
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 from experiments.models import TrainedModel, Trial
 from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.studies import study_progress
-from experiments.services.jobs import JOB_KINDS, job_add_device_time
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import job_add_device_time
 from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
 from tests.web.figures_rows import finished_ensemble, finished_trial

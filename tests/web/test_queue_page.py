@@ -2,6 +2,7 @@
 shares and quotas (audited), bad input refused with nothing changed; a study's priority editable."""
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from experiments.models import AuditEvent, Study, TeamQueuePolicy, Trial
@@ -114,3 +115,51 @@ def test_the_scaling_endpoint_leaves_out_demand_a_quota_holds(client, monkeypatc
     TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=1)
     TeamQueuePolicy.objects.create(team=globex, queue="cpu", max_concurrent=2)
     assert client.get("/scaling/cpu/", headers=headers).json()["queued_trials"] == 1
+
+
+def test_the_site_admins_table_lists_every_team_prefilled_and_a_resave_keeps_what_was_set(
+        client, site_admin, acme, globex):
+    """No team uses the queue (idle teams are listed too); Globex's quota set earlier shows in its
+    row, and posting the row as shown changes nothing."""
+    client.force_login(site_admin)
+    client.post("/queues/gpu/policies/", {"team": globex.pk, "weight": "2.5", "max_concurrent": "3",
+                                          "device_hours_per_month": "40"})
+    page = client.get("/queues/gpu/").content.decode()
+    assert 'id="queue-policies"' in page and ">Acme</th>" in page and ">Globex</th>" in page
+    row = page[page.index(">Globex</th>"):]
+    row = row[:row.index("</tr>")]
+    assert 'value="2.5"' in row and 'value="3"' in row and 'value="40.0"' in row
+    assert f'form="policy-{globex.pk}"' in row and f'id="policy-{globex.pk}"' in row
+    client.post("/queues/gpu/policies/", {"team": globex.pk, "weight": "2.5", "max_concurrent": "3",
+                                          "device_hours_per_month": "40.0"})
+    policy = TeamQueuePolicy.objects.get(team=globex, queue="gpu")
+    assert (policy.weight, policy.max_concurrent, policy.device_hours_per_month) == (2.5, 3, 40.0)
+    assert TeamQueuePolicy.objects.count() == 1, "showing a team's defaults saves nothing for it"
+
+
+def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its_own(
+        client, alice, alice_client, acme, busy_queue):
+    """Acme (quota 2) runs a trial and a retrain: its third slot's job, a second retrain, waits."""
+    from experiments.services.job_kinds import JOB_KINDS
+    from experiments.services.jobs import job_claim
+    from experiments.services.trained_models import trained_models_request
+
+    study = busy_queue["Acme"]
+    done = Trial.objects.create(study=study, trial_id="9", number=9, status=Trial.Status.COMPLETED,
+                                hyperparameters={"units": 8}, score=0.9, best_epoch=2)
+    first, second = (trained_models_request(study=study, user=alice, trials=[done], method="retrain")[0]
+                     for _ in range(2))
+    TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=2)
+    models = JOB_KINDS["models"]
+    assert job_claim(kind=models, pk=first.pk, worker_host="w") is not None
+    assert job_claim(kind=models, pk=second.pk, worker_host="w") is None
+    board = token_client(alice).get("/api/v1/queues/cpu/").json()
+    assert {t["team"]: t["held"] for t in board["teams"]}["Acme"] == 2
+    assert f"model {first.pk}" in [r["job"] for r in board["running"]]
+    (held,) = [w for w in board["waiting"] if w["job"] == f"model {second.pk}"]
+    assert held["position"] is None and "quota of 2 concurrent trials or jobs" in held["reason"]
+    page = alice_client.get(f"/models/{second.pk}/").content.decode()
+    assert 'id="queue-wait"' in page and "quota of 2 concurrent trials or jobs on the CPU queue" in page
+    client.force_login(User.objects.get(username="charlie"))
+    board = client.get("/queues/cpu/").content.decode()
+    assert f"Model {first.pk}" not in board and f"Model {second.pk}" not in board, "another team's jobs unnamed"

@@ -4,7 +4,8 @@ and broker only, so the reaper-leader runs it in its main process beside busy ch
 import logging
 from functools import partial
 
-from experiments.services.jobs import JOB_KINDS, jobs_reap
+from experiments.services.job_kinds import JOB_KINDS
+from experiments.services.jobs import jobs_reap
 from experiments.services.notification_delivery import deliveries_resend_due
 from experiments.services.preemption import trials_preempt
 from experiments.services.trial_reaper import studies_refill, trials_reap_stale

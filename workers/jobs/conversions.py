@@ -11,7 +11,7 @@ from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import with_db_retry
 from experiments.services.conversions import conversion_complete
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from workers.jobs.runner import JobRun, host_environment, run_job
 
 

@@ -17,7 +17,7 @@ from experiments.presentation.prediction_csv import predicted_labels, prediction
 from experiments.selectors.artifacts import artifact_copy_to_path, artifact_read_bytes
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import connection_close, with_db_retry
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.predictions import prediction_complete, prediction_progress
 from workers.host.shutdown import stop_requested
 from workers.jobs.runner import JobRun, host_environment, run_job

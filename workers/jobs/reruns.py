@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from experiments.services.connections import with_db_retry
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.trial_reruns import rerun_complete, rerun_record_epoch
 from workers.host.shutdown import stop_requested
 from workers.jobs.runner import JobRun, run_job

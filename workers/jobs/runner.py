@@ -1,6 +1,6 @@
 """The one lifecycle every job kind but trials runs on a worker (claim, hand back when stopping,
 heartbeat, work, fenced completion, failure with its reason, memory released), so the kinds'
-modules hold only their work and cannot drift apart again. The kinds: services/jobs.py's JOB_KINDS."""
+modules hold only their work and cannot drift apart again. The kinds: services/job_kinds.py's JOB_KINDS."""
 
 import logging
 import socket

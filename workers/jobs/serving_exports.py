@@ -4,7 +4,7 @@ services/serving_exports.py) as the registry stands once it holds the folder's l
 the SavedModels are unzipped as the trained models' workers made them."""
 
 from experiments.services.connections import with_db_retry
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.serving_exports import serving_export_complete, serving_export_write
 from experiments.serving.layout import LayoutSuperseded
 from workers.jobs.runner import JobRun, host_environment, run_job

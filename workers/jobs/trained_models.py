@@ -11,7 +11,7 @@ from django.conf import settings
 from experiments.selectors.training_inputs import TrainingPhase
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import with_db_retry
-from experiments.services.jobs import JOB_KINDS
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.trained_models import model_complete, model_record_epoch
 from experiments.tuning.compute_options import ComputeSettings
 from workers import hypermodels

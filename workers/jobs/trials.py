@@ -58,15 +58,20 @@ def _resume(study, trial, workdir: Path) -> Resume | None:
     state = trial.resume or {}
     if not state.get("last_weights"):
         return None
-    found = trial_resume_artifacts(study=study, ids=[state["last_weights"], state.get("best_weights")])
+    found = trial_resume_artifacts(study=study, ids=[state["last_weights"], state.get("best_weights"),
+                                                     state.get("optimizer")])
     if state["last_weights"] not in found:
         log.warning("trial %s: the weights its preempted attempt left are gone; it starts over", trial.pk)
         return None
     last = artifact_copy_to_path(artifact=found[state["last_weights"]], path=workdir / f"resume-in{checkpoints.SUFFIX}")
     best = found.get(state.get("best_weights"))
     best = None if best is None else artifact_copy_to_path(artifact=best, path=workdir / f"best-in{checkpoints.SUFFIX}")
+    optimizer = found.get(state.get("optimizer"))
+    optimizer = None if optimizer is None else artifact_copy_to_path(
+        artifact=optimizer, path=workdir / f"optimizer-in{checkpoints.SUFFIX}")
     return Resume(epoch=int(state["epoch"]), history=state["history"], best=state.get("best"),
-                  wait=int(state.get("wait", 0)), last_weights=last, best_weights=best)
+                  wait=int(state.get("wait", 0)), last_weights=last, best_weights=best, optimizer=optimizer,
+                  spent_seconds=float(state.get("spent_seconds", 0.0)))
 
 
 def _keep_resume(study, trial, resume: Resume) -> dict:
@@ -76,8 +81,10 @@ def _keep_resume(study, trial, resume: Resume) -> dict:
                                          filename=f"study-{study.id}-trial-{trial.trial_id}-{name}{checkpoints.SUFFIX}").id
 
     return {"epoch": resume.epoch, "history": resume.history, "best": resume.best, "wait": resume.wait,
+            "spent_seconds": resume.spent_seconds,
             "last_weights": kept(resume.last_weights, "resume"),
-            "best_weights": None if resume.best_weights is None else kept(resume.best_weights, "resume-best")}
+            "best_weights": None if resume.best_weights is None else kept(resume.best_weights, "resume-best"),
+            "optimizer": None if resume.optimizer is None else kept(resume.optimizer, "resume-optimizer")}
 
 
 def _train(study, trial) -> Outcome:

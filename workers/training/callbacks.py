@@ -122,10 +122,11 @@ class TimeLimit(keras.callbacks.Callback):
     keeps a complete result). One instance is one budget across the fits it is given to; `cancel()` after each
     (fit may end by an error)."""
 
-    def __init__(self, limit_seconds: float | None):
+    def __init__(self, limit_seconds: float | None, spent_seconds: float = 0.0):
+        """`spent_seconds`: what earlier attempts of the run already used (a preempted trial's)."""
         super().__init__()
         self.limit = limit_seconds
-        self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds
+        self.deadline = None if limit_seconds is None else time.monotonic() + limit_seconds - spent_seconds
         self.exceeded = False
         self.lock = threading.Lock()
         self.training = False  # a timer that fires after its fit ended must not fail the result

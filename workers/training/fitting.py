@@ -2,6 +2,7 @@
 the caller passes, so it knows nothing of the ORM."""
 
 import contextlib
+import logging
 import math
 import time
 import warnings
@@ -27,6 +28,8 @@ from workers.training import checkpoints
 from workers.training.callbacks import EpochCallbacks, EpochReport, KeepBest, StopOnNaN, TimeLimit, better
 from workers.training.model_costs import model_costs
 from workers.trial_stops import TrialCancelled, TrialFailed, TrialPreempted
+
+log = logging.getLogger(__name__)
 
 
 class EpochReporter(Protocol):
@@ -63,7 +66,7 @@ class TrialSpec:
 @dataclass
 class Resume:
     """Where a preempted run goes on: its next epoch, the epochs it reported, early stopping's best
-    value and wait, and its last and best weights (files)."""
+    value and wait, its last and best weights and its optimizer's variables (files)."""
 
     epoch: int
     history: list
@@ -71,15 +74,36 @@ class Resume:
     wait: int
     last_weights: Path
     best_weights: Path | None = None
+    optimizer: Path | None = None  # step count, learning rate and moments: without them Adam restarts cold
+    spent_seconds: float = 0.0  # of the trial's time limit, over the attempts so far
 
 
-def _preempted(report: EpochReport, keep_best: KeepBest, model, workdir: Path) -> TrialPreempted:
+def _preempted(report: EpochReport, keep_best: KeepBest, model, workdir: Path, spent: float) -> TrialPreempted:
     last = checkpoints.save_weights(model.get_weights(), Path(workdir) / f"resume-last{checkpoints.SUFFIX}")
     best_weights = keep_best.best_weights()
     best = None if best_weights is None else checkpoints.save_weights(
         best_weights, Path(workdir) / f"resume-best{checkpoints.SUFFIX}")
+    optimizer = getattr(model, "optimizer", None)
+    state = None if optimizer is None or not optimizer.variables else checkpoints.save_weights(
+        [keras.ops.convert_to_numpy(variable) for variable in optimizer.variables],
+        Path(workdir) / f"resume-optimizer{checkpoints.SUFFIX}")
     return TrialPreempted(Resume(epoch=report.history[-1][0] + 1, history=[list(h) for h in report.history],
-                                 best=keep_best.best, wait=keep_best.wait, last_weights=last, best_weights=best))
+                                 best=keep_best.best, wait=keep_best.wait, last_weights=last, best_weights=best,
+                                 optimizer=state, spent_seconds=spent))
+
+
+def _restore_optimizer(model, path: Path) -> None:
+    """The preempted attempt's optimizer variables into the rebuilt model's optimizer (built now, as
+    fit would). A model whose optimizer differs (shapes or count) starts it afresh, as before."""
+    values = checkpoints.load_weights(path)
+    optimizer = model.optimizer
+    optimizer.build(model.trainable_variables)
+    variables = optimizer.variables
+    if [tuple(v.shape) for v in variables] != [tuple(v.shape) for v in values]:
+        log.warning("the preempted attempt's optimizer state does not fit this model's: it starts afresh")
+        return
+    for variable, value in zip(variables, values, strict=True):
+        variable.assign(value)
 
 
 @dataclass
@@ -192,7 +216,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
     best: tuple[float, int, dict, Path] | None = None
     scores = []
     epochs_trained, pruned = 0, None
-    time_limit = TimeLimit(spec.time_limit_seconds)  # one budget for all executions
+    # One budget for all executions, and for all attempts of a preempted trial.
+    time_limit = TimeLimit(spec.time_limit_seconds, 0.0 if resume is None else resume.spent_seconds)
     for execution in range(spec.executions):
         keras.utils.set_random_seed(spec.seed + execution)
         train = model = None  # the last execution's rows (on the device, perhaps) and model go before the next's
@@ -211,6 +236,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         callbacks = [report, StopOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, weights)
+            if resume is not None and resume.optimizer is not None:
+                _restore_optimizer(model, resume.optimizer)
             _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
                  initial_epoch=start_epoch, callbacks=callbacks, verbose=0)
         time_limit.check()
@@ -219,7 +246,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         if report.cancelled and not (ran_to_its_end and execution == spec.executions - 1):
             # A stop that came with the last epoch changes nothing: the result is complete and kept.
             if report.preempted and spec.executions == 1 and report.history:
-                raise _preempted(report, keep_best, model, workdir)
+                spent = (0.0 if resume is None else resume.spent_seconds) + time.monotonic() - started
+                raise _preempted(report, keep_best, model, workdir, spent)
             raise TrialCancelled()
         _check_history(report.history, spec.objective)
         values = [(logs[spec.objective], epoch, logs) for epoch, logs in report.history]
