@@ -32,8 +32,8 @@ class QueuePolicyForm(FormChecks, forms.Form):
         self.queue = queue
         if row_of is not None:
             self.row_id, self.row_name = f"policy-{row_of.pk}", row_of.name
-            for field in self.fields.values():
-                field.widget.attrs.update({"form": self.row_id, "aria-label": f"{field.label} of {row_of.name}"})
+            for name, field in self.fields.items():
+                field.widget.attrs.update({"form": self.row_id, "aria-label": f"{self[name].label} of {row_of.name}"})
 
     def clean(self):
         data = super().clean()

@@ -88,19 +88,17 @@ def running_jobs(*, kinds, queue: str, team_ids=None) -> dict[int, int]:
 
 def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
     """Device-hours the teams' jobs spent on the queue this calendar month: the runs they recorded
-    (attempts that finished, failed or were handed back) and, for running jobs, the time since the
-    month's start or theirs."""
-    start = month_start(now)
+    (each run adds its device-seconds when it ends, finished, failed or handed back) of the jobs that
+    ended this month or have not ended. A run in progress counts once it ends: a job's row keeps
+    when its first attempt started, not its current one, so its elapsed time is not known here."""
+    active = Q(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)) | Q(finished__gte=month_start(now))
     hours: dict[int, float] = {}
     for kind in kinds:
-        rows = jobs_on_queue(kind, queue).filter(**{f"{kind.team}__in": team_ids})
-        spent = (rows.filter(finished__gte=start, device_seconds__isnull=False).values_list(kind.team)
-                 .annotate(s=Sum("device_seconds")).order_by())
+        spent = (jobs_on_queue(kind, queue).filter(active, device_seconds__isnull=False,
+                                                   **{f"{kind.team}__in": team_ids})
+                 .values_list(kind.team).annotate(s=Sum("device_seconds")).order_by())
         for team_id, seconds in spent:
             hours[team_id] = hours.get(team_id, 0.0) + seconds / 3600
-        for team_id, started in rows.filter(status=JobStatus.RUNNING, started__isnull=False).values_list(
-                kind.team, "started"):
-            hours[team_id] = hours.get(team_id, 0.0) + max((now - max(started, start)).total_seconds(), 0) / 3600
     return hours
 
 

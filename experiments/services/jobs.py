@@ -70,16 +70,20 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
 
 def _quota_held(kind: JobKind, pk: int, now) -> bool:
     """The job's team is at a quota on the accelerator queue its work runs on: the job stays QUEUED
-    saying why, its message is spent, and the reaper sends it again RESEND_AFTER_SECONDS later (one
-    message per held job, none multiplying). Checked under the team's policy-row lock, as trials are."""
+    saying why, its message is spent and one is sent again QUOTA_POLL_SECONDS later, as a held study
+    asks again (one message in flight per held job; the reaper's resend stays for a lost one).
+    Checked under the team's policy-row lock, as trials are."""
     row = kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED).first()
     if row is None:
         return False
     team_id = kind.table.objects.filter(pk=pk).values_list(kind.team, flat=True).first()
-    reason = job_quota_locked(team_id=team_id, queue=kind.queue_of(row).removesuffix(JAX_SUFFIX))
+    queue = kind.queue_of(row)
+    reason = job_quota_locked(team_id=team_id, queue=queue.removesuffix(JAX_SUFFIX))
     if reason is None:
         return False
-    kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queue_wait=reason, last_sent=now, resends=0)
+    kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queue_wait=reason, last_sent=now)
+    job_task_enqueue(kind=kind, pk=pk, queue=queue, countdown=settings.QUOTA_POLL_SECONDS,
+                     unsent=_unsent(kind, pk))
     return True
 
 

@@ -13,6 +13,7 @@ from experiments.scheduling.fair_share import Running, claim_order, preemption_v
 from experiments.selectors.fair_share import queue_standing
 from experiments.selectors.fleet import queue_slots
 from experiments.services.artifacts import artifacts_delete
+from experiments.services.job_kinds import JOB_KINDS
 from experiments.states import StudyStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, task_queue
 
@@ -40,7 +41,10 @@ def _preempt_one(queue: str, backend: str, slots: int, now) -> int:
                         "study__executions_per_trial"))
     if not slots or len(rows) < slots or any(row["preempted"] for row in rows):
         return 0  # a free slot (the waiting study gets it), or a stop already asked
-    standing = queue_standing(queue=queue, backend=backend, now=now)
+    # Jobs count in the standing: a team at its quota through its jobs is not first in line (a stop
+    # for it would free a slot it may not take). The slots compared are trials' only: a job cannot
+    # stop at an epoch end, and a slot a job holds is not one a stop could free.
+    standing = queue_standing(queue=queue, backend=backend, kinds=JOB_KINDS.values(), now=now)
     order = claim_order(standing)
     if not order:
         return 0

@@ -42,6 +42,7 @@ def trial_tasks_enqueue(*, study_id: int, queue: str, count: int = 1, countdown:
     _send_on_commit(RUN_TRIAL_TASK, args=[study_id], queue=queue, count=count, countdown=countdown, unsent=unsent)
 
 
-def job_task_enqueue(*, kind, pk: int, queue: str, unsent: Callable[[int], None] | None = None) -> None:
+def job_task_enqueue(*, kind, pk: int, queue: str, countdown: float | None = None,
+                     unsent: Callable[[int], None] | None = None) -> None:
     """Wake a worker of `queue` for the job `pk` of `kind` (a services.job_kinds.JobKind)."""
-    _send_on_commit(kind.task, args=[pk], queue=queue, unsent=unsent)
+    _send_on_commit(kind.task, args=[pk], queue=queue, countdown=countdown, unsent=unsent)

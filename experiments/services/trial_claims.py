@@ -302,8 +302,9 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         ended = oracles.fail(oracle, row.trial_id, error=outcome.error, lost=False)
         _finish_row(row, study, TrialStatus.FAILED, ended.state, outcome, error=outcome.error or "The trial failed.",
                     environment=outcome.environment)
-    if outcome.status != "released" and row.resume:
-        trial_resume_forget(trial=row)  # ended for good: the weights it went on from are no longer needed
+    if row.resume and (outcome.status != "released" or outcome.resume):
+        # Ended for good, or preempted again with newer weights kept: those it went on from are not needed.
+        trial_resume_forget(trial=row)
     if outcome.status == "released":  # no penalty: it runs again (now, or when resumed) unless it stopped early
         ended = oracles.release(oracle, row.trial_id)
         _finish_row(row, study, TrialStatus.CANCELLED, ended.state, outcome,

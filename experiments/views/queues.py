@@ -42,7 +42,10 @@ def queue_policy_view(request, queue: str):
         return forbidden(request, "Only a site admin sets teams' shares and quotas.")
     form = QueuePolicyForm(request.POST, queue=queue)
     if not form.is_valid():
-        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        team = form.cleaned_data.get("team")
+        problems = "; ".join(f"{form[name].label if name in form.fields else 'Queue'}: {' '.join(errors)}"
+                             for name, errors in form.errors.items())
+        messages.error(request, f"{team or 'The team'}'s share and quotas were not changed. {problems}")
         return redirect("queue_detail", queue=queue)
     data = form.cleaned_data
     queue_policy_set(team=data["team"], queue=queue, weight=data["weight"], max_concurrent=data["max_concurrent"],

@@ -252,14 +252,17 @@ def _running_study(model, queue: str) -> Study:
     return Study.objects.get(pk=model.study_id)
 
 
-def test_a_job_of_a_team_at_its_quota_waits_saying_why_and_is_claimed_once_the_quota_frees(kind, row, model):
+def test_a_job_of_a_team_at_its_quota_waits_saying_why_and_is_claimed_once_the_quota_frees(
+        kind, row, model, sent, django_capture_on_commit_callbacks):
     queue = _queue_of(kind, row)
     TeamQueuePolicy.objects.create(team=model.team, queue=queue, max_concurrent=1)
     study = _running_study(model, queue)
     busy = Trial.objects.create(study=study, trial_id="1", number=1, status=Trial.Status.RUNNING)
-    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="a") is None
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="a") is None
+    assert [(task, args) for task, args, _queue in sent] == [(kind.task, [row.pk])], "it asks again later, once"
     waiting = current(kind, row)
-    assert waiting.status == JobStatus.QUEUED and waiting.attempts == 0 and waiting.resends == 0
+    assert waiting.status == JobStatus.QUEUED and waiting.attempts == 0
     assert waiting.queue_wait == (f"Waiting: the team's quota of 1 concurrent trial or job on the {queue.upper()} "
                                   "queue is in use; it frees when one of them ends.")
     Trial.objects.filter(pk=busy.pk).update(status=Trial.Status.COMPLETED)

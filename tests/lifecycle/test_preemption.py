@@ -72,3 +72,30 @@ def test_nothing_is_preempted_while_a_slot_is_free_or_where_it_is_off(full_queue
     settings.PREEMPT_QUEUES = []
     assert trials_preempt() == 0
     assert not Trial.objects.filter(preempted__isnull=False).exists()
+
+
+def test_a_trial_preempted_twice_keeps_only_its_latest_weights(full_queue):
+    import io
+
+    from experiments.models import Artifact
+    from experiments.services.artifacts import artifact_create
+    from experiments.services.trial_claims import finish_trial
+
+    a, b, first, second = full_queue
+
+    def kept(name):
+        return artifact_create(team=a.team, kind=Artifact.Kind.CHECKPOINT, filename=name, fileobj=io.BytesIO(b"w")).id
+
+    def preempted_at(trial, epoch, files):
+        return Outcome("released", error="Preempted …", resume={
+            "epoch": epoch, "history": [[e, {}] for e in range(epoch)], "best": 0.5, "wait": 0,
+            "last_weights": files[0], "best_weights": None, "optimizer": files[1]})
+
+    older = [kept("resume-1"), kept("optimizer-1")]
+    finish_trial(trial_pk=second.pk, outcome=preempted_at(second, 2, older), oracles=ORACLES)
+    assert claim(b).trial.study_id == b.pk
+    retry = claim(a).trial
+    newer = [kept("resume-2"), kept("optimizer-2")]
+    finish_trial(trial_pk=retry.pk, outcome=preempted_at(retry, 4, newer), oracles=ORACLES)
+    assert not Artifact.objects.filter(pk__in=older).exists(), "the weights it went on from are superseded"
+    assert Artifact.objects.filter(pk__in=newer).count() == 2, "the weights its next attempt goes on from stay"

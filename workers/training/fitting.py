@@ -95,15 +95,19 @@ def _preempted(report: EpochReport, keep_best: KeepBest, model, workdir: Path, s
 def _restore_optimizer(model, path: Path) -> None:
     """The preempted attempt's optimizer variables into the rebuilt model's optimizer (built now, as
     fit would). A model whose optimizer differs (shapes or count) starts it afresh, as before."""
-    values = checkpoints.load_weights(path)
-    optimizer = model.optimizer
-    optimizer.build(model.trainable_variables)
-    variables = optimizer.variables
-    if [tuple(v.shape) for v in variables] != [tuple(v.shape) for v in values]:
-        log.warning("the preempted attempt's optimizer state does not fit this model's: it starts afresh")
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:  # a hypermodel whose own fit compiles: nothing to put it into
         return
-    for variable, value in zip(variables, values, strict=True):
-        variable.assign(value)
+    try:
+        values = checkpoints.load_weights(path)
+        optimizer.build(model.trainable_variables)
+        variables = optimizer.variables
+        if [tuple(v.shape) for v in variables] != [tuple(v.shape) for v in values]:
+            raise ValueError(f"{len(values)} variables saved, {len(variables)} in this optimizer")
+        for variable, value in zip(variables, values, strict=True):
+            variable.assign(value)
+    except Exception as exc:  # the weights are what matter: going on with a fresh optimizer beats failing
+        log.warning("the preempted attempt's optimizer state could not be restored (%s): it starts afresh", exc)
 
 
 @dataclass
