@@ -9,11 +9,11 @@ HAS_VENV = { [ -e $(VENV)/bin/python ] || [ -L $(VENV)/bin/python ]; }
 FIND_PYTHON = PYTHON='$(PYTHON)' bash scripts/find_python.sh
 VENV_STALE := $(shell $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV) 2>/dev/null && echo yes)
 
-.PHONY: run test bench lint FORCE
+.PHONY: run test bench lint docs docs-images FORCE
 
 # The replacement interpreter is found before the old .venv is removed, so a refusal changes nothing.
 # .[test] pulls in both Keras backends (the tensorflow and jax extras): make test runs both, and
-# make run starts a TensorFlow worker and a JAX one beside it (README, Compute).
+# make run starts a TensorFlow worker and a JAX one beside it (docs/how-to/gpus-and-tpus.md).
 $(VENV)/.installed: pyproject.toml client/pyproject.toml $(if $(VENV_STALE),FORCE)
 	@if $(HAS_VENV) && ! $(FIND_PYTHON) --venv $(VENV); then \
 	  python="$$($(FIND_PYTHON))" && echo "removing $(VENV) to make it again with $$python" && rm -rf $(VENV); fi
@@ -62,6 +62,20 @@ bench: $(VENV)/.installed
 	  $(VENV)/bin/python -m benchmarks.metrics_overhead && $(VENV)/bin/python -m benchmarks.pruning && \
 	  $(VENV)/bin/python -m benchmarks.uploads && \
 	  $(VENV)/bin/python -m benchmarks.search_quality && $(VENV)/bin/python -m benchmarks.predict
+
+# The documentation site into var/site (offline), strict: a broken link, anchor or picture fails it.
+# The API page renders the schema the code serves, written first.
+docs: $(VENV)/.installed
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(VENV)/bin/python manage.py spectacular --file docs/reference/openapi.yaml
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The pictures the docs embed, taken by the getting-started journey's browser test against a real
+# worker (PostgreSQL and Redis as make test finds or starts them); commit what changed.
+docs-images: $(VENV)/.installed
+	mkdir -p var
+	bash scripts/test_services.sh > var/test-services.env
+	set -a; . ./var/test-services.env; set +a; export TF_CPP_MIN_LOG_LEVEL=2 TUNEBOARD_VAR_DIR=$(CURDIR)/var/test \
+	  TUNEBOARD_DOCS_IMAGES=$(CURDIR)/docs/images; $(PYTEST) -p no:xdist tests/browser/test_study_journey.py
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

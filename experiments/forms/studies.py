@@ -128,7 +128,7 @@ class StudyForm(FormChecks, forms.ModelForm):
         help_texts = {"objective_metric": "What the tuner optimises: a metric the hypermodel reports on this "
                                           "dataset's task (never a test metric).",
                       "backend": " ".join(f"{BACKEND_NAMES[name]}: {text}." for name, text in BACKENDS.items())
-                                 + " Each runs on workers started for it (README, Compute).",
+                                 + " Each runs on workers started for it (docs/how-to/gpus-and-tpus.md).",
                       "tuner": tuner_help(),
                       "parallelism": "Trials in flight at once across the workers of the queue.",
                       "priority": PRIORITY_HELP,

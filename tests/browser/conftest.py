@@ -33,13 +33,20 @@ def page(browser):
     context.close()
 
 
+# `make docs-images` sets it: the steps a test names for the docs are also written there, as the
+# window shows them (1280×800), under the name the docs embed.
+DOCS_IMAGES = os.environ.get("TUNEBOARD_DOCS_IMAGES")
+
+
 @pytest.fixture
 def screenshot(page, request):
     OUTPUT.mkdir(parents=True, exist_ok=True)
 
-    def take(step: str) -> Path:
+    def take(step: str, docs: str | None = None) -> Path:
         path = OUTPUT / f"{request.node.name}-{step}.png"
         page.screenshot(path=str(path), full_page=True)
+        if docs is not None and DOCS_IMAGES:
+            page.screenshot(path=str(Path(DOCS_IMAGES) / f"{docs}.png"))
         return path
 
     return take

@@ -1,4 +1,5 @@
-"""The whole journey in a real Chromium against a real worker: log in, upload a CSV, define
+"""The whole journey in a real Chromium against a real worker (the docs' getting-started pictures:
+`make docs-images`): log in, upload a CSV, define
 a search space in the editor, start the study and watch it update live (charts included),
 retrain the top models, build an ensemble, find it on the leaderboard and download a model.
 A user of another team then sees none of it."""
@@ -44,7 +45,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.get_by_role("button", name="Upload").click()
     page.wait_for_url("**/datasets/*/")
     assert "150" in page.content() and "setosa" in page.content()
-    screenshot("dataset")
+    screenshot("dataset", docs="dataset")
     dataset = Dataset.objects.get(name="zanzibar")
 
     # Define the study and its search space in the editor.
@@ -68,7 +69,8 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.get_by_label("Epochs", exact=True).fill("3")
     page.get_by_label("Objective metric").select_option("val_accuracy")
     page.get_by_label("Batch size").fill("16")
-    screenshot("editor")
+    page.locator(".hp-row").first.evaluate("row => row.scrollIntoView({block: 'center'})")
+    screenshot("editor", docs="new-study")
     page.locator("#save-and-start").click()
     page.wait_for_url("**/studies/*/")
 
@@ -79,7 +81,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
 
     # The page refreshes itself while the study runs, until it says Completed.
     page.locator("#study-status", has_text="Completed").wait_for(timeout=240_000)
-    screenshot("completed")
+    screenshot("completed", docs="study")
     assert page.locator("#trials-table tbody tr.trial-row").count() == 2
     assert Trial.objects.filter(study=study, status=Trial.Status.COMPLETED).count() == 2
     assert page.locator("#best-trial").is_visible()
@@ -92,7 +94,8 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
                            ".length === 2")
     page.locator("#curves-chart .main-svg").first.wait_for()
     page.locator("#parallel-chart .main-svg, #parallel-empty:not([hidden])").first.wait_for()
-    screenshot("charts")
+    page.locator("#curves-chart").scroll_into_view_if_needed()
+    screenshot("charts", docs="study-charts")
 
     # Retrain the two best trials (a small epoch cap keeps the test quick).
     # The finished study's last live update brought the form in, already open.
@@ -113,7 +116,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     assert page.locator("#model-metrics").is_visible()
     # The learning curves of the real retrain are drawn, per phase.
     page.wait_for_function("document.getElementById('learning-curves-chart').data?.length > 0")
-    screenshot("model")
+    screenshot("model", docs="model")
 
     # Build a Nelder–Mead ensemble of the two from the models page.
     page.goto(f"{live_server.url}/models/")
@@ -132,14 +135,14 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.locator("#weights-chart .main-svg").first.wait_for()
     assert page.locator("#ensemble-comparison").is_visible()
     assert "never trained on the validation split" in page.content()
-    screenshot("ensemble")
+    screenshot("ensemble", docs="ensemble")
 
     # The leaderboard ranks it beside the single models; download its .keras file.
     page.get_by_role("link", name="Leaderboard").click()
     ranked = page.locator("tr.leaderboard-row")
     assert ranked.count() == 3
     assert page.locator('tr.leaderboard-row[data-model="zanzibar-blend-v1"]').is_visible()
-    screenshot("leaderboard")
+    screenshot("leaderboard", docs="leaderboard")
     page.locator('tr.leaderboard-row[data-model="zanzibar-blend-v1"] a').first.click()
     with page.expect_download() as download:
         page.locator("#downloads a", has_text="Keras (.keras)").click()

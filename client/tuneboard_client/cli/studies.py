@@ -62,7 +62,7 @@ def studies_create(ctx: typer.Context,
                                                               help="Start it at once (default: the file's "
                                                                    "`start:`, else no).")] = None,
                    output: OutputOption = None):
-    """Create a study from a YAML study file (see the client's README for the format)."""
+    """Create a study from a YAML study file (its format: docs/reference/study-file.md)."""
     fields = study_file.load(file)
     client = _client(ctx)
     payload, file_start = study_file.resolve(fields, client.resolve_dataset)
