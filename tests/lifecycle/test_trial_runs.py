@@ -260,3 +260,21 @@ def test_a_reaped_failure_told_after_a_cancel_leaves_the_study_cancelled(make_st
     lost.refresh_from_db()
     assert study.status == Study.Status.CANCELLED
     assert trial_oracle.TELL_TUNER not in lost.kt_state
+
+
+def test_nearby_seeds_draw_unrelated_trials_and_the_same_seed_the_same_ones(make_study):
+    """KerasTuner draws value i with seed + i: unspread, with two values a trial, seed 3's first trial
+    was seed 1's second."""
+    def draws(seed):
+        study = studies.study_start(study=make_study(seed=seed, max_trials=4, parallelism=1,
+                                                       name=f"seed-{seed}-{Study.objects.count()}"))
+        values = []
+        for _ in range(4):
+            trial = claim(study).trial
+            values.append(tuple(sorted(trial.hyperparameters.items())))
+            finish(trial)
+        return values
+
+    first, second, third = draws(1), draws(2), draws(3)
+    assert not set(first) & set(second) and not set(first) & set(third) and not set(second) & set(third)
+    assert draws(1) == first, "the same seed draws the same sequence"

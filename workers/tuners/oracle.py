@@ -4,6 +4,7 @@ database itself (services/trial_claims.py holds the lock and the rows)."""
 import collections
 import contextlib
 import copy
+import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -135,6 +136,15 @@ class ResumableGridSearchOracle(_StateInPostgres, kt.oracles.GridSearchOracle):
 HYPERBAND_ITERATIONS = 10**6  # "until max_trials"; a number, as the state is JSON
 
 
+def tuner_seed(seed: int | None) -> int | None:
+    """The study's seed spread before KerasTuner sees it. Its oracles draw with seed, seed + 1, seed + 2...
+    (one per value drawn), so studies seeded 1 and 2 would draw the same values shifted by one; a hash
+    puts nearby seeds far apart, and the same seed still gives the same sequence on any worker."""
+    if seed is None:
+        return None
+    return int.from_bytes(hashlib.sha256(f"tuneboard-study-seed-{seed}".encode()).digest()[:4], "big") % 2**31
+
+
 def _new_oracle(study):
     common = dict(
         objective=kt.Objective(study.objective_metric, direction=study.objective_direction),
@@ -142,7 +152,7 @@ def _new_oracle(study):
         # Hyperparameters a hypermodel asks for but the study did not list keep their defaults.
         tune_new_entries=False,
         allow_new_entries=True,
-        seed=study.seed,
+        seed=tuner_seed(study.seed),
         max_retries_per_trial=study.max_retries_per_trial,
         max_consecutive_failed_trials=study.max_consecutive_failed_trials,
     )
