@@ -55,7 +55,7 @@ RUN pip install --no-cache-dir --no-deps . \
 # KERAS_BACKEND: Keras reads it once, at import; the worker refuses TensorFlow's queues.
 # XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX would otherwise take 75 % of each GPU's memory in the
 # first process that touches it, so a second worker child on the same GPU runs out of memory.
-# Off, each child allocates what its trial needs. Alternatives (README, Compute):
+# Off, each child allocates what its trial needs. Alternatives (docs/how-to/gpus-and-tpus.md):
 # XLA_CLIENT_MEM_FRACTION=.45 (preallocate that share per process instead; the older name
 # XLA_PYTHON_CLIENT_MEM_FRACTION is still read) or XLA_PYTHON_CLIENT_ALLOCATOR=platform
 # (allocate and free exactly what is used: smallest footprint, slow).

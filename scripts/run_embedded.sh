@@ -17,7 +17,7 @@ export TUNEBOARD_TF_THREADS="${TUNEBOARD_TF_THREADS:-$THREADS}"
 .venv/bin/celery -A webapp worker -B -Q cpu --concurrency "$SLOTS" --loglevel INFO \
   --schedule var/celerybeat-schedule --hostname "embedded@%h" > var/worker.log 2>&1 &
 WORKERS=$!
-# JAX studies go to the cpu-jax queue, which a TensorFlow worker must not serve (README, Compute):
+# JAX studies go to the cpu-jax queue, which a TensorFlow worker must not serve (docs/how-to/gpus-and-tpus.md):
 # where JAX is installed (make run installs it), a one-slot JAX worker serves it beside the other.
 # TUNEBOARD_EMBEDDED_JAX=0 leaves it out.
 JAX_WORKER="none (JAX not installed, or TUNEBOARD_EMBEDDED_JAX=0)"
