@@ -7,21 +7,17 @@ from experiments.forms.checks import FormChecks
 from experiments.models import Team
 from experiments.services.fair_share import queue_policy_errors
 
-HELP = {
-    "weight": "Its share of the queue's slots is weight / the sum of the weights of the teams using the queue "
-              "(1 each by default: equal shares).",
-    "max_concurrent": "Empty: no limit.",
-    "device_hours_per_month": "Counted from the trials and jobs finished this calendar month; empty: no limit.",
-}
-
 
 class QueuePolicyForm(FormChecks, forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.order_by("name"), widget=forms.HiddenInput)
-    weight = forms.FloatField(initial=1.0, help_text=HELP["weight"])
+    weight = forms.FloatField(initial=1.0, help_text="Its share of the queue's slots is weight / the sum of the "
+                                                     "weights of the teams using the queue (1 each by default).")
     max_concurrent = forms.IntegerField(required=False, label="At most concurrent trials and jobs",
-                                        help_text=HELP["max_concurrent"])
+                                        help_text="Empty: no limit.")
     device_hours_per_month = forms.FloatField(required=False, label="At most device-hours a month",
-                                              help_text=HELP["device_hours_per_month"])
+                                              help_text="The device time of its trials and jobs (retrains, "
+                                                        "re-runs, predictions, conversions) this calendar month; "
+                                                        "empty: no limit.")
 
     def __init__(self, *args, queue: str, row_of: Team | None = None, **kwargs):
         """`row_of`: the team whose row of the page's table this form is, prefilled with its policy
