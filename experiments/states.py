@@ -37,7 +37,7 @@ STUDY_MOVES = {
     StudyStatus.RUNNING: {StudyStatus.COMPLETED, StudyStatus.CANCELLED, StudyStatus.FAILED},
     StudyStatus.CANCELLED: {StudyStatus.RUNNING},
     StudyStatus.FAILED: {StudyStatus.RUNNING},
-    StudyStatus.COMPLETED: set(),
+    StudyStatus.COMPLETED: {StudyStatus.RUNNING},  # extended (services/study_extensions.py) only
 }
 
 TRIAL_MOVES = {

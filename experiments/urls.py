@@ -57,6 +57,7 @@ urlpatterns = [
     path("studies/<int:study_id>/start/", studies.study_start_view, name="study_start"),
     path("studies/<int:study_id>/cancel/", studies.study_cancel_view, name="study_cancel"),
     path("studies/<int:study_id>/budget/", studies.study_budget_view, name="study_budget"),
+    path("studies/<int:study_id>/extend/", studies.study_extend_view, name="study_extend"),
     path("studies/<int:study_id>/clone/", studies.study_clone, name="study_clone"),
     path("studies/<int:study_id>/models/", trained_models.study_models_request, name="study_models_request"),
     path("studies/<int:study_id>/trials/<int:trial_pk>/models/", trained_models.trial_models_request,

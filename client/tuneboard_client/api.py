@@ -212,18 +212,16 @@ class Client:
     def create_study(self, fields: dict, *, start: bool = False) -> dict:
         return self.post("studies/", {**fields, "start": bool(start)})
 
-    def start_study(self, study_id: int) -> dict:
-        return self.post(f"studies/{int(study_id)}/start/")
-
-    def cancel_study(self, study_id: int) -> dict:
-        return self.post(f"studies/{int(study_id)}/cancel/")
-
-    def resume_study(self, study_id: int) -> dict:
-        return self.post(f"studies/{int(study_id)}/resume/")
+    def study_action(self, study_id: int, action: str) -> dict:
+        """POST one of a study's lifecycle actions: start, cancel or resume."""
+        return self.post(f"studies/{int(study_id)}/{action}/")
 
     def set_budget(self, study_id: int, *, max_trials: int | None = None, parallelism: int | None = None) -> dict:
         return self.request("PATCH", f"studies/{int(study_id)}/budget/",
                             json=_clean({"max_trials": max_trials, "parallelism": parallelism}))
+
+    def extend_study(self, study_id: int, **changes) -> dict:  # max_trials, epochs, stop_device_hours, tuner
+        return self.post(f"studies/{int(study_id)}/extend/", _clean(changes))
 
     def clone_study(self, study_id: int, name: str) -> dict:
         return self.post(f"studies/{int(study_id)}/clone/", {"name": name})

@@ -24,10 +24,10 @@ ABOVE_ZERO = ("stop_device_hours",)
 ZERO_ALLOWED = ("patience", "initial_random_trials", "pruning_startup_trials", "pruning_warmup_epochs")
 TEXT_FIELDS = ("name", "hypermodel", "objective_metric", "precision", "jit_compile")
 CHOICES = {
-    "tuner": ("random", "bayesian", "hyperband", "grid", "optuna_tpe", "optuna_gp", "optuna_nsga2"),
+    "tuner": ("random", "bayesian", "hyperband", "hyperband_tpe", "grid", "optuna_tpe", "optuna_gp", "optuna_nsga2"),
     "objective_direction": ("auto", "min", "max"),
     "queue": ("cpu", "gpu", "tpu"),
-    "pruner": ("none", "median", "percentile", "successive_halving"),
+    "pruner": ("none", "median", "percentile", "successive_halving", "pareto"),
 }
 REQUIRED = ("name", "dataset", "hypermodel", "search_space")
 # Lists of mappings, checked in full by the server: [{metric, direction}] and [{metric, op, value}].

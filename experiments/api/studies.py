@@ -8,12 +8,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
-from experiments.api.bodies import NoFields, StrictSerializer, body_object, form_input, strict, validated
+from experiments.api.bodies import FormError, NoFields, StrictSerializer, body_object, form_input, strict, validated
 from experiments.api.errors import ERRORS, Conflict, ErrorSerializer, invalid
 from experiments.api.params import choice_param, int_param
 from experiments.api.responses import absolute, accepted
 from experiments.api.trials import TrialSerializer
 from experiments.forms.studies import StudyBudgetForm, StudyForm
+from experiments.forms.study_extensions import StudyExtendForm
 from experiments.models import Study
 from experiments.selectors.studies import clone_values, pruning_savings, studies_progress, studies_tagged
 from experiments.selectors.trials import studies_best_trials
@@ -26,6 +27,7 @@ from experiments.services.studies import (
     study_start,
     study_update_budget,
 )
+from experiments.services.study_extensions import ExtensionRefused, study_extend
 from experiments.tuning.bounds import parse_id
 from experiments.tuning.compute_options import BACKEND_NAMES
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
@@ -83,7 +85,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "precision", "jit_compile", "steps_per_execution", "devices_per_trial", *PRUNING_FIELDS,
                   *STOPPING_FIELDS, "extra_objectives", "constraints", "status", "message", "created", "started",
                   "finished", "progress", "best_trial", "pruning_saved", "seeds", "seeds_used", "tags",
-                  "device_seconds"]
+                  "device_seconds", "segments"]
 
     def get_url(self, obj) -> str:
         return absolute(self.context, reverse("api:study-detail", kwargs={"study_id": obj.id}))
@@ -181,6 +183,14 @@ class BudgetInput(StrictSerializer):
     max_trials = serializers.IntegerField(required=False)
     parallelism = serializers.IntegerField(required=False)
     priority = serializers.ChoiceField(choices=Study.Priority.choices, required=False)
+
+
+class ExtendInput(StrictSerializer):
+    max_trials = serializers.IntegerField(required=False, help_text="In all, above the trials so far.")
+    epochs = serializers.IntegerField(required=False, help_text="Only raised.")
+    stop_device_hours = serializers.FloatField(required=False, help_text="The device-hour budget in all.")
+    tuner = serializers.ChoiceField(choices=Study.Tuner.choices, required=False,
+                                    help_text="Every trial so far is told to it.")
 
 
 class CloneInput(StrictSerializer):
@@ -335,6 +345,29 @@ class StudyBudget(generics.GenericAPIView):
     def post(self, request, study_id: int):
         """Forms and simple clients that cannot PATCH."""
         return self.patch(request, study_id)
+
+
+class StudyExtend(generics.GenericAPIView):
+    serializer_class = StudySerializer
+
+    @extend_schema(request=ExtendInput, responses={202: StudySerializer, 409: ErrorSerializer, **ERRORS})
+    def post(self, request, study_id: int):
+        """Run a completed, cancelled or failed study again with more trials, more epochs, a larger device-hour
+        budget or another tuner; its trials are numbered on and every one so far is told to the tuner. A setting
+        that breaks a rule is a 400, a study that is not ended a 409."""
+        study = get_study_for_user(request, study_id)
+        data = body_object(request)
+        strict(ExtendInput, data)
+        values = {"max_trials": study.max_trials, "epochs": study.epochs, "tuner": study.tuner,
+                  **{k: v for k, v in data.items() if v is not None}}
+        form = validated(StudyExtendForm, values, defaults=False)
+        try:
+            study = study_extend(study=study, user=request.user, **form.cleaned_data)
+        except ExtensionRefused as exc:
+            raise FormError({name: [message] for name, message in exc.errors.items()}) from None
+        except StudyError as exc:
+            raise Conflict(str(exc)) from None
+        return accepted(self.get_serializer(study).data)
 
 
 class StudyClone(generics.GenericAPIView):

@@ -30,6 +30,7 @@ urlpatterns = [
     path("studies/<int:study_id>/", studies.StudyDetail.as_view(), name="study-detail"),
     # Resume before start before cancel: the route crawler posts them in this order.
     path("studies/<int:study_id>/resume/", studies.StudyResume.as_view(), name="study-resume"),
+    path("studies/<int:study_id>/extend/", studies.StudyExtend.as_view(), name="study-extend"),
     path("studies/<int:study_id>/start/", studies.StudyStart.as_view(), name="study-start"),
     path("studies/<int:study_id>/cancel/", studies.StudyCancel.as_view(), name="study-cancel"),
     path("studies/<int:study_id>/budget/", studies.StudyBudget.as_view(), name="study-budget"),

@@ -322,6 +322,9 @@ class StudyForm(FormChecks, forms.ModelForm):
             data["stop_min_delta"] = 0.0
         # The rules live in the service; the form only shows them beside their fields.
         settings = {name: data.get(name) for name in self.Meta.fields if name in data}
+        # Parsed objectives and constraints too, for the rules between them and the pruner or tuner.
+        settings.update({name: data[name] for name in ("extra_objectives", "constraints")
+                         if name in data and name not in self.errors})
         for name, message in study_settings_errors(**settings).items():
             if name in self.fields and name not in self.errors:
                 self.add_error(name, message)

@@ -21,6 +21,7 @@ class Study(models.Model):
         RANDOM = "random", "Random search"
         BAYESIAN = "bayesian", "Bayesian optimisation"
         HYPERBAND = "hyperband", "Hyperband"
+        HYPERBAND_TPE = "hyperband_tpe", "Model-based Hyperband (TPE, BOHB-style)"
         GRID = "grid", "Grid search"
         OPTUNA_TPE = "optuna_tpe", "Optuna TPE"
         OPTUNA_GP = "optuna_gp", "Optuna Gaussian process"
@@ -72,6 +73,9 @@ class Study(models.Model):
     oracle_state = models.JSONField(null=True, blank=True)
     # Bumped on every oracle write, so a worker can tell whether its cached oracle is current.
     oracle_version = models.PositiveIntegerField(default=0)
+    # Its history in segments, once extended: [{first_trial, tuner, max_trials, epochs, stop_device_hours, at, by}],
+    # the original settings first (services/study_extensions.py).
+    segments = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created = models.DateTimeField(default=timezone.now)
     started = models.DateTimeField(null=True, blank=True)
@@ -227,6 +231,8 @@ class TrialEpoch(models.Model):
     # The objective's best value so far in this execution, kept for pruning studies only: the
     # pruner compares trials at one epoch by it without reading every earlier epoch.
     best_objective = models.FloatField(null=True, blank=True)
+    # Pareto pruning's point at this epoch (pareto_pruning.Point.record(): the watched objectives and the violation).
+    point = models.JSONField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -246,6 +252,7 @@ class PruningReference(models.Model):
     epoch = models.PositiveIntegerField()
     best_objective = models.FloatField()
     completed = models.BooleanField()  # False: pruned (the startup rule counts completed trials)
+    point = models.JSONField(null=True, blank=True)  # a Pareto-pruning study's: the vector it is compared by
 
     class Meta:
         constraints = [

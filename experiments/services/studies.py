@@ -25,7 +25,7 @@ from experiments.tuning.space_values import grid_size
 from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
 from experiments.tuning.stopping_rules import PREFIX as STOPPED_EARLY
 from experiments.tuning.stopping_rules import StoppingRules, budget_reason, stopping_errors
-from experiments.tuning.tuners import GUIDED_TUNERS
+from experiments.tuning.tuners import GUIDED_TUNERS, HYPERBAND_TUNERS
 
 # The study's numeric settings: (lowest, highest) allowed. The form shows them; this enforces them.
 LIMITS = {"max_trials": (1, 10000), "executions_per_trial": (1, 10), "epochs": (1, 1000),
@@ -97,15 +97,21 @@ def study_start(*, study: Study) -> Study:
         study = study_locked(study.pk)
         if not study.can_start:
             raise StudyError(f"The study is {study.get_status_display().lower()}; it cannot be started now.")
-        if spent := study_device_budget_spent(study):
-            why = spent.removeprefix(STOPPED_EARLY).strip()
-            raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to resume it.")
-        now = timezone.now()
-        study_move(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
-                    last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
-                    wakeups_pending=0, wakeup_resends=0)
-        study_wake(study, study.parallelism)
+        study_run_locked(study)
     return study
+
+
+def study_run_locked(study: Study, **fields) -> None:
+    """Set a locked study running (a first start, a resume, an extension) and wake its workers; failures before
+    this start no longer count towards its limit. Refused while its device-hour budget is spent."""
+    if spent := study_device_budget_spent(study):
+        why = spent.removeprefix(STOPPED_EARLY).strip()
+        raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to run it again.")
+    now = timezone.now()
+    study_move(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
+               last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
+               wakeups_pending=0, wakeup_resends=0, **fields)
+    study_wake(study, study.parallelism)
 
 
 def study_resume(*, study: Study) -> Study:
@@ -142,7 +148,7 @@ def study_settings_errors(*, search_space: list | None = None, **options) -> dic
     if tuner == Study.Tuner.GRID and search_space and grid_size(search_space) is None:
         errors["tuner"] = "Grid search needs a finite grid: give every Float a step, or use another tuner."
     epochs = options.get("epochs") or 0
-    if tuner == Study.Tuner.HYPERBAND and "epochs" not in errors and epochs < HYPERBAND_MIN_EPOCHS:
+    if tuner in HYPERBAND_TUNERS and "epochs" not in errors and epochs < HYPERBAND_MIN_EPOCHS:
         errors["epochs"] = f"Hyperband needs at least {HYPERBAND_MIN_EPOCHS} epochs to form brackets."
     if options.get("initial_random_trials") is not None and tuner not in GUIDED_TUNERS:
         errors["initial_random_trials"] = ("Initial random trials only apply to Bayesian optimisation, Optuna TPE "
@@ -226,8 +232,8 @@ def study_update_budget(*, study: Study, max_trials: int, parallelism: int, prio
     with transaction.atomic():
         study = Study.objects.select_for_update().get(pk=study.pk)
         if study.status == Study.Status.COMPLETED:
-            raise StudyError("This study has completed and cannot run again, so its budget no longer changes "
-                             "anything; clone it to search further.")
+            raise StudyError("This study has completed, so its budget no longer changes anything; extend it to "
+                             "search further.")
         priority = priority or study.priority
         _refuse(study_settings_errors(search_space=None, max_trials=max_trials, parallelism=parallelism,
                                       priority=priority))

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from experiments.models import PruningReference, Study, Trial, TrialEpoch
 from experiments.states import StudyStatus, TrialStatus
-from experiments.tuning import pruners
+from experiments.tuning import pareto_pruning, pruners
+from experiments.tuning.objectives import directions as objective_directions
 from experiments.tuning.pruning_options import PruningSettings
 
 
@@ -30,6 +31,10 @@ class StudyPruning:
     direction: str
     epochs: int
     executions: int
+    # Pareto pruning: every objective (primary first) with its direction, and the constraints.
+    objectives: tuple = ()
+    directions: tuple = ()
+    constraints: tuple = ()
 
     @classmethod
     def for_study(cls, study: Study) -> "StudyPruning | None":
@@ -37,7 +42,19 @@ class StudyPruning:
         if not settings.enabled:
             return None
         return cls(study.id, settings, study.objective_metric, study.objective_direction, study.epochs,
-                   study.executions_per_trial)
+                   study.executions_per_trial,
+                   objectives=(study.objective_metric, *(row["metric"] for row in study.extra_objectives)),
+                   directions=tuple(objective_directions(study)), constraints=tuple(study.constraints))
+
+    @property
+    def pareto(self) -> bool:
+        return self.settings.pruner == "pareto"
+
+    @property
+    def watched_directions(self) -> list[str]:
+        """The directions of the objectives the Pareto pruner's points hold (pareto_pruning.watched)."""
+        kept = [self.objective, *pareto_pruning.watched(list(self.objectives[1:]))]
+        return [d for metric, d in zip(self.objectives, self.directions, strict=True) if metric in kept]
 
 
 @dataclass(frozen=True)
@@ -64,10 +81,11 @@ def trial_epochs_carry(*, trial: Trial, resume: dict) -> None:
 
 
 def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: dict,
-                       pruning: StudyPruning | None = None) -> EpochVerdict:
+                       pruning: StudyPruning | None = None, known: dict | None = None) -> EpochVerdict:
     """Store one epoch's metrics and bump the heartbeat; with `pruning`, also ask the study's
     pruner. The verdict is falsy when the trial should stop: its study was cancelled, the trial
-    is no longer running, or the pruner stopped it (then `pruned` holds why)."""
+    is no longer running, or the pruner stopped it (then `pruned` holds why). `known`: what the
+    worker knew before training (the parameter count), which a Pareto pruner watches."""
     if pruning is None and connection.vendor == "postgresql":
         alive, preempted = _record_epoch_postgres(trial_pk, execution, epoch, metrics)
         return EpochVerdict(alive and not preempted, preempted=preempted)
@@ -76,14 +94,17 @@ def trial_record_epoch(*, trial_pk: int, execution: int, epoch: int, metrics: di
     ).update(heartbeat=timezone.now())
     if not alive:
         return EpochVerdict(False)
-    best, decision = None, None
-    if pruning is not None:
+    best, decision, point = None, None, None
+    if pruning is not None and pruning.pareto:
+        best, point, decision = _judge_pareto(pruning, trial_pk, execution, epoch, metrics, known or {})
+    elif pruning is not None:
         best, decision = _judge(pruning, trial_pk, execution, epoch, metrics)
     # One INSERT ... ON CONFLICT: a re-reported epoch replaces the earlier row.
     TrialEpoch.objects.bulk_create(
-        [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics, best_objective=best)],
+        [TrialEpoch(trial_id=trial_pk, execution=execution, epoch=epoch, metrics=metrics, best_objective=best,
+                    point=None if point is None else point.record())],
         update_conflicts=True, unique_fields=["trial", "execution", "epoch"],
-        update_fields=["metrics", "best_objective"],
+        update_fields=["metrics", "best_objective", "point"],
     )
     if decision is not None and decision.prune:
         return EpochVerdict(False, pruned=decision.record())
@@ -140,12 +161,39 @@ def _judge(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int,
                                 value=best, others=others, completed=completed, last=last)
 
 
+def _judge_pareto(pruning: StudyPruning, trial_pk: int, execution: int, epoch: int, metrics: dict,
+                  known: dict) -> tuple[float | None, "pareto_pruning.Point | None", pruners.Decision | None]:
+    """_judge for several objectives: this epoch's point (the first objective's best so far, the other watched ones as
+    reported) and, at a rung, the Pareto pruner's decision against the finished trials' points there."""
+    settings, number = pruning.settings, epoch + 1
+    last = execution == pruning.executions - 1 and number >= pruning.epochs
+    previous = (TrialEpoch.objects.filter(trial_id=trial_pk, execution=execution, epoch=epoch - 1)
+                .values_list("best_objective", flat=True).first())
+    best = pruners.best_so_far(previous, pruners.objective_value(metrics, pruning.objective), pruning.direction)
+    point = pareto_pruning.point(best=best, metrics=metrics, known=known, objectives=list(pruning.objectives),
+                                 constraints=list(pruning.constraints))
+    if pruners.judged(settings, number, last=last) is not None or point is None:
+        return best, point, None
+    rows = list(PruningReference.objects.filter(study_id=pruning.study_id, execution=execution, epoch=epoch,
+                                                 point__isnull=False).values_list("point", "completed"))
+    others = [found for record, _ in rows if (found := pareto_pruning.Point.from_record(record)) is not None]
+    if len(others) < settings.min_trials:
+        return best, point, None
+    completed = sum(done for _, done in rows)
+    if completed < settings.startup_trials:
+        completed = Trial.objects.filter(study_id=pruning.study_id, status=TrialStatus.COMPLETED).count()
+    return best, point, pareto_pruning.decide(settings=settings, directions=pruning.watched_directions,
+                                              execution=execution, epoch=number, point=point, others=others,
+                                              completed=completed, last=last)
+
+
 def trial_keep_as_reference(study: Study, row: Trial, completed: bool) -> None:
     """A pruning study's finished trial becomes one its later trials are compared with."""
     if study.pruner == "none":
         return
     epochs = TrialEpoch.objects.filter(trial=row, best_objective__isnull=False).values_list(
-        "execution", "epoch", "best_objective")
+        "execution", "epoch", "best_objective", "point")
     PruningReference.objects.bulk_create(
         [PruningReference(study=study, trial=row, execution=execution, epoch=epoch, best_objective=value,
-                          completed=completed) for execution, epoch, value in epochs], ignore_conflicts=True)
+                          completed=completed, point=point) for execution, epoch, value, point in epochs],
+        ignore_conflicts=True)

@@ -7,11 +7,17 @@ import re
 
 from experiments.errors import TuneboardError
 
+# Cost objectives measured once training ends: the Pareto pruner cannot watch them at an epoch's end (params is known
+# before the first epoch; the epoch metrics at each).
+MEASURED_AT_THE_END = ("latency_ms", "device_seconds", "seconds_per_epoch")
+
 MAX_EXTRA = 2
 MAX_CONSTRAINTS = 5
 COST_METRICS = {
     "params": "the model's parameter count",
     "latency_ms": "median milliseconds of a one-row prediction, measured on the worker",
+    "device_seconds": "the trial's wall time on its worker times the devices it held (what it cost)",
+    "seconds_per_epoch": "the trial's wall time divided by the epochs it trained",
 }
 OPERATORS = ("<=", ">=")
 # Several objectives need a tuner that searches for a front, or one that does not model a score.
@@ -110,6 +116,9 @@ def objective_errors(*, tuner: str | None, objective_metric: str | None, extra_o
                      pruner: str | None) -> dict[str, str]:
     """The rules several objectives add, as {field: message}."""
     if not extra_objectives:
+        if pruner == "pareto":
+            return {"pruner": "Pareto successive halving compares trials on several objectives: add one under More "
+                              "objectives, or choose successive halving for one objective."}
         return {}
     metrics = [objective_metric] + [row["metric"] for row in extra_objectives]
     if len(set(metrics)) < len(metrics):
@@ -119,10 +128,15 @@ def objective_errors(*, tuner: str | None, objective_metric: str | None, extra_o
         errors["tuner"] = ("Several objectives need a tuner that searches for a Pareto front (Optuna TPE, Optuna "
                            "Gaussian process or Optuna NSGA-II) or random or grid search; Bayesian optimisation and "
                            "Hyperband rank trials by one score.")
-    if pruner and pruner != "none":
-        errors["pruner"] = ("Pruning compares trials by one objective at each epoch, so it cannot judge a "
-                            "multi-objective study: a trial behind on accuracy may be the smallest model. Choose no "
-                            "pruner, or one objective.")
+    if pruner and pruner not in ("none", "pareto"):
+        errors["pruner"] = ("This pruner compares trials by one objective at each epoch, so it cannot judge a "
+                            "multi-objective study: a trial behind on accuracy may be the smallest model. Choose "
+                            "Pareto successive halving, no pruner, or one objective.")
+    elif pruner == "pareto" and all(row["metric"] in MEASURED_AT_THE_END for row in extra_objectives):
+        errors["pruner"] = (f"Pareto successive halving can watch only what a trial reports at an epoch's end; "
+                            f"{', '.join(row['metric'] for row in extra_objectives)} are measured when training ends, "
+                            "so it would judge on one objective: choose successive halving, or add an objective it "
+                            "can watch (an epoch metric or params).")
     return errors
 
 

@@ -4,7 +4,7 @@ every worker decides alike (docs/design/distributed-search.md, "Pruning")."""
 import math
 from dataclasses import asdict, dataclass
 
-from experiments.tuning.pruning_options import PruningSettings
+from experiments.tuning.pruning_options import RUNG_PRUNERS, PruningSettings
 
 # Why a trial was (not) judged: the codes of Decision.reason.
 DISABLED, LAST_EPOCH, STARTUP, WARMUP, NOT_A_RUNG, NO_VALUE, TOO_FEW = (
@@ -74,7 +74,7 @@ def judged(settings: PruningSettings, epoch: int, *, last: bool) -> str | None:
         return DISABLED
     if last:  # stopping after the last epoch saves nothing
         return LAST_EPOCH
-    if settings.pruner == "successive_halving":
+    if settings.pruner in RUNG_PRUNERS:
         return None if rung_of(epoch, settings) is not None else NOT_A_RUNG
     return WARMUP if epoch <= settings.warmup_epochs else None
 
@@ -125,6 +125,10 @@ def explain(record: dict, objective: str) -> str:
     where = f"epoch {epoch}" + (f" of execution {execution + 1}" if execution else "")
     value, bar, compared = record.get("value"), record.get("threshold"), record.get("compared", 0)
     trials = f"{compared} finished trial{'s' if compared != 1 else ''}"
+    if record.get("pruner") == "pareto":  # threshold: how many of them dominated it (pareto_pruning.decide)
+        return (f"Pruned after {where} (rung {record.get('rung')}): {int(bar or 0)} of the {trials} at that rung "
+                f"dominated it on the watched objectives, and it was not within the best of the {compared + 1} by "
+                "Pareto front and crowding.")
     if record.get("pruner") == "successive_halving":
         return (f"Pruned after {where} (rung {record.get('rung')}): its best {objective} so far, {value:.4g}, was "
                 f"not within the best of the {compared + 1} trials at that rung (bar {bar:.4g}).")

@@ -4,12 +4,17 @@ decides with them."""
 import math
 from dataclasses import asdict, dataclass, fields
 
+from experiments.tuning.tuners import HYPERBAND_TUNERS
+
 PRUNERS = {
     "none": "None",
     "median": "Median",
     "percentile": "Percentile",
     "successive_halving": "Successive halving (asynchronous, ASHA)",
+    "pareto": "Pareto successive halving (several objectives, MO-ASHA)",
 }
+# Pruners that judge at rungs (epochs min_epochs × r^k) rather than at every epoch after a warm-up.
+RUNG_PRUNERS = ("successive_halving", "pareto")
 EXPLAINED = {
     "none": "Every trial trains all its epochs (early stopping on patience still applies).",
     "median": "Stops a trial whose best value so far is worse than the median of the finished trials' at the "
@@ -17,6 +22,9 @@ EXPLAINED = {
     "percentile": "Stops a trial that is not within the best P % of the finished trials at the same epoch.",
     "successive_halving": "At epochs m, m·r, m·r², … only trials within the best 1/r of those that reached that "
                           "epoch go on.",
+    "pareto": "For several objectives: at epochs m, m·r, m·r², … a trial goes on while no trial at that epoch "
+              "dominates it on the watched objectives (the epoch's metrics and the parameter count), or while it is "
+              "within the best 1/r by Pareto front and crowding; constraints on watched metrics count.",
 }
 # Which settings each pruner reads; the form shows only these, the others keep their defaults.
 APPLIES = {
@@ -25,6 +33,7 @@ APPLIES = {
     "percentile": ("startup_trials", "warmup_epochs", "min_trials", "percentile"),
     # ASHA's first rung (min epochs) is its warm-up.
     "successive_halving": ("startup_trials", "min_trials", "min_epochs", "reduction_factor"),
+    "pareto": ("startup_trials", "min_trials", "min_epochs", "reduction_factor"),
 }
 # (lowest, highest) of the whole-number settings.
 LIMITS = {"startup_trials": (0, 10000), "warmup_epochs": (0, 1000), "min_trials": (1, 10000),
@@ -74,7 +83,7 @@ def pruning_errors(*, tuner: str | None = None, epochs=None, **values) -> dict[s
     pruner = given["pruner"]
     if pruner not in PRUNERS:
         errors["pruner"] = f"Choose one of: {', '.join(PRUNERS)}."
-    elif pruner != "none" and tuner == "hyperband":
+    elif pruner != "none" and tuner in HYPERBAND_TUNERS:
         errors["pruner"] = ("Hyperband already stops weak trials early (successive halving inside its brackets): "
                             "choose no pruner, or another tuner.")
     for name, (low, high) in LIMITS.items():
@@ -115,9 +124,11 @@ def describe(settings: PruningSettings) -> str:
     """One line for the study page."""
     if not settings.enabled:
         return "none"
-    if settings.pruner == "successive_halving":
-        rule = (f"successive halving (ASHA): rungs at epochs {settings.min_epochs} × {settings.reduction_factor}^k "
-                f"keep the best 1/{settings.reduction_factor}")
+    if settings.pruner in RUNG_PRUNERS:
+        kind = "Pareto successive halving (MO-ASHA)" if settings.pruner == "pareto" else "successive halving (ASHA)"
+        rule = (f"{kind}: rungs at epochs {settings.min_epochs} × {settings.reduction_factor}^k "
+                f"keep the best 1/{settings.reduction_factor}"
+                + (" and every trial no other dominates" if settings.pruner == "pareto" else ""))
     elif settings.pruner == "percentile":
         rule = (f"percentile: keeps the best {settings.percentile:g} % at each epoch, "
                 f"after a warm-up of {settings.warmup_epochs} epoch{'s' if settings.warmup_epochs != 1 else ''}")

@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.forms.studies import StudyBudgetForm, StudyForm
+from experiments.forms.study_extensions import StudyExtendForm
 from experiments.forms.trained_models import ModelRequestForm
 from experiments.models import Study, Trial
 from experiments.presentation import figures
@@ -33,6 +34,7 @@ from experiments.selectors.trials import (
 )
 from experiments.services.recipes import RecipeError, study_tags_set
 from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
+from experiments.services.study_extensions import EXTENDABLE, study_extend
 from experiments.services.trained_models import default_model_name, trial_model_name
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
@@ -148,6 +150,7 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
     context["has_completed_trials"] = context["best"] is not None
     context["model_form"] = ModelRequestForm(study=study)
     context["budget_form"] = StudyBudgetForm(instance=study)
+    context["extend_form"] = StudyExtendForm(study=study) if study.status in EXTENDABLE else None
     # Keep polling while anything shown is in progress (trials of a cancelled study finish
     # their epoch; models are built): the response after the last of them ends carries no
     # trigger, so the page settles with nothing in progress left on it.
@@ -226,6 +229,23 @@ def study_budget_view(request, study_id: int):
             messages.success(request, "Max trials, parallelism and priority updated.")
         except StudyError as exc:
             messages.error(request, str(exc))
+    return redirect("study_detail", study_id=study.id)
+
+
+@require_POST
+@editor_required
+def study_extend_view(request, study_id: int):
+    study = get_study_for_user(request, study_id)
+    form = StudyExtendForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("study_detail", study_id=study.id)
+    try:
+        study_extend(study=study, user=request.user, **form.cleaned_data)
+        messages.success(request, "Study extended: its next trials continue the numbering, and the tuner was told "
+                                  "every trial so far.")
+    except StudyError as exc:
+        messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)
 
 

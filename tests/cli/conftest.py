@@ -16,3 +16,28 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setenv("TUNEBOARD_TOKEN", TOKEN)
     monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
     return server
+
+
+@pytest.fixture
+def live_tuneboard(alice, live_server, tmp_path, monkeypatch):
+    """`tuneboard(*args, code=0)`: the command line against the live server as alice, its output (the exit code
+    checked, never a traceback)."""
+    from tuneboard_client import cli
+    from typer.testing import CliRunner
+
+    from tests.api.conftest import make_token
+
+    monkeypatch.setenv("TUNEBOARD_URL", live_server.url)
+    monkeypatch.setenv("TUNEBOARD_TOKEN", make_token(alice, "cli"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
+    monkeypatch.setattr(common, "TRANSPORT", None)
+    runner = CliRunner()
+
+    def tuneboard(*args, code=0):
+        result = runner.invoke(cli.app, [str(a) for a in args])
+        assert result.exit_code == code, f"tuneboard {' '.join(map(str, args))}: {result.output}"
+        assert "Traceback" not in result.output
+        return result.output
+
+    return tuneboard

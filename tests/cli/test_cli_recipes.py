@@ -8,35 +8,20 @@ import pytest
 if not __import__("django.conf").conf.settings.configured:  # run with -p no:django: unit tests only
     pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
 
-from tuneboard_client import cli  # noqa: E402
 from tuneboard_client.cli import common  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from experiments.models import EnsembleRecipe, RecipeRun  # noqa: E402
 from experiments.services.datasets import dataset_create_bundled  # noqa: E402
-from tests.api.conftest import make_token  # noqa: E402
 from tests.web.recipe_rows import study_with_trials  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_recipes_from_the_command_line(acme, alice, live_server, tmp_path, monkeypatch):
+def test_recipes_from_the_command_line(acme, alice, live_tuneboard, monkeypatch):
+    tuneboard = live_tuneboard
     iris = dataset_create_bundled(team=acme, user=alice, bundled_name="iris")
     dense = study_with_trials(acme, alice, iris, "dense-search", "dense", [0.30, 0.31])
     study_with_trials(acme, alice, iris, "tiny-search", "tiny", [0.35])
-    monkeypatch.setenv("TUNEBOARD_URL", live_server.url)
-    monkeypatch.setenv("TUNEBOARD_TOKEN", make_token(alice, "cli recipes"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
-    monkeypatch.setattr(common, "TRANSPORT", None)
-    runner = CliRunner()
-
-    def tuneboard(*args, code=0):
-        result = runner.invoke(cli.app, [str(a) for a in args])
-        assert result.exit_code == code, f"tuneboard {' '.join(map(str, args))}: {result.output}"
-        assert "Traceback" not in result.output
-        return result.output
-
     refused = tuneboard("recipe", "create", "--name", "mix", "--dataset", "iris", "--study", dense.id, "--top-k", 0,
                         code=1)
     assert "Top K must be a whole number from 1 to 50." in refused

@@ -8,37 +8,21 @@ import pytest
 if not __import__("django.conf").conf.settings.configured:  # run with -p no:django: unit tests only
     pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
 
-from tuneboard_client import cli  # noqa: E402
-from tuneboard_client.cli import common  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
 
 from experiments.models import AliasMove, ModelAlias  # noqa: E402
 from experiments.services.datasets import dataset_create_bundled  # noqa: E402
-from tests.api.conftest import make_token  # noqa: E402
 from tests.integration.helpers import saved_study  # noqa: E402
 from tests.web.registry_rows import registrable, signature  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_register_and_move_aliases_from_the_command_line(acme, alice, live_server, tmp_path, monkeypatch):
+def test_register_and_move_aliases_from_the_command_line(acme, alice, live_tuneboard):
+    tuneboard = live_tuneboard
     study = saved_study(acme, alice, dataset_create_bundled(team=acme, user=alice, bundled_name="iris"),
                         name="iris study", hypermodel="dense")
     first, second = (registrable(acme, alice, study, n, test_accuracy=acc) for n, acc in ((1, 0.9), (2, 0.95)))
     images = registrable(acme, alice, study, 3, signature=signature(shape=(None, 8, 8, 1), dtype="uint8"))
-    monkeypatch.setenv("TUNEBOARD_URL", live_server.url)
-    monkeypatch.setenv("TUNEBOARD_TOKEN", make_token(alice, "cli registry"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("TUNEBOARD_TEAM", raising=False)
-    monkeypatch.setattr(common, "TRANSPORT", None)
-    runner = CliRunner()
-
-    def tuneboard(*args, code=0):
-        result = runner.invoke(cli.app, [str(a) for a in args])
-        assert result.exit_code == code, f"tuneboard {' '.join(map(str, args))}: {result.output}"
-        assert "Traceback" not in result.output
-        return result.output
-
     assert tuneboard("register", first.id, "--as", "iris").strip() == f"{first} is now version 1 of iris."
     assert json.loads(tuneboard("-o", "json", "register", second.id, "--as", "iris"))["version"] == 2
     refused = tuneboard("register", images.id, "--as", "iris", code=1)

@@ -18,7 +18,8 @@ def test_the_defaults_and_every_pruner_with_its_defaults_are_valid():
 
 
 def test_an_unknown_pruner_is_refused():
-    assert errors(pruner="hyperband") == {"pruner": "Choose one of: none, median, percentile, successive_halving."}
+    assert errors(pruner="hyperband") == {
+        "pruner": "Choose one of: none, median, percentile, successive_halving, pareto."}
 
 
 def test_hyperband_refuses_a_pruner_and_says_why():

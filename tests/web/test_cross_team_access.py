@@ -37,6 +37,7 @@ ACTIONS = {
     "study_start": ({}, Study.Status.CREATED),
     "study_cancel": ({}, Study.Status.RUNNING),
     "study_budget": ({"max_trials": 50, "parallelism": 4}, Study.Status.RUNNING),
+    "study_extend": ({"max_trials": 50, "epochs": 5, "tuner": "random"}, Study.Status.CANCELLED),
     "study_models_request": ({"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
                              Study.Status.CREATED),
     "trial_models_request": ({"method": "promote", "epoch_source": "detect", "epoch_cap": 5}, Study.Status.CREATED),
@@ -157,6 +158,9 @@ def test_another_team_gets_404_for_acme_study_actions_and_nothing_changes(
     study = acme_objects["study"]
     if status == Study.Status.RUNNING:
         study_start(study=study)
+    elif status != study.status:  # an ended study (what an extension needs)
+        Study.objects.filter(pk=study.pk).update(status=status)
+        study.refresh_from_db()
     before, models_before = _state(study), TrainedModel.objects.count()
     response = charlie_client.post(_url(name, **acme_objects), data)
     assert response.status_code == 404

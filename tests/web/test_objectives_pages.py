@@ -45,7 +45,7 @@ def test_the_form_saves_several_objectives_and_constraints(alice_client, acme_da
     ({"tuner": "bayesian", "extra_objectives": "params min"}, "tuner",
      "Bayesian optimisation and Hyperband rank trials by one score"),
     ({"tuner": "random", "extra_objectives": "params min", "pruner": "median"}, "pruner",
-     "Pruning compares trials by one objective"),
+     "compares trials by one objective"),
 ])
 def test_bad_objectives_and_constraints_are_refused_by_page_and_api_alike(alice_client, alice, acme_dataset,
                                                                          fields, field, message):

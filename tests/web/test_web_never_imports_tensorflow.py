@@ -158,6 +158,8 @@ def walk(patterns, namespace=None):
 POST_DATA = {
     "switch_team": {"team": team.id},
     "study_budget": {"max_trials": 12, "parallelism": 2},
+    "study_extend": {"max_trials": 12, "epochs": 5, "tuner": "random"},
+    "api:study-extend": {"max_trials": 12},
     "study_models_request": {"top_n": 1, "method": "retrain", "epoch_source": "detect", "epoch_cap": 5},
     "trial_models_request": {"method": "promote", "epoch_source": "detect", "epoch_cap": 5},
     "team_member_add": {"identifier": "someone@example.com", "role": "viewer"},

@@ -43,10 +43,16 @@ class _DatabaseReporter:
     def __init__(self, trial_pk: int, pruning: StudyPruning | None = None):
         self.trial_pk = trial_pk
         self.pruning = pruning
+        self.known: dict = {}
+
+    def model_built(self, model) -> None:
+        """A Pareto pruner watches the model's size from the first epoch on (it is known before training)."""
+        if self.pruning is not None and self.pruning.pareto:
+            self.known = {"params": float(model.count_params())}
 
     def epoch_end(self, execution: int, epoch: int, logs: dict):
         verdict = with_db_retry(trial_record_epoch, trial_pk=self.trial_pk, execution=execution, epoch=epoch,
-                                metrics=logs, pruning=self.pruning)
+                                metrics=logs, pruning=self.pruning, known=self.known)
         if verdict and stop_requested():
             return False  # its worker is shutting down: stop here and hand the trial back
         return verdict

@@ -26,7 +26,7 @@ from workers.host.compute import (
 )
 from workers.training import checkpoints
 from workers.training.callbacks import EpochCallbacks, EpochReport, KeepBest, StopOnNaN, TimeLimit, better
-from workers.training.model_costs import model_costs
+from workers.training.model_costs import model_costs, time_costs
 from workers.trial_stops import TrialCancelled, TrialFailed, TrialPreempted
 
 log = logging.getLogger(__name__)
@@ -240,6 +240,8 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
         callbacks = [report, StopOnNaN(), keep_best, time_limit]
         with run.scope():
             model = run.build(build, weights)
+            if hasattr(reporter, "model_built"):  # optional: a pruner that watches the model's size
+                reporter.model_built(model)
             if resume is not None and resume.optimizer is not None:
                 _restore_optimizer(model, resume.optimizer)
             _fit(fit, model, **train, validation_data=validation, epochs=spec.epochs,
@@ -272,9 +274,12 @@ def run_trial(*, build, spec: TrialSpec, data: DatasetArrays, reporter: EpochRep
             break
     assert best is not None
     costs = model_costs(model, data.x_val, latency=spec.measure_latency, replicas=run.placement.replicas)
+    duration, compute = time.monotonic() - started, run.record()
+    costs.update(time_costs(duration + (0.0 if resume is None else resume.spent_seconds),
+                            devices=len(compute.get("device_names") or []) or 1, epochs=epochs_trained))
     return TrialResult(
         score=float(np.mean(scores)), best_step=best[1], metrics={**best[2], **costs},
-        checkpoint_path=best[3], duration_seconds=time.monotonic() - started, compute=run.record(),
+        checkpoint_path=best[3], duration_seconds=duration, compute=compute,
         epochs_trained=epochs_trained, pruned=pruned,
     )
 

@@ -17,6 +17,12 @@ def model_costs(model, x_sample: np.ndarray, *, latency: bool, replicas: int = 1
     return costs
 
 
+def time_costs(seconds: float, *, devices: int, epochs: int) -> dict:
+    """What the trial cost in time, for cost objectives and constraints: its wall time (every attempt of a preempted
+    trial) times the devices it held (the device-seconds the fleet's quotas count), and per epoch trained."""
+    return {"device_seconds": round(seconds * devices, 4), "seconds_per_epoch": round(seconds / max(epochs, 1), 4)}
+
+
 def latency_ms(model, x_sample: np.ndarray, *, rows: int = 1) -> float:
     """Median milliseconds of predict_on_batch on `rows` rows (one per device under data
     parallelism, which splits every batch evenly), after a few calls that compile and warm up."""

@@ -50,8 +50,7 @@ class OptunaSearch(oracle_module.Oracle):
     # --- the proposal ----------------------------------------------------------------------------
 
     def populate_space(self, trial_id):
-        distributions = {hp.name: _distribution(hp) for hp in self.hyperparameters.space
-                         if not isinstance(hp, hp_module.Fixed)}
+        distributions = distributions_of(self.hyperparameters)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna's "experimental feature" notes
             directions = [self.objective.direction] + [row["direction"] for row in self.extra_objectives]
@@ -124,23 +123,32 @@ class OptunaSearch(oracle_module.Oracle):
         return [float(v) for v in values]
 
     def _suggest(self, asked, distributions: dict) -> dict:
-        """The active hyperparameters' values, parents before children (the space's order)."""
-        chosen = self.hyperparameters.copy()
-        chosen.values = {}
-        for hp in chosen.space:
-            if not chosen.is_active(hp):
-                continue
-            if isinstance(hp, hp_module.Fixed):
-                chosen.values[hp.name] = hp.value
-                continue
-            value = _suggest(asked, hp.name, distributions[hp.name])
-            if isinstance(hp, hp_module.Choice | hp_module.Boolean):
-                chosen.values[hp.name] = value
-            elif hp.sampling == "log" and hp.step:
-                chosen.values[hp.name] = hp.prob_to_value(hp.value_to_prob(value))  # KerasTuner's log step
-            else:
-                chosen.values[hp.name] = int(value) if isinstance(hp, hp_module.Int) else float(value)
-        return chosen.values
+        return suggest_values(self.hyperparameters, asked, distributions)
+
+
+def suggest_values(hyperparameters, asked, distributions: dict) -> dict:
+    """The active hyperparameters' values an Optuna trial `asked` for, parents before children (the space's order)."""
+    chosen = hyperparameters.copy()
+    chosen.values = {}
+    for hp in chosen.space:
+        if not chosen.is_active(hp):
+            continue
+        if isinstance(hp, hp_module.Fixed):
+            chosen.values[hp.name] = hp.value
+            continue
+        value = _suggest(asked, hp.name, distributions[hp.name])
+        if isinstance(hp, hp_module.Choice | hp_module.Boolean):
+            chosen.values[hp.name] = value
+        elif hp.sampling == "log" and hp.step:
+            chosen.values[hp.name] = hp.prob_to_value(hp.value_to_prob(value))  # KerasTuner's log step
+        else:
+            chosen.values[hp.name] = int(value) if isinstance(hp, hp_module.Int) else float(value)
+    return chosen.values
+
+
+def distributions_of(hyperparameters) -> dict:
+    """Optuna's distribution for each tuned (not fixed) hyperparameter of a KerasTuner space."""
+    return {hp.name: _distribution(hp) for hp in hyperparameters.space if not isinstance(hp, hp_module.Fixed)}
 
 
 def _last(trial, metric: str, default):

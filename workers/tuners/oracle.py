@@ -15,7 +15,9 @@ from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
+from experiments.services.study_extensions import EXTENDED
 from experiments.tuning.space_values import default_initial_random_trials
+from workers.tuners import model_based_hyperband
 from workers.tuners.bayesian import CONSTRAINT_METRIC, GaussianProcessSearch
 from workers.tuners.hyperparameters import to_hyperparameters, typed_values
 from workers.tuners.optuna_search import BROKEN, OptunaSearch
@@ -51,6 +53,10 @@ class BayesianOptimizationOracle(_StateInPostgres, GaussianProcessSearch):
 
 
 class HyperbandOracle(_StateInPostgres, kt.oracles.HyperbandOracle):
+    pass
+
+
+class ModelBasedHyperbandOracle(_StateInPostgres, model_based_hyperband.ModelBasedHyperbandOracle):
     pass
 
 
@@ -160,6 +166,9 @@ def _new_oracle(study):
         # Hyperband brackets repeat until the study's max_trials (load_oracle) is spent: as many
         # iterations as that takes (KerasTuner's default stops after one).
         oracle = HyperbandOracle(max_epochs=study.epochs, factor=3, hyperband_iterations=HYPERBAND_ITERATIONS, **common)
+    elif study.tuner == study.Tuner.HYPERBAND_TPE:
+        oracle = ModelBasedHyperbandOracle(max_epochs=study.epochs, factor=3, hyperband_iterations=HYPERBAND_ITERATIONS,
+                                           **common)
     elif study.tuner == study.Tuner.BAYESIAN:
         oracle = BayesianOptimizationOracle(max_trials=study.max_trials,
                                             num_initial_points=study.initial_random_trials
@@ -211,7 +220,9 @@ TrialRowsSince = Callable[[int], Iterable[tuple[dict, dict]]]
 
 def load_oracle(study, trial_rows_since: TrialRowsSince):
     cached = _cache.pop(study.id, None)
-    if cached is not None and cached[0] <= study.oracle_version:
+    # An extension may change the tuner or its epochs: an oracle cached before it is another oracle.
+    if cached is not None and cached[0] <= study.oracle_version and getattr(cached[1], "_tuneboard_segments", 0) == len(
+            study.segments):
         version, oracle, space = cached
     else:
         version, oracle = 0, _new_oracle(study)
@@ -222,10 +233,19 @@ def load_oracle(study, trial_rows_since: TrialRowsSince):
         for values, state in trial_rows_since(version):
             oracle.trials[state["trial_id"]] = _trial_from_row(space, values, state)
         if study.oracle_state:
-            oracle.set_state(study.oracle_state)
+            oracle.set_state(_extended_state(oracle, study.oracle_state))
+    oracle._tuneboard_segments = len(study.segments)
     oracle.max_trials = study.max_trials  # editable while the study runs
     oracle._tuneboard_space = space
     return oracle
+
+
+def _extended_state(oracle, state: dict) -> dict:
+    """After an extension the state holds only what every oracle keeps (services/study_extensions.py): the new tuner's
+    own part starts fresh (new brackets, a new grid walk) and its model sees every trial so far."""
+    if EXTENDED not in state:
+        return state
+    return {**oracle.get_state(), **state[EXTENDED]}
 
 
 @dataclass
@@ -251,7 +271,7 @@ def _offering(oracle, seed: dict | None):
         taken.append(True)
         return dict(seed)
 
-    if isinstance(oracle, HyperbandOracle):
+    if isinstance(oracle, kt.oracles.HyperbandOracle):  # plain and model-based
         name, replacement = "_random_values", seed_values
     else:
         name, replacement = "populate_space", lambda trial_id: {"status": TrialStatus.RUNNING,

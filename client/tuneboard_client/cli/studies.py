@@ -151,7 +151,7 @@ def _study_action(action: str, help_text: str) -> None:
     @studies_app.command(action, help=help_text)
     @_errors
     def command(ctx: typer.Context, study_id: int, output: OutputOption = None):
-        study = getattr(_client(ctx), f"{action}_study")(study_id)
+        study = _client(ctx).study_action(study_id, action)
         _emit(ctx, output, study, lambda: typer.echo(f"Study {study_id}: {study.get('status', action)}."))
 
 
@@ -168,6 +168,23 @@ def studies_budget(ctx: typer.Context, study_id: int, max_trials: int | None = N
     study = _client(ctx).set_budget(study_id, max_trials=max_trials, parallelism=parallelism)
     _emit(ctx, output, study, lambda: typer.echo(f"Study {study_id}: max_trials {study.get('max_trials')}, "
                                                  f"parallelism {study.get('parallelism')}."))
+
+
+@studies_app.command("extend")
+@_errors
+def studies_extend(ctx: typer.Context, study_id: int,
+                   max_trials: Annotated[int | None, typer.Option(help="In all, above the trials so far.")] = None,
+                   epochs: Annotated[int | None, typer.Option(help="Per trial; only raised.")] = None,
+                   device_hours: Annotated[float | None, typer.Option(help="The device-hour budget in all.")] = None,
+                   tuner: Annotated[str | None, typer.Option(help="Switch to this tuner; it is told every trial so "
+                                                                   "far.")] = None,
+                   output: OutputOption = None):
+    """Run a completed, cancelled or failed study again: more trials, epochs or device-hours, or another tuner."""
+    study = _client(ctx).extend_study(study_id, max_trials=max_trials, epochs=epochs, stop_device_hours=device_hours,
+                                      tuner=tuner)
+    _emit(ctx, output, study, lambda: typer.echo(
+        f"Study {study_id} {study.get('status')}: {study.get('tuner')}, up to {study.get('max_trials')} trials of "
+        f"{study.get('epochs')} epochs."))
 
 
 @studies_app.command("clone")

@@ -1,0 +1,75 @@
+"""Extending an ended study: more trials, more epochs or another tuner, its numbering and history kept, every trial
+so far told to the new tuner; a refused extension changes nothing."""
+
+import pytest
+
+from experiments.models import AuditEvent, Study, Trial
+from experiments.services import studies
+from experiments.services.study_extensions import ExtensionRefused, study_extend
+from experiments.services.trial_oracle import trial_rows_for_oracle
+from tests.lifecycle.test_pruning import ORACLES, Runner
+
+pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:keras_tuner")]
+PLAIN = {"tuner": "random", "pruner": "none", "objective_metric": "val_loss", "objective_direction": "min",
+         "epochs": 3, "parallelism": 1, "max_trials": 3}
+
+
+def _completed(make_study, **options) -> Study:
+    study = studies.study_start(study=make_study(**{**PLAIN, **options}))
+    runner = Runner(study)
+    for loss in (0.9, 0.5, 0.7):
+        runner.run([loss + 0.2, loss + 0.1, loss])
+    study.refresh_from_db()
+    assert study.status == Study.Status.COMPLETED, study.message
+    return study
+
+
+def test_an_extended_study_numbers_on_and_its_new_tuner_is_told_every_trial(make_study, alice):
+    study = _completed(make_study)
+    extended = study_extend(study=study, user=alice, max_trials=5, epochs=4, tuner="optuna_tpe")
+    assert extended.status == Study.Status.RUNNING and (extended.tuner, extended.max_trials, extended.epochs) == (
+        "optuna_tpe", 5, 4)
+    assert [(s["first_trial"], s["tuner"], s["max_trials"], s["epochs"], s["by"]) for s in extended.segments] == [
+        (1, "random", 3, 3, ""), (4, "optuna_tpe", 5, 4, "alice")]
+    oracle = ORACLES.load(extended, trial_rows_for_oracle(extended))
+    assert type(oracle).__name__ == "OptunaOracle"
+    assert sorted(t.score for t in oracle.trials.values()) == [0.5, 0.7, 0.9]  # the new tuner sees them all
+    runner = Runner(extended)
+    trial = runner.run([0.6, 0.5, 0.45, 0.4])
+    assert trial.number == 4 and trial.kt_state["status"] == "COMPLETED"
+    runner.run([0.6, 0.5, 0.45, 0.4])
+    extended.refresh_from_db()
+    assert extended.status == Study.Status.COMPLETED
+    assert Trial.objects.filter(study=study).count() == 5
+    event = AuditEvent.objects.filter(verb="study.extend").get()
+    assert event.changes["tuner"] == ["random", "optuna_tpe"] and event.changes["max_trials"] == [3, 5]
+
+
+def test_a_study_extended_to_model_based_hyperband_builds_its_brackets_around_the_earlier_trials(make_study, alice):
+    study = _completed(make_study)
+    extended = study_extend(study=study, user=alice, max_trials=8, tuner="hyperband_tpe")
+    trial = Runner(extended).claim()
+    assert trial.number == 4 and "tuner/epochs" in trial.hyperparameters
+    oracle = ORACLES.load(extended, trial_rows_for_oracle(extended))
+    assert len(oracle.trials) == 4 and oracle._brackets
+
+
+@pytest.mark.parametrize(("changes", "field", "message"), [
+    ({"max_trials": 3}, "max_trials", "raise max trials above 3"),
+    ({"max_trials": 6, "epochs": 2}, "epochs", "Epochs can only be raised (from 3)"),
+    ({"max_trials": 6, "tuner": "bayesian"}, "tuner", "rank trials by one score"),
+])
+def test_an_extension_that_breaks_a_rule_is_refused_and_changes_nothing(make_study, alice, changes, field, message):
+    study = _completed(make_study, extra_objectives=[{"metric": "params", "direction": "min"}])
+    before = Study.objects.filter(pk=study.pk).values().get()
+    with pytest.raises(ExtensionRefused) as refused:
+        study_extend(study=study, user=alice, **changes)
+    assert message in refused.value.errors[field]
+    assert Study.objects.filter(pk=study.pk).values().get() == before
+
+
+def test_a_running_study_is_not_extended(make_study, alice):
+    study = studies.study_start(study=make_study(**PLAIN))
+    with pytest.raises(studies.StudyError, match="Only a completed, cancelled or failed study can be extended"):
+        study_extend(study=study, user=alice, max_trials=10)
+    studies.study_cancel(study=study)
