@@ -38,6 +38,11 @@ COMPUTE_DEFAULTS = {"queue": "cpu", "backend": "tensorflow", "precision": "float
 COMPUTE_FIELDS = tuple(COMPUTE_DEFAULTS)
 
 
+# oracle_state's key after an extension (services/study_extensions.py): the part of the tuner's state every
+# KerasTuner oracle keeps, which the worker's rebuild lays over the new tuner's own (workers/tuners/oracle.py).
+EXTENDED = "tuneboard_extended"
+
+
 class StudyError(TuneboardError, ValueError):
     pass
 
@@ -108,8 +113,10 @@ def study_run_locked(study: Study, **fields) -> None:
         why = spent.removeprefix(STOPPED_EARLY).strip()
         raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to run it again.")
     now = timezone.now()
+    state = study.oracle_state or {}
+    ended = state.get(EXTENDED, state).get("end_order", [])
     study_move(study, StudyStatus.RUNNING, message="", started=study.started or now, finished=None,
-               last_activity=now, failures_counted_from=len((study.oracle_state or {}).get("end_order", [])),
+               last_activity=now, failures_counted_from=len(ended),
                wakeups_pending=0, wakeup_resends=0, **fields)
     study_wake(study, study.parallelism)
 

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Trial
 from experiments.services.audit import audit_record
-from experiments.services.studies import StudyError, study_locked, study_run_locked, study_settings_errors
+from experiments.services.studies import EXTENDED, StudyError, study_locked, study_run_locked, study_settings_errors
 from experiments.states import StudyStatus
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.stopping_rules import MODEL_FIELDS as STOPPING_FIELDS
@@ -24,10 +24,9 @@ class ExtensionRefused(StudyError):
 
 EXTENDABLE = (StudyStatus.COMPLETED, StudyStatus.CANCELLED, StudyStatus.FAILED)
 SEGMENT_FIELDS = ("tuner", "max_trials", "epochs", "stop_device_hours")
-# oracle_state's key after an extension: what every KerasTuner oracle keeps (the order trials started and ended, what
-# was tried, the seed's place), without the old tuner's own state (Hyperband's brackets, the grid's walk); the worker
-# rebuilds the new tuner around it from every trial row (workers/tuners/oracle.py, load_oracle).
-EXTENDED = "tuneboard_extended"
+# What every KerasTuner oracle keeps (the order trials started and ended, what was tried, the seed's place), kept
+# under EXTENDED without the old tuner's own state (Hyperband's brackets, the grid's walk); the worker rebuilds the new
+# tuner around it from every trial row (workers/tuners/oracle.py, load_oracle).
 COMMON_STATE = ("ongoing_trials", "hyperparameters", "start_order", "end_order", "run_times", "retry_queue", "seed",
                 "seed_state", "tried_so_far", "id_to_hash", "display")
 

@@ -23,8 +23,9 @@ EXPLAINED = {
     "successive_halving": "At epochs m, m·r, m·r², … only trials within the best 1/r of those that reached that "
                           "epoch go on.",
     "pareto": "For several objectives: at epochs m, m·r, m·r², … a trial goes on while no trial at that epoch "
-              "dominates it on the watched objectives (the epoch's metrics and the parameter count), or while it is "
-              "within the best 1/r by Pareto front and crowding; constraints on watched metrics count.",
+              "dominates it, or while it is within the best 1/r by Pareto front and crowding. It watches the epoch's "
+              "metrics and params (known before the first epoch); latency_ms, device_seconds and seconds_per_epoch "
+              "are measured when training ends, so it leaves them out. Constraints on watched metrics count.",
 }
 # Which settings each pruner reads; the form shows only these, the others keep their defaults.
 APPLIES = {

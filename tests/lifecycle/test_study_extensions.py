@@ -29,6 +29,7 @@ def test_an_extended_study_numbers_on_and_its_new_tuner_is_told_every_trial(make
     extended = study_extend(study=study, user=alice, max_trials=5, epochs=4, tuner="optuna_tpe")
     assert extended.status == Study.Status.RUNNING and (extended.tuner, extended.max_trials, extended.epochs) == (
         "optuna_tpe", 5, 4)
+    assert extended.failures_counted_from == 3  # failures before the extension no longer count
     assert [(s["first_trial"], s["tuner"], s["max_trials"], s["epochs"], s["by"]) for s in extended.segments] == [
         (1, "random", 3, 3, ""), (4, "optuna_tpe", 5, 4, "alice")]
     oracle = ORACLES.load(extended, trial_rows_for_oracle(extended))

@@ -15,7 +15,7 @@ from keras_tuner.src.engine.trial import Trial as KtTrial
 from keras_tuner.src.engine.trial import TrialStatus
 from keras_tuner.src.tuners.gridsearch import LinkedList
 
-from experiments.services.study_extensions import EXTENDED
+from experiments.services.studies import EXTENDED
 from experiments.tuning.space_values import default_initial_random_trials
 from workers.tuners import model_based_hyperband
 from workers.tuners.bayesian import CONSTRAINT_METRIC, GaussianProcessSearch
