@@ -14,8 +14,8 @@ DESCRIPTIONS = {
                 "numeric hyperparameters.",
     "hyperband": "Hyperband: many configurations on few epochs, the best continued on more; for long trainings.",
     "hyperband_tpe": "Model-based Hyperband: Hyperband's brackets, each bracket's new configurations proposed by TPE "
-                     "from the results at the largest budget with enough of them (a third stay random, as in BOHB); "
-                     "for long trainings once a few brackets have run.",
+                     "from the results so far, ranked within each budget (a third stay random, as in BOHB); for long "
+                     "trainings once a few brackets have run.",
     "grid": "Grid search: every combination of the (discrete) space, in order.",
     "optuna_tpe": "Optuna TPE (multivariate, grouped for conditional spaces): fast proposals that scale to large "
                   "budgets and spaces with choices and conditions.",

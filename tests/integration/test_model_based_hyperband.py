@@ -1,6 +1,6 @@
 """Model-based Hyperband on real workers: the same seed gives the same sequence of configurations and brackets
-whichever worker runs the study (its proposals depend only on the seed and the trial rows), and once a budget has
-enough results its new configurations stop being the random ones plain Hyperband draws."""
+whichever worker runs the study (its proposals depend only on the seed and the trial rows; that they follow the
+model is tests/lifecycle/test_model_based_hyperband.py)."""
 
 import signal
 
@@ -23,7 +23,6 @@ def test_the_same_seed_gives_the_same_sequence_on_two_workers(acme, alice, start
     breast_cancer = dataset_create_bundled(team=acme, user=alice, bundled_name="breast_cancer")
     first = start_worker("w1")
     on_first = run(acme, alice, breast_cancer, "bohb on w1", tuner="hyperband_tpe", **HYPERBAND)
-    plain = run(acme, alice, breast_cancer, "hyperband on w1", tuner="hyperband", **HYPERBAND)
     first.kill(signal.SIGTERM)
     start_worker("w2")
     on_second = run(acme, alice, breast_cancer, "bohb on w2", tuner="hyperband_tpe", **HYPERBAND)
@@ -31,7 +30,3 @@ def test_the_same_seed_gives_the_same_sequence_on_two_workers(acme, alice, start
     assert _sequence(on_first) == _sequence(on_second)
     assert [t.score for _, t in sorted(trials(on_first).items())] == pytest.approx(
         [t.score for _, t in sorted(trials(on_second).items())], rel=1e-5)
-    # The first bracket is random in both (same seed, same draws); later brackets differ once TPE proposes.
-    model_based, random_draws = _sequence(on_first), _sequence(plain)
-    assert model_based[0] == random_draws[0]
-    assert model_based != random_draws
