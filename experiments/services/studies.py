@@ -111,7 +111,7 @@ def study_run_locked(study: Study, **fields) -> None:
     this start no longer count towards its limit. Refused while its device-hour budget is spent."""
     if spent := study_device_budget_spent(study):
         why = spent.removeprefix(STOPPED_EARLY).strip()
-        raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to run it again.")
+        raise StudyError(f"{why[:1].upper()}{why[1:]} Raise its device-hour budget to resume it.")
     now = timezone.now()
     state = study.oracle_state or {}
     ended = state.get(EXTENDED, state).get("end_order", [])

@@ -76,8 +76,9 @@ def _stop_early(study: Study, outcome: Outcome, *, budget_spent: bool) -> bool:
     # An infeasible trial (it breaks a constraint) reaches no target and is no improvement.
     results = (Trial.objects.filter(study=study, status__in=RESULTS, score__isnull=False).exclude(feasible=False)
                .order_by("number").values_list("number", "score"))
+    since = study.segments[-1]["first_trial"] if study.segments else 1
     return _stop_with(study, stop_reason(rules, results=results, direction=study.objective_direction,
-                                         metric=study.objective_metric))
+                                         metric=study.objective_metric, since=since))
 
 
 def _stop_for_device_hours(study: Study) -> bool:
@@ -276,6 +277,17 @@ STOPPED_EARLY_REASON = ("Stopped before it finished: the study's stopping rule w
                         "(its epochs so far are kept).")
 
 
+def tuner_objectives(study: Study, metrics: dict, *, pruned: bool, epochs_trained: int | None) -> dict:
+    """The other objectives' values the tuner is told. A pruned trial's device-seconds are what training it in full
+    would have cost (its per-epoch cost × the epochs it would have run): cut short, it would look cheap, and a tuner
+    trading accuracy against cost would learn that what gets pruned is what costs little."""
+    told = {row["metric"]: metrics.get(row["metric"]) for row in study.extra_objectives}
+    spent = told.get("device_seconds")
+    if pruned and spent is not None and epochs_trained:
+        told["device_seconds"] = spent * study.epochs * study.executions_per_trial / epochs_trained
+    return told
+
+
 def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle) -> bool:
     """Write the outcome to the oracle and the row; True when the failure limit was reached."""
     running_study = study.status == StudyStatus.RUNNING
@@ -289,7 +301,8 @@ def _record(study: Study, row: Trial, outcome: Outcome, oracles: Oracles, oracle
         found = violations(outcome.metrics, study.constraints)
         ended = oracles.complete(oracle, row.trial_id, objective=study.objective_metric, score=outcome.score,
                                  best_step=outcome.best_step, violations=found,
-                                 extra={o["metric"]: outcome.metrics.get(o["metric"]) for o in study.extra_objectives})
+                                 extra=tuner_objectives(study, outcome.metrics, pruned=outcome.status == "pruned",
+                                                        epochs_trained=outcome.epochs_trained))
         status = TrialStatus.PRUNED if outcome.status == "pruned" else TrialStatus.COMPLETED
         _finish_row(row, study, status, ended.state, outcome, score=outcome.score,
                     feasible=all(v <= 0 for v in found) if study.constraints else None,

@@ -76,7 +76,8 @@ def trial_epochs_carry(*, trial: Trial, resume: dict) -> None:
               .order_by("-attempt").values_list("pk", flat=True).first())
     rows = TrialEpoch.objects.filter(trial_id=source, epoch__lt=int(resume.get("epoch", 0)))
     TrialEpoch.objects.bulk_create([TrialEpoch(trial=trial, execution=row.execution, epoch=row.epoch,
-                                               metrics=row.metrics, best_objective=row.best_objective)
+                                               metrics=row.metrics, best_objective=row.best_objective,
+                                               point=row.point)
                                     for row in rows], ignore_conflicts=True)
 
 

@@ -53,7 +53,9 @@ def point(*, best: float | None, metrics: dict, known: dict, objectives: list[st
         value = pruners.objective_value(seen, row["metric"])
         if value is None:
             continue  # an epoch metric this epoch did not report: judged at the end, not here
-        violation += max(value - row["value"] if row["op"] == "<=" else row["value"] - value, 0.0)
+        # Relative to the bound, so a bound on params (1e5) does not swamp one on val_loss (0.3).
+        broken = max(value - row["value"] if row["op"] == "<=" else row["value"] - value, 0.0)
+        violation += broken / max(abs(row["value"]), 1e-9)
     return Point(tuple(values), violation)
 
 

@@ -77,15 +77,18 @@ def _better(value: float, than: float, direction: str, margin: float = 0.0) -> b
 
 
 def stop_reason(rules: StoppingRules, *, results: Iterable[tuple[int, float]], direction: str,
-                metric: str) -> str | None:
+                metric: str, since: int = 1) -> str | None:
     """Why the study should stop now, or None. `results` are (trial number, score) of the trials
     that finished with a result, in trial order; scores are the objective's own values, better
-    upwards when `direction` is "max"."""
+    upwards when `direction` is "max". `since`: the first trial of the study's latest segment (an
+    extension): only its trials can reach the target or wait out the patience, so a study that had
+    stopped on its rule runs on when extended; the earlier trials still set the bar to improve on."""
     results = [(number, score) for number, score in results if _number(score)]
-    if not rules.enabled or not results:
+    current = [(number, score) for number, score in results if number >= since]
+    if not rules.enabled or not current:
         return None
-    best_number, best = results[0]
-    for number, score in results[1:]:
+    best_number, best = current[0]
+    for number, score in current[1:]:
         if _better(score, best, direction):
             best_number, best = number, score
     if rules.target is not None and (best >= rules.target if direction == "max" else best <= rules.target):
@@ -94,13 +97,14 @@ def stop_reason(rules: StoppingRules, *, results: Iterable[tuple[int, float]], d
         return None
     # As Keras's EarlyStopping: the reference moves only on an improvement by more than δ.
     reference, waited = results[0][1], 0
-    for _, score in results[1:]:
+    for number, score in results[1:]:
         if _better(score, reference, direction, rules.min_delta):
             reference, waited = score, 0
-        else:
+        elif number >= since:
             waited += 1
     if waited < rules.patience:
         return None
+    best_number, best = min(results, key=lambda r: r[1] if direction == "min" else -r[1])
     by = f" by more than {rules.min_delta:.4g}" if rules.min_delta else ""
     return (f"{PREFIX} no improvement over {reference:.4g}{by} in the last {rules.patience} "
             f"trial{'s' if rules.patience != 1 else ''} (best {metric} {best:.4g} at trial {best_number}).")

@@ -20,7 +20,7 @@
       for (const input of field.querySelectorAll("input, select")) input.disabled = !visible;
     }
     let text = explained[pruner.value] || "";
-    if (tuner && tuner.value === "hyperband" && pruner.value !== "none") {
+    if (tuner && tuner.value.startsWith("hyperband") && pruner.value !== "none") {
       text = "Hyperband already stops weak trials early (successive halving inside its brackets): choose no " +
         "pruner, or another tuner.";
     }

@@ -4,7 +4,7 @@ become the references later trials are judged by at the rungs."""
 
 import pytest
 
-from experiments.models import PruningReference, TrialEpoch
+from experiments.models import PruningReference, Trial, TrialEpoch
 from experiments.services import studies, trial_claims, trial_epochs
 from experiments.services.trial_oracle import Outcome
 from experiments.tuning.pruners import explain
@@ -80,3 +80,16 @@ def test_one_epoch_report_at_a_rung_reads_the_previous_point_and_the_references(
         assert trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=2, metrics={"val_loss": 0.45},
                                                pruning=runner.pruning, known={"params": 10.0})
     studies.study_cancel(study=runner.study)
+
+
+def test_a_preempted_trials_next_attempt_carries_its_points(make_study):
+    runner = Runner(studies.study_start(study=make_study(**PARETO)))
+    trial = runner.claim()
+    for epoch in range(2):
+        trial_epochs.trial_record_epoch(trial_pk=trial.pk, execution=0, epoch=epoch, metrics={"val_loss": 0.5},
+                                        pruning=runner.pruning, known={"params": 300.0})
+    retry = Trial.objects.create(study=trial.study, trial_id=trial.trial_id, number=trial.number + 1, attempt=2,
+                                 status=Trial.Status.RUNNING, hyperparameters=trial.hyperparameters)
+    trial_epochs.trial_epochs_carry(trial=retry, resume={"epoch": 2})
+    assert list(retry.epochs.order_by("epoch").values_list("point", flat=True)) == [
+        {"values": [0.5, 300.0], "violation": 0.0}] * 2

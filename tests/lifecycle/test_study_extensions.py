@@ -59,6 +59,7 @@ def test_a_study_extended_to_model_based_hyperband_builds_its_brackets_around_th
     ({"max_trials": 3}, "max_trials", "raise max trials above 3"),
     ({"max_trials": 6, "epochs": 2}, "epochs", "Epochs can only be raised (from 3)"),
     ({"max_trials": 6, "tuner": "bayesian"}, "tuner", "rank trials by one score"),
+    ({"max_trials": 6, "stop_device_hours": 1e-9}, "stop_device_hours", "Raise the device-hour budget to run it on."),
 ])
 def test_an_extension_that_breaks_a_rule_is_refused_and_changes_nothing(make_study, alice, changes, field, message):
     study = _completed(make_study, extra_objectives=[{"metric": "params", "direction": "min"}])
@@ -69,8 +70,37 @@ def test_an_extension_that_breaks_a_rule_is_refused_and_changes_nothing(make_stu
     assert Study.objects.filter(pk=study.pk).values().get() == before
 
 
+def test_a_pruning_study_switched_to_hyperband_is_refused_on_the_tuner(make_study, alice):
+    study = _completed(make_study, pruner="median", epochs=4)
+    with pytest.raises(ExtensionRefused) as refused:
+        study_extend(study=study, user=alice, max_trials=6, tuner="hyperband_tpe")
+    assert refused.value.errors["tuner"].startswith("This study prunes with median. Hyperband already stops")
+
+
 def test_a_running_study_is_not_extended(make_study, alice):
     study = studies.study_start(study=make_study(**PLAIN))
     with pytest.raises(studies.StudyError, match="Only a completed, cancelled or failed study can be extended"):
         study_extend(study=study, user=alice, max_trials=10)
     studies.study_cancel(study=study)
+
+
+def test_more_trials_for_the_same_tuner_keep_its_whole_state(make_study, alice):
+    study = _completed(make_study, tuner="optuna_nsga2", extra_objectives=[{"metric": "params", "direction": "min"}])
+    kept = study.oracle_state
+    extended = study_extend(study=study, user=alice, max_trials=6)
+    assert extended.oracle_state == kept and "optuna" in kept  # NSGA-II's generations go on
+
+
+def test_a_stopping_rule_met_before_the_extension_does_not_end_it_again(make_study, alice):
+    study = studies.study_start(study=make_study(**{**PLAIN, "stop_target": 0.6}))
+    Runner(study).run([0.9, 0.8, 0.7])
+    Runner(study).run([0.7, 0.6, 0.5])  # reaches the target: the study ends
+    study.refresh_from_db()
+    assert study.status == Study.Status.COMPLETED and study.message.startswith("Stopped early")
+    extended = study_extend(study=study, user=alice, max_trials=6)
+    Runner(extended).run([0.9, 0.8, 0.7])  # no better than the target: the extension runs on
+    extended.refresh_from_db()
+    assert extended.status == Study.Status.RUNNING
+    Runner(extended).run([0.7, 0.6, 0.55])  # a trial of the new segment reaches it
+    extended.refresh_from_db()
+    assert extended.status == Study.Status.COMPLETED and "at trial 4" in extended.message

@@ -83,3 +83,17 @@ def test_a_device_hour_budget_is_spent_once_the_finished_trials_reach_it():
     assert budget_reason(rules, device_seconds=1799.0, trials=3) is None
     assert budget_reason(rules, device_seconds=1800.0, trials=1) == (
         "Stopped early: its budget of 0.5 device-hours is spent (0.5 device-hours over 1 trial).")
+
+
+def test_after_an_extension_only_the_new_segments_trials_reach_the_target_or_wait_out_the_patience():
+    def since(rules, scores, first, direction="max"):
+        return stop_reason(rules, results=list(enumerate(scores, start=1)), direction=direction, metric="m",
+                           since=first)
+
+    assert since(StoppingRules(target=0.9), [0.95, 0.5], first=2) is None  # reached before the extension
+    assert since(StoppingRules(target=0.9), [0.95, 0.5, 0.91], first=2) == (
+        "Stopped early: m reached 0.91 (target 0.9) at trial 3.")
+    plateau = StoppingRules(patience=2)
+    assert since(plateau, [0.9, 0.5, 0.5, 0.4], first=4) is None  # waited 2 before, 1 since
+    assert since(plateau, [0.9, 0.5, 0.5, 0.4, 0.6], first=4) == (
+        "Stopped early: no improvement over 0.9 in the last 2 trials (best m 0.9 at trial 1).")
