@@ -2,7 +2,9 @@
 finished trials' rows arrive in does not change a verdict."""
 
 import itertools
+import random
 
+import numpy as np
 import pytest
 
 from experiments.tuning import pareto_pruning
@@ -81,3 +83,36 @@ def test_the_pareto_pruner_needs_several_objectives_and_one_it_can_watch():
         extra_objectives=[{"metric": "device_seconds", "direction": "min"}])["pruner"]
     assert objective_errors(tuner="optuna_tpe", objective_metric="val_accuracy", pruner="pareto",
                             extra_objectives=[{"metric": "params", "direction": "min"}]) == {}
+
+
+def _fronts_by_brute_force(points, directions):
+    def dominates(a, b):
+        if a.violation != b.violation:
+            return a.violation < b.violation
+        x, y = pareto_pruning._signed(a, directions), pareto_pruning._signed(b, directions)
+        return all(p <= q for p, q in zip(x, y, strict=True)) and any(p < q for p, q in zip(x, y, strict=True))
+
+    left, ranks, rank = set(range(len(points))), {}, 0
+    while left:
+        front = {i for i in left if not any(dominates(points[j], points[i]) for j in left if j != i)}
+        ranks.update(dict.fromkeys(front, rank))
+        left, rank = left - front, rank + 1
+    return [ranks[i] for i in range(len(points))]
+
+
+def test_the_fast_sorting_finds_the_fronts_brute_force_finds_with_ties_duplicates_and_violations():
+    rng = random.Random(1)
+    for _ in range(200):
+        dimensions = rng.choice([2, 3])
+        points = [Point(tuple(float(rng.randint(0, 5)) for _ in range(dimensions)),
+                        violation=rng.choice([0.0, 0.0, 0.0, 0.5, 1.0])) for _ in range(rng.randint(2, 30))]
+        directions = [rng.choice(["min", "max"]) for _ in range(dimensions)]
+        expected, me = _fronts_by_brute_force(points, directions), len(points) - 1
+        if dimensions == 2:
+            values = np.array([pareto_pruning._signed(p, directions) for p in points])
+            violations = np.array([p.violation for p in points])
+            assert list(pareto_pruning._ranks_2d(values, violations)) == expected
+        for kept in (1, len(points) // 3 or 1, len(points) // 2 or 1):
+            rank, place, _ = pareto_pruning.rank_and_place(points, directions, me, kept)
+            assert (rank == 0) == (expected[me] == 0)
+            assert place >= kept or rank == expected[me]  # a kept trial's front is exact

@@ -68,10 +68,10 @@ class ModelBasedHyperbandOracle(kt.oracles.HyperbandOracle):
         return [(configs[key], sum(found) / len(found)) for key, found in ranks.items()]
 
     def _proposal(self, observed: list, distributions: dict) -> dict | None:
-        sampler = optuna.samplers.TPESampler(seed=self._draw_seed("tpe") % 2**31, n_startup_trials=0,
-                                             multivariate=True, group=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Optuna's "experimental feature" notes
+            sampler = optuna.samplers.TPESampler(seed=self._draw_seed("tpe") % 2**31, n_startup_trials=0,
+                                                 multivariate=True, group=True)
             study = optuna.create_study(direction="minimize", sampler=sampler)  # the mean rank: 0 is the best
             for values, rank in observed:
                 params = {name: values[name] for name, dist in distributions.items()
