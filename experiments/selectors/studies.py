@@ -91,10 +91,20 @@ def pruning_savings(study: Study, *, pruned: int, trained: int) -> dict | None:
     earlier anyway."""
     if study.pruner == "none":
         return None
-    epochs = pruned * study.epochs * study.executions_per_trial - trained
+    epochs = _planned_epochs(study, pruned) * study.executions_per_trial - trained
     devices = study.devices_per_trial if study.queue in (Study.Queue.GPU, Study.Queue.TPU) else 1
     return {"pruned": pruned, "epochs": epochs, "device_epochs": epochs * devices, "devices": devices,
             "unit": f"{study.queue.upper()}-epoch{'' if epochs * devices == 1 else 's'}"}
+
+
+def _planned_epochs(study: Study, pruned: int) -> int:
+    """The epochs the pruned trials were to train: each its segment's (an extension may have raised them; one query
+    for an extended study, none otherwise)."""
+    if not study.segments or not pruned:
+        return pruned * study.epochs
+    starts = [(segment["first_trial"], segment["epochs"]) for segment in study.segments]
+    numbers = Trial.objects.filter(study=study, status=Trial.Status.PRUNED).values_list("number", flat=True)
+    return sum(next(epochs for first, epochs in reversed(starts) if number >= first) for number in numbers)
 
 
 def bayesian_exploration(*, study: Study, completed: int) -> dict | None:

@@ -133,8 +133,9 @@ def objective_errors(*, tuner: str | None, objective_metric: str | None, extra_o
                             "multi-objective study: a trial behind on accuracy may be the smallest model. Choose "
                             "Pareto successive halving, no pruner, or one objective.")
     elif pruner == "pareto" and all(row["metric"] in MEASURED_AT_THE_END for row in extra_objectives):
+        names = [row["metric"] for row in extra_objectives]
         errors["pruner"] = (f"Pareto successive halving can watch only what a trial reports at an epoch's end; "
-                            f"{', '.join(row['metric'] for row in extra_objectives)} are measured when training ends, "
+                            f"{', '.join(names)} {'are' if len(names) > 1 else 'is'} measured when training ends, "
                             "so it would judge on one objective: choose successive halving, or add an objective it "
                             "can watch (an epoch metric or params).")
     return errors

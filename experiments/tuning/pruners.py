@@ -127,8 +127,8 @@ def explain(record: dict, objective: str) -> str:
     trials = f"{compared} finished trial{'s' if compared != 1 else ''}"
     if record.get("pruner") == "pareto":  # threshold: how many of them dominated it (pareto_pruning.decide)
         return (f"Pruned after {where} (rung {record.get('rung')}): {int(bar or 0)} of the {trials} at that rung "
-                f"dominated it on the watched objectives, and it was not within the best of the {compared + 1} by "
-                "Pareto front and crowding.")
+                f"dominated it on the watched objectives, and it was not in the share of the {compared + 1} trials at "
+                "the rung that goes on (by Pareto front, then crowding).")
     if record.get("pruner") == "successive_halving":
         return (f"Pruned after {where} (rung {record.get('rung')}): its best {objective} so far, {value:.4g}, was "
                 f"not within the best of the {compared + 1} trials at that rung (bar {bar:.4g}).")

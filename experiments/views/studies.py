@@ -34,7 +34,7 @@ from experiments.selectors.trials import (
 )
 from experiments.services.recipes import RecipeError, study_tags_set
 from experiments.services.studies import StudyError, study_cancel, study_create, study_start, study_update_budget
-from experiments.services.study_extensions import EXTENDABLE, study_extend
+from experiments.services.study_extensions import EXTENDABLE, ExtensionRefused, study_extend
 from experiments.services.trained_models import default_model_name, trial_model_name
 from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
@@ -151,6 +151,8 @@ def _live_context(study: Study, trial_status: str = "") -> dict:
     context["model_form"] = ModelRequestForm(study=study)
     context["budget_form"] = StudyBudgetForm(instance=study)
     context["extend_form"] = StudyExtendForm(study=study) if study.status in EXTENDABLE else None
+    context["segments"] = [{**segment, "tuner_label": dict(Study.Tuner.choices).get(segment["tuner"], segment["tuner"])}
+                           for segment in study.segments]
     # Keep polling while anything shown is in progress (trials of a cancelled study finish
     # their epoch; models are built): the response after the last of them ends carries no
     # trigger, so the page settles with nothing in progress left on it.
@@ -244,6 +246,8 @@ def study_extend_view(request, study_id: int):
         study_extend(study=study, user=request.user, **form.cleaned_data)
         messages.success(request, "Study extended: its next trials continue the numbering, and the tuner was told "
                                   "every trial so far.")
+    except ExtensionRefused as exc:  # the form's own words, without the field names the API needs
+        messages.error(request, " ".join(exc.errors.values()))
     except StudyError as exc:
         messages.error(request, str(exc))
     return redirect("study_detail", study_id=study.id)

@@ -33,8 +33,8 @@ def test_the_page_extends_an_ended_study_and_shows_its_segments(alice_client, en
     ended.refresh_from_db()
     assert (ended.status, ended.max_trials, ended.tuner) == ("running", 6, "optuna_tpe")
     page = page_text(alice_client.get(response["Location"]))
-    assert "Study extended" in page and "From trial 4: optuna_tpe, up to 6 trials" in page
-    assert "From trial 1: random, up to 3 trials" in page and "extended by alice" in page
+    assert "Study extended" in page and "From trial 4: Optuna TPE, up to 6 trials" in page
+    assert "From trial 1: Random search, up to 3 trials" in page and "extended by alice" in page
 
 
 def test_the_page_and_the_api_refuse_a_bad_extension_alike_and_change_nothing(alice_client, alice, ended):
@@ -85,5 +85,5 @@ def test_cost_objectives_and_constraints_are_taken_by_the_form_and_the_api(alice
 
 def test_a_pareto_pruner_on_cost_objectives_alone_is_refused_with_the_reason(alice_client, acme_dataset):
     response = _post(alice_client, _form(acme_dataset, pruner="pareto", **COSTS))
-    assert response.status_code == 200 and shows(response, "are measured when training ends")
+    assert response.status_code == 200 and shows(response, "is measured when training ends")
     assert not Study.objects.exists()

@@ -104,3 +104,15 @@ def test_a_stopping_rule_met_before_the_extension_does_not_end_it_again(make_stu
     Runner(extended).run([0.7, 0.6, 0.55])  # a trial of the new segment reaches it
     extended.refresh_from_db()
     assert extended.status == Study.Status.COMPLETED and "at trial 4" in extended.message
+
+
+def test_what_pruning_saved_counts_each_pruned_trial_against_its_own_segments_epochs(make_study, alice):
+    from experiments.selectors.studies import study_pruning_savings
+
+    study = make_study(**{**PLAIN, "pruner": "median", "epochs": 4})
+    Trial.objects.create(study=study, trial_id="1", number=1, status=Trial.Status.PRUNED, epochs_trained=1)
+    segments = [{"first_trial": 1, "epochs": 4}, {"first_trial": 2, "epochs": 6}]
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.COMPLETED, epochs=6, segments=segments)
+    Trial.objects.create(study=study, trial_id="2", number=2, status=Trial.Status.PRUNED, epochs_trained=2)
+    study.refresh_from_db()
+    assert study_pruning_savings(study=study)["epochs"] == (4 - 1) + (6 - 2)
