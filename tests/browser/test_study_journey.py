@@ -1,16 +1,18 @@
 """The whole journey in a real Chromium against a real worker (the docs' getting-started pictures:
-`make docs-images`): log in, upload a CSV, define
-a search space in the editor, start the study and watch it update live (charts included),
-retrain the top models, build an ensemble, find it on the leaderboard and download a model.
-A user of another team then sees none of it."""
+`make docs-images`), on what `make run` seeds (its demo team, login and bundled datasets): log in
+as the demo user, upload a CSV, define a search space in the editor on the bundled iris, start the
+study and watch it update live (charts included), retrain the top models, build an ensemble, find
+it on the leaderboard and download a model. A user of another team then sees none of it."""
 
 import csv
 import hashlib
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 from sklearn.datasets import load_iris
 
+from experiments.management.commands.seed_demo import CONFIRM_FLAG, DEMO_PASSWORD, DEMO_TEAM, DEMO_USERNAME
 from experiments.models import Dataset, Study, TrainedModel, Trial
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD, wait_for
@@ -30,10 +32,11 @@ def _iris_csv(path) -> None:
 
 
 def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
-    live_server, page, browser, screenshot, alice, charlie, start_worker, tmp_path
+    live_server, page, browser, screenshot, charlie, start_worker, tmp_path
 ):
+    call_command("seed_demo", CONFIRM_FLAG)  # what `make run` seeds: the pictures show its data
     start_worker()
-    log_in(page, live_server, "alice", PASSWORD)
+    log_in(page, live_server, DEMO_USERNAME, DEMO_PASSWORD)
 
     # Upload a CSV with string labels.
     csv_path = tmp_path / "zanzibar.csv"
@@ -46,11 +49,12 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.wait_for_url("**/datasets/*/")
     assert "150" in page.content() and "setosa" in page.content()
     screenshot("dataset", docs="dataset")
-    dataset = Dataset.objects.get(name="zanzibar")
+    assert Dataset.objects.filter(name="zanzibar", team__name=DEMO_TEAM).exists()
 
-    # Define the study and its search space in the editor.
+    # Define the study and its search space in the editor, on the bundled iris the demo team was seeded with.
+    dataset = Dataset.objects.get(team__name=DEMO_TEAM, bundled_name="iris")
     page.goto(f"{live_server.url}/studies/new/?dataset={dataset.id}")
-    page.get_by_label("Study name").fill("zanzibar search")
+    page.get_by_label("Study name").fill("iris search")
     page.select_option("#id_hypermodel", "dense")
     page.locator("#hp-reset").click()
     rows = page.locator(".hp-row")
@@ -74,7 +78,7 @@ def test_the_whole_journey_from_upload_to_a_downloaded_ensemble(
     page.locator("#save-and-start").click()
     page.wait_for_url("**/studies/*/")
 
-    study = Study.objects.get(name="zanzibar search")
+    study = Study.objects.get(name="iris search")
     units_row = next(r for r in study.search_space if r["name"] == "units")
     assert units_row["max"] == 64
     assert any(r["name"] == "dropout_extra" and r["type"] == "fixed" for r in study.search_space)

@@ -94,6 +94,9 @@ def test_a_rerun_of_the_best_trial_reproduces_it_and_both_record_their_environme
     assert rerun.best_epoch == best.best_epoch
     assert rerun.metrics.keys() == best.metrics.keys()
     for name, value in best.metrics.items():
+        if name in ("device_seconds", "seconds_per_epoch"):  # the run's wall time: never the same twice
+            assert rerun.metrics[name] > 0
+            continue
         assert abs(rerun.metrics[name] - value) <= TOLERANCE, (name, rerun.metrics[name], value)
     original_curve = [e.metrics for e in TrialEpoch.objects.filter(trial=best).order_by("epoch")]
     rerun_curve = [e.metrics for e in TrialRerunEpoch.objects.filter(rerun=rerun).order_by("epoch")]

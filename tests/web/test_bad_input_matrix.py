@@ -215,7 +215,7 @@ CASES = [
     Case("budget-huge", "post", lambda f: reverse("study_budget", args=[f.study.id]),
          lambda f: {"max_trials": HUGE, "parallelism": 1}, "less than or equal to"),
     Case("budget-completed-study", "post", lambda f: reverse("study_budget", args=[f.completed.id]),
-         lambda f: {"max_trials": 50, "parallelism": 2}, "has completed and cannot run again"),
+         lambda f: {"max_trials": 50, "parallelism": 2}, "has completed, so its budget no longer changes anything"),
     Case("notes-nul", "post", lambda f: reverse("trial_annotate", args=[f.study.id, f.trial.id]),
          lambda f: {"notes": "hello\x00world", "tags": ""}, None, status=(400,), follow=False),
     Case("notes-huge", "post", lambda f: reverse("trial_annotate", args=[f.study.id, f.trial.id]),
