@@ -147,3 +147,15 @@ def test_the_leaderboard_marks_models_from_the_front_with_their_other_objectives
     dominated = page.split('title="dominated v1"', 1)[1].split("</td>", 1)[0]
     assert "Pareto front</span>" in on_front and "params 5000" in on_front
     assert "Pareto front" not in dominated and "params 6000" in dominated
+
+
+def test_a_trial_page_shows_what_it_cost_apart_from_its_training_metrics(alice_client, two_objective_study):
+    trial = Trial.objects.get(study=two_objective_study, number=2)
+    trial.metrics = {**trial.metrics, "loss": 0.4, "device_seconds": 12.5, "seconds_per_epoch": 4.1667}
+    trial.save(update_fields=["metrics"])
+    page = page_text(alice_client.get(reverse("trial_detail", args=[two_objective_study.id, trial.id])))
+    costs = page.split('id="trial-costs"', 1)[1].split("</table>", 1)[0]
+    assert 'data-metric="params">1,000<' in costs and 'data-metric="device_seconds">12.5<' in costs
+    assert 'data-metric="seconds_per_epoch">4.1667<' in costs
+    metrics = page.split('id="trial-metrics"', 1)[1].split("</table>", 1)[0]
+    assert "device_seconds" not in metrics and "params" not in metrics and ">accuracy<" in metrics
