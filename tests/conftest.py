@@ -15,6 +15,7 @@ from django.conf import settings
 
 from experiments.models import Membership, Team
 from experiments.services.memberships import membership_add
+from tests import forked_workers
 from tests.parallel import PHASES, WORKER, outside_phase, phase_of, select_phase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,11 +142,14 @@ class CeleryProcess:
         self.name = name
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log_path = LOG_DIR / f"{name}.log"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "webapp", *args],
-            cwd=ROOT, env=env, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        if args[0] == "worker" and forked_workers.can_fork(env, ROOT):
+            self.process = forked_workers.ForkedProcess(["-A", "webapp", *args], env, self.log_path, ROOT)
+        else:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "webapp", *args],
+                cwd=ROOT, env=env, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -166,7 +170,10 @@ class CeleryProcess:
 
     def kill(self, sig=signal.SIGKILL) -> None:
         if self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:  # a forked worker killed before it took a session of its own
+                os.kill(self.process.pid, sig)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
