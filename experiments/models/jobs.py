@@ -31,7 +31,9 @@ class Job(models.Model):
     device_seconds = models.FloatField(null=True, blank=True)
     device_kind = models.CharField(max_length=10, blank=True)
     created = models.DateTimeField(default=timezone.now)
-    started = models.DateTimeField(null=True, blank=True)
+    started = models.DateTimeField(null=True, blank=True)  # its first attempt's start
+    # Its current (or last) attempt's start: a running job's device time so far, for the quotas.
+    attempt_started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:

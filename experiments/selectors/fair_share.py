@@ -89,16 +89,22 @@ def running_jobs(*, kinds, queue: str, team_ids=None) -> dict[int, int]:
 def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
     """Device-hours the teams' jobs spent on the queue this calendar month: the runs they recorded
     (each run adds its device-seconds when it ends, finished, failed or handed back) of the jobs that
-    ended this month or have not ended. A run in progress counts once it ends: a job's row keeps
-    when its first attempt started, not its current one, so its elapsed time is not known here."""
+    ended this month or have not ended, and the run in progress of a running job from its attempt's
+    start (or the month's), on the devices its study's trials take (one for a job of no study)."""
     active = Q(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)) | Q(finished__gte=month_start(now))
     hours: dict[int, float] = {}
     for kind in kinds:
-        spent = (jobs_on_queue(kind, queue).filter(active, device_seconds__isnull=False,
-                                                   **{f"{kind.team}__in": team_ids})
+        rows = jobs_on_queue(kind, queue).filter(**{f"{kind.team}__in": team_ids})
+        spent = (rows.filter(active, device_seconds__isnull=False)
                  .values_list(kind.team).annotate(s=Sum("device_seconds")).order_by())
         for team_id, seconds in spent:
             hours[team_id] = hours.get(team_id, 0.0) + seconds / 3600
+        devices = f"{kind.study}__devices_per_trial" if kind.study is not None else None
+        running = rows.filter(status=JobStatus.RUNNING, attempt_started__isnull=False)
+        for team_id, started, held in running.values_list(kind.team, "attempt_started",
+                                                          devices or Value(1)):
+            elapsed = (now - max(started, month_start(now))).total_seconds() * max(held or 1, 1)
+            hours[team_id] = hours.get(team_id, 0.0) + max(elapsed, 0) / 3600
     return hours
 
 

@@ -5,6 +5,7 @@ study (the fleet is shared, whose work it is is not), unless a site admin asks."
 from datetime import timedelta
 from statistics import mean
 
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
@@ -28,7 +29,9 @@ def _jobs(kinds, queue: str) -> tuple[list[dict], list[dict]]:
     running, held = [], []
     for kind in kinds:
         rows = jobs_on_queue(kind, queue)
-        for pk, team_id, started in rows.filter(status=JobStatus.RUNNING).values_list("pk", kind.team, "started"):
+        # Since its current attempt started (a job handed back and claimed again runs anew).
+        for pk, team_id, started in (rows.filter(status=JobStatus.RUNNING)
+                                     .values_list("pk", kind.team, Coalesce("attempt_started", "started"))):
             running.append({"job": f"{kind.label} {pk}", "team_id": team_id, "started": started})
         for pk, team_id, created, wait in (rows.filter(status=JobStatus.QUEUED).exclude(queue_wait="")
                                            .values_list("pk", kind.team, "created", "queue_wait")):

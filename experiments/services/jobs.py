@@ -60,7 +60,7 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
             return None
         if not kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
-                started=Coalesce(F("started"), now), error="", resends=0, queue_wait=""):
+                started=Coalesce(F("started"), now), attempt_started=now, error="", resends=0, queue_wait=""):
             return None
         if kind.reset is not None:
             kind.reset(pk)

@@ -13,6 +13,7 @@ from django.utils import timezone
 from experiments.datasets.inputs import ModelInputs
 from experiments.models import Artifact, ModelConversion, ModelFile, Study, TeamQueuePolicy, TrainedModel, Trial
 from experiments.selectors.fair_share import queue_standing
+from experiments.selectors.queue_board import queue_board
 from experiments.services import jobs
 from experiments.services.artifacts import artifact_create
 from experiments.services.fair_share import team_quota_locked
@@ -279,3 +280,21 @@ def test_a_running_job_holds_one_of_its_teams_slots(kind, row, model):
     assert "concurrent trial or job" in team_quota_locked(study)
     standing = queue_standing(queue=queue, backend="tensorflow", kinds=JOB_KINDS.values())
     assert standing.held == {model.team_id: 1}
+
+
+def test_a_running_jobs_current_run_counts_towards_its_teams_device_hours(kind, row, model):
+    """From its current attempt's start, not its first one's: a handed-back job that runs again
+    counts its new run (its handed-back run counted when it ended, in device_seconds)."""
+    queue = _queue_of(kind, row)
+    TeamQueuePolicy.objects.create(team=model.team, queue=queue, device_hours_per_month=100)
+    first = jobs.job_claim(kind=kind, pk=row.pk, worker_host="a")
+    now = timezone.now()
+    kind.table.objects.filter(pk=row.pk).update(started=now - timedelta(hours=3))
+    assert jobs.job_release(kind=kind, pk=row.pk, attempt=first.attempts)
+    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="b") is not None
+    kind.table.objects.filter(pk=row.pk).update(attempt_started=now - timedelta(minutes=30))
+    standing = queue_standing(queue=queue, backend="tensorflow", kinds=JOB_KINDS.values(), now=now)
+    devices = model.study.devices_per_trial if kind.study is not None else 1
+    assert standing.device_hours[model.team_id] == pytest.approx(0.5 * devices)
+    board = queue_board(queue=queue, team=model.team, kinds=JOB_KINDS.values(), now=now)
+    assert [job["since"] for job in board["running"] if job.get("job")] == [now - timedelta(minutes=30)]
