@@ -1,0 +1,71 @@
+"""Quantized variants of a real trained model (workers/export/quantization.py): the full-integer TFLite file
+holds only integer tensors in its ops, is calibrated on training rows only, and the runtime reproduces the
+figures it was measured with; Keras's int8 model reloads from its .keras file with the same predictions."""
+
+import keras
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from workers.export import quantization
+
+X, Y = load_digits(return_X_y=True)
+X = (X / 16).astype("float32")
+TRAIN, TEST = slice(0, 1200), slice(1400, None)
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((64,))
+    outputs = keras.layers.Dense(10, activation="softmax")(keras.layers.Dense(32, activation="relu")(inputs))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    model.fit(X[TRAIN], Y[TRAIN], epochs=8, batch_size=64, verbose=0)
+    return model
+
+
+def _accuracy(probabilities) -> float:
+    return float(np.mean(np.argmax(probabilities, axis=1) == Y[TEST]))
+
+
+def test_calibration_rows_come_from_the_training_split_only():
+    rows = quantization.calibration_rows(X[TRAIN], count=50, seed=3)
+    train = {row.tobytes() for row in X[TRAIN]}
+    held_out = {row.tobytes() for row in X[1200:]} - train  # digits repeats a few images across splits
+    assert len(rows) == 50 and all(row.tobytes() in train for row in rows)
+    assert not any(row.tobytes() in held_out for row in rows)
+    assert np.array_equal(rows, quantization.calibration_rows(X[TRAIN], count=50, seed=3)), "one seed, one draw"
+
+
+@pytest.mark.parametrize("integer_io", [False, True])
+def test_full_integer_tflite_has_only_integer_ops_and_keeps_the_accuracy(model, tmp_path, integer_io):
+    flatbuffer = quantization.full_integer_tflite(model, X[TRAIN], tmp_path, integer_io=integer_io)
+    assert quantization.float_tensors_in_ops(flatbuffer) == []
+    runner = quantization.TfliteRunner(flatbuffer)
+    if integer_io:
+        assert runner.source["dtype"] == np.int8 and runner.target["dtype"] == np.int8
+    measured = _accuracy(runner(X[TEST]))
+    assert measured >= _accuracy(model.predict(X[TEST], verbose=0)) - 0.03
+    (tmp_path / "m.tflite").write_bytes(flatbuffer)
+    reloaded = quantization.TfliteRunner((tmp_path / "m.tflite").read_bytes())
+    assert _accuracy(reloaded(X[TEST], batch_size=7)) == measured, "another batch size, the same figure"
+
+
+def test_a_dynamic_range_file_is_not_full_integer(model, tmp_path):
+    from workers.export.saved_model import export_saved_model, tensorflow
+
+    tf = tensorflow()
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(export_saved_model(model, tmp_path / "saved")))
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    assert quantization.float_tensors_in_ops(converter.convert()), "the check must see float activations"
+
+
+def test_keras_int8_reloads_from_its_file_with_the_same_predictions(model, tmp_path):
+    quantized = quantization.keras_quantized(model, "int8")
+    assert model.layers[1].kernel.dtype == "float32", "the float model is left as it was"
+    quantized.save(tmp_path / "int8.keras")
+    reloaded = keras.saving.load_model(tmp_path / "int8.keras")
+    expected = quantized.predict(X[TEST], verbose=0)
+    np.testing.assert_allclose(reloaded.predict(X[TEST], verbose=0), expected, atol=1e-6)
+    assert _accuracy(expected) >= _accuracy(model.predict(X[TEST], verbose=0)) - 0.03
