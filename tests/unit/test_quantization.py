@@ -69,3 +69,25 @@ def test_keras_int8_reloads_from_its_file_with_the_same_predictions(model, tmp_p
     expected = quantized.predict(X[TEST], verbose=0)
     np.testing.assert_allclose(reloaded.predict(X[TEST], verbose=0), expected, atol=1e-6)
     assert _accuracy(expected) >= _accuracy(model.predict(X[TEST], verbose=0)) - 0.03
+
+
+def test_a_recurrent_model_is_refused_full_integer_with_a_reason_before_any_conversion(tmp_path):
+    inputs = keras.Input((5, 2))
+    model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(keras.layers.LSTM(4)(inputs)))
+    assert quantization.full_integer_unavailable(model) == quantization.RECURRENT_REASON
+    with pytest.raises(ValueError, match="recurrent layers"):
+        quantization.full_integer_tflite(model, np.zeros((10, 5, 2), "float32"), tmp_path)
+    assert not any(tmp_path.iterdir()), "nothing was exported or converted"
+
+
+def test_a_model_of_raw_uint8_images_is_full_integer_past_its_input_cast(tmp_path):
+    """The cnn hypermodels take raw pixels: the one float op left is the CAST of the uint8 input."""
+    inputs = keras.Input((8, 8, 1), dtype="uint8")
+    x = keras.layers.Rescaling(1 / 16)(keras.ops.cast(inputs, "float32"))
+    x = keras.layers.Conv2D(4, 3, activation="relu")(x)
+    model = keras.Model(inputs, keras.layers.Dense(10, activation="softmax")(keras.layers.Flatten()(x)))
+    images = (X[TRAIN] * 16).reshape(-1, 8, 8, 1).astype("uint8")
+    flatbuffer = quantization.full_integer_tflite(model, images, tmp_path)
+    assert quantization.float_tensors_in_ops(flatbuffer) == []
+    np.testing.assert_allclose(quantization.TfliteRunner(flatbuffer)(images[:20]),
+                               model.predict(images[:20], verbose=0), atol=0.05)

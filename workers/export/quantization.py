@@ -13,7 +13,8 @@ from workers.export.saved_model import export_saved_model, tensorflow
 
 CALIBRATION_ROWS = 200  # the converter's guide suggests ~100-500 samples: ranges settle well before that
 INTEGER_TYPES = {np.int8, np.uint8, np.int16, np.int32, np.int64}
-# At the edges of a model that takes and gives float: these two ops convert, and only they may touch float.
+# At the edges of a model that takes and gives float: these two ops convert, and only they may touch float
+# (and a CAST of an integer model input, e.g. raw uint8 pixels, to the float the QUANTIZE after it takes).
 BOUNDARY_OPS = {"QUANTIZE", "DEQUANTIZE"}
 
 
@@ -33,13 +34,37 @@ def calibration_rows(x_train: np.ndarray, *, count: int = CALIBRATION_ROWS, seed
     return np.asarray(x_train)[np.sort(rng.choice(len(x_train), size=take, replace=False))]
 
 
+RECURRENT_REASON = ("No full-integer TFLite file for a model with recurrent layers (LSTM, GRU): TensorFlow's "
+                    "calibration crashes its process on them (TF 2.21); the dynamic-range TFLite file and "
+                    "Keras int8 are offered instead.")
+
+
+def full_integer_unavailable(model) -> str | None:
+    """Why this model gets no full-integer file, or None. Checked before converting: the converter's failure
+    here is a segmentation fault, which would take the worker child with it."""
+    layers = model._flatten_layers(include_self=False, recursive=True)  # Keras's walk into nested models
+    return RECURRENT_REASON if any(isinstance(layer, keras.layers.RNN) for layer in layers) else None
+
+
 def full_integer_tflite(model, x_train: np.ndarray, workdir: Path, *, integer_io: bool = False,
                         seed: int = 0) -> bytes:
     """int8 weights and activations (TFLITE_BUILTINS_INT8 only: the conversion fails rather than leave a float
-    op behind); with `integer_io` the inputs and outputs are int8 too, for integer-only accelerators."""
-    tf = tensorflow()
+    op behind); with `integer_io` the inputs and outputs are int8 too, for integer-only accelerators. A model
+    that converts only with a static batch (LSTM and GRU layers) gets a file that takes one example per call,
+    as the float TFLite files do (workers/export/tflite.py)."""
+    reason = full_integer_unavailable(model)
+    if reason is not None:
+        raise ValueError(reason)
     rows = calibration_rows(x_train, seed=seed).astype(model.inputs[0].dtype)
-    saved = export_saved_model(model, Path(workdir) / "quantization-source")
+    try:
+        return _full_integer(export_saved_model(model, Path(workdir) / "quantization-source"), rows, integer_io)
+    except Exception:  # the converter raises many types; a static batch is the one known way out
+        single = export_saved_model(model, Path(workdir) / "quantization-one-example", batch_size=1)
+        return _full_integer(single, rows, integer_io)
+
+
+def _full_integer(saved: Path, rows: np.ndarray, integer_io: bool) -> bytes:
+    tf = tensorflow()
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved))
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: ([row[None]] for row in rows)
@@ -68,10 +93,12 @@ def float_tensors_in_ops(flatbuffer: bytes) -> list[str]:
     the ops into one."""
     runtime, _ = interpreter(flatbuffer)
     dtypes = {t["index"]: t["dtype"] for t in runtime.get_tensor_details()}
+    model_inputs = {detail["index"] for detail in runtime.get_input_details()}
     found = []
     for op in runtime._get_ops_details():  # the runtime's only listing of ops and their tensors
         tensors = [i for i in (*op["inputs"], *op["outputs"]) if i >= 0]
-        if op["op_name"] not in BOUNDARY_OPS and any(dtypes[i] not in INTEGER_TYPES for i in tensors):
+        boundary = op["op_name"] in BOUNDARY_OPS or (op["op_name"] == "CAST" and set(op["inputs"]) <= model_inputs)
+        if not boundary and any(dtypes[i] not in INTEGER_TYPES for i in tensors):
             found.append(op["op_name"])
     return found
 
@@ -84,8 +111,10 @@ class TfliteRunner:
         self.runtime, self.name = interpreter(flatbuffer)
         (self.source,), (self.target,) = self.runtime.get_input_details(), self.runtime.get_output_details()
         self.rows = None
+        self.one_example = int(self.source["shape_signature"][0]) == 1  # a static batch of one
 
     def __call__(self, x: np.ndarray, *, batch_size: int = 64) -> np.ndarray:
+        batch_size = 1 if self.one_example else batch_size
         outputs = []
         for start in range(0, len(x), batch_size):
             batch = np.asarray(x[start:start + batch_size])
