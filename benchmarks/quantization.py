@@ -95,7 +95,8 @@ def _round(dataset: str, hypermodel: str, seed: int) -> dict:
                for b in (1, 64)}}}
         for name, flatbuffer in variants.items():
             runner = q.TfliteRunner(flatbuffer)
-            out[name] = {"size_ratio": len(flatbuffer) / len(float_tflite),
+            out[name] = {"size_ratio": len(flatbuffer) / len(float_tflite), "bytes": len(flatbuffer),
+                         "float_bytes": len(float_tflite),
                          "accuracy_drop": float_accuracy - _accuracy(runner(x[test]), y[test]),
                          **{f"latency_ratio_batch{b}": q.latency_ms_per_row(runner, x[test], batch=b) / base[b]
                             for b in (1, 64)}}

@@ -157,7 +157,10 @@ class CeleryProcess:
     def send(self, sig, *, group: bool) -> None:
         """`sig` to the main process only (what Kubernetes and Docker do) or to its whole group."""
         if group:
-            os.killpg(self.process.pid, sig)
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:  # a forked worker signalled before it took a session of its own
+                os.kill(self.process.pid, sig)
         else:
             self.process.send_signal(sig)
 

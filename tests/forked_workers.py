@@ -16,16 +16,22 @@ import sys
 
 PRELOAD = ["numpy", "scipy", "sklearn", "tensorflow", "keras", "keras_tuner", "optuna", "django", "celery",
            "kombu", "redis", "psycopg"]
-# Environment that decides what the preloaded imports do (the forkserver has this process's): a
-# worker that sets any of these otherwise is started plainly.
+# Environment that decides what the preloaded imports do (the forkserver keeps what this process had
+# when it started): a worker that sets any of these otherwise is started plainly.
 IMPORT_ENVIRONMENT = ("KERAS_BACKEND", "TF_CPP_MIN_LOG_LEVEL", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                       "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 _context = None
+_started_with: dict = {}
+
+
+def _import_environment() -> dict:
+    return _started_with or {name: os.environ.get(name) for name in IMPORT_ENVIRONMENT}
 
 
 def can_fork(env: dict, root) -> bool:
-    return (all(env.get(name) == os.environ.get(name) for name in IMPORT_ENVIRONMENT)
+    started_with = _import_environment()
+    return (all(env.get(name) == started_with[name] for name in IMPORT_ENVIRONMENT)
             and env.get("KERAS_BACKEND", "tensorflow") == "tensorflow"
             and env.get("PYTHONPATH") in (None, str(root)))
 
@@ -35,6 +41,7 @@ def _forkserver():
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload(PRELOAD)
+        _started_with.update(_import_environment())  # the first Process.start launches it with this
     return _context
 
 

@@ -32,8 +32,10 @@ class Job(models.Model):
     device_kind = models.CharField(max_length=10, blank=True)
     created = models.DateTimeField(default=timezone.now)
     started = models.DateTimeField(null=True, blank=True)  # its first attempt's start
-    # Its current (or last) attempt's start: a running job's device time so far, for the quotas.
+    # Its current (or last) attempt's start and the devices its worker child holds for it (as the
+    # child will record them): a running job's device time so far, for the quotas.
     attempt_started = models.DateTimeField(null=True, blank=True)
+    attempt_devices = models.PositiveIntegerField(default=1)
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:

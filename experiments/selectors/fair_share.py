@@ -90,7 +90,7 @@ def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
     """Device-hours the teams' jobs spent on the queue this calendar month: the runs they recorded
     (each run adds its device-seconds when it ends, finished, failed or handed back) of the jobs that
     ended this month or have not ended, and the run in progress of a running job from its attempt's
-    start (or the month's), on the devices its study's trials take (one for a job of no study)."""
+    start (or the month's) on the devices its worker child holds (attempt_devices, as it will record)."""
     active = Q(status__in=(JobStatus.QUEUED, JobStatus.RUNNING)) | Q(finished__gte=month_start(now))
     hours: dict[int, float] = {}
     for kind in kinds:
@@ -99,11 +99,9 @@ def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
                  .values_list(kind.team).annotate(s=Sum("device_seconds")).order_by())
         for team_id, seconds in spent:
             hours[team_id] = hours.get(team_id, 0.0) + seconds / 3600
-        devices = f"{kind.study}__devices_per_trial" if kind.study is not None else None
         running = rows.filter(status=JobStatus.RUNNING, attempt_started__isnull=False)
-        for team_id, started, held in running.values_list(kind.team, "attempt_started",
-                                                          devices or Value(1)):
-            elapsed = (now - max(started, month_start(now))).total_seconds() * max(held or 1, 1)
+        for team_id, started, devices in running.values_list(kind.team, "attempt_started", "attempt_devices"):
+            elapsed = (now - max(started, month_start(now))).total_seconds() * devices
             hours[team_id] = hours.get(team_id, 0.0) + max(elapsed, 0) / 3600
     return hours
 

@@ -60,7 +60,8 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
             return None
         if not kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
-                started=Coalesce(F("started"), now), attempt_started=now, error="", resends=0, queue_wait=""):
+                started=Coalesce(F("started"), now), attempt_started=now, attempt_devices=1, error="", resends=0,
+                queue_wait=""):
             return None
         if kind.reset is not None:
             kind.reset(pk)
@@ -126,6 +127,13 @@ def job_release(*, kind: JobKind, pk: int, attempt: int) -> bool:
         if released:
             job_send(kind=kind, row=kind.table.objects.select_related(*kind.send_related).get(pk=pk))
     return released
+
+
+def job_hold_devices(*, kind: JobKind, pk: int, attempt: int, devices: int) -> bool:
+    """The devices this attempt's worker child holds (what it will record with its device time), so the
+    quotas count its run so far on as many."""
+    return bool(kind.table.objects.filter(pk=pk, status=JobStatus.RUNNING, attempts=attempt)
+                .update(attempt_devices=max(int(devices), 1)))
 
 
 def job_add_device_time(*, kind: JobKind, pk: int, attempt: int, seconds: float, device_kind: str,

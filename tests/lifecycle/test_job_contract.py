@@ -283,18 +283,21 @@ def test_a_running_job_holds_one_of_its_teams_slots(kind, row, model):
 
 
 def test_a_running_jobs_current_run_counts_towards_its_teams_device_hours(kind, row, model):
-    """From its current attempt's start, not its first one's: a handed-back job that runs again
-    counts its new run (its handed-back run counted when it ended, in device_seconds)."""
+    """From its current attempt's start on the devices its worker child holds, not its first attempt's
+    start: a handed-back run counts once, through the device time it recorded."""
     queue = _queue_of(kind, row)
     TeamQueuePolicy.objects.create(team=model.team, queue=queue, device_hours_per_month=100)
+    now = timezone.now().replace(day=15, hour=12)  # mid-month: the month's start clips nothing
     first = jobs.job_claim(kind=kind, pk=row.pk, worker_host="a")
-    now = timezone.now()
     kind.table.objects.filter(pk=row.pk).update(started=now - timedelta(hours=3))
     assert jobs.job_release(kind=kind, pk=row.pk, attempt=first.attempts)
-    assert jobs.job_claim(kind=kind, pk=row.pk, worker_host="b") is not None
+    assert jobs.job_add_device_time(kind=kind, pk=row.pk, attempt=first.attempts, seconds=1800, device_kind="cpu",
+                                    devices=2)
+    second = jobs.job_claim(kind=kind, pk=row.pk, worker_host="b")
+    assert jobs.job_hold_devices(kind=kind, pk=row.pk, attempt=second.attempts, devices=2)
+    assert not jobs.job_hold_devices(kind=kind, pk=row.pk, attempt=first.attempts, devices=8), "fenced"
     kind.table.objects.filter(pk=row.pk).update(attempt_started=now - timedelta(minutes=30))
     standing = queue_standing(queue=queue, backend="tensorflow", kinds=JOB_KINDS.values(), now=now)
-    devices = model.study.devices_per_trial if kind.study is not None else 1
-    assert standing.device_hours[model.team_id] == pytest.approx(0.5 * devices)
+    assert standing.device_hours[model.team_id] == pytest.approx(1.0 + 1.0), "the handed-back run + 30 min on 2"
     board = queue_board(queue=queue, team=model.team, kinds=JOB_KINDS.values(), now=now)
     assert [job["since"] for job in board["running"] if job.get("job")] == [now - timedelta(minutes=30)]

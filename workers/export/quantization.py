@@ -49,9 +49,10 @@ def full_integer_unavailable(model) -> str | None:
 def full_integer_tflite(model, x_train: np.ndarray, workdir: Path, *, integer_io: bool = False,
                         seed: int = 0) -> bytes:
     """int8 weights and activations (TFLITE_BUILTINS_INT8 only: the conversion fails rather than leave a float
-    op behind); with `integer_io` the inputs and outputs are int8 too, for integer-only accelerators. A model
-    that converts only with a static batch (LSTM and GRU layers) gets a file that takes one example per call,
-    as the float TFLite files do (workers/export/tflite.py)."""
+    op behind); with `integer_io` the inputs and outputs are int8 too, for integer-only accelerators (a model of
+    raw uint8 pixels keeps the CAST of its input). A model that converts only with a static batch gets a file
+    that takes one example per call, as the float TFLite files do (workers/export/tflite.py); recurrent
+    models, the known such case, are refused first (full_integer_unavailable)."""
     reason = full_integer_unavailable(model)
     if reason is not None:
         raise ValueError(reason)
@@ -97,7 +98,8 @@ def float_tensors_in_ops(flatbuffer: bytes) -> list[str]:
     found = []
     for op in runtime._get_ops_details():  # the runtime's only listing of ops and their tensors
         tensors = [i for i in (*op["inputs"], *op["outputs"]) if i >= 0]
-        boundary = op["op_name"] in BOUNDARY_OPS or (op["op_name"] == "CAST" and set(op["inputs"]) <= model_inputs)
+        boundary = op["op_name"] in BOUNDARY_OPS or (op["op_name"] == "CAST" and set(op["inputs"]) <= model_inputs
+                                                     and all(dtypes[i] in INTEGER_TYPES for i in op["inputs"]))
         if not boundary and any(dtypes[i] not in INTEGER_TYPES for i in tensors):
             found.append(op["op_name"])
     return found
@@ -118,10 +120,10 @@ class TfliteRunner:
         outputs = []
         for start in range(0, len(x), batch_size):
             batch = np.asarray(x[start:start + batch_size])
-            if len(batch) != self.rows:  # resizing reallocates: only when the batch changes
-                self.runtime.resize_tensor_input(self.source["index"], [len(batch), *self.source["shape"][1:]])
+            if batch.shape != self.rows:  # resizing reallocates: only when the shape changes
+                self.runtime.resize_tensor_input(self.source["index"], list(batch.shape))
                 self.runtime.allocate_tensors()
-                self.rows = len(batch)
+                self.rows = batch.shape
             self.runtime.set_tensor(self.source["index"], _to_input(batch, self.source))
             self.runtime.invoke()
             outputs.append(_from_output(self.runtime.get_tensor(self.target["index"]), self.target))

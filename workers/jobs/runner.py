@@ -17,6 +17,7 @@ from experiments.services.jobs import (
     job_claim,
     job_fail,
     job_heartbeat,
+    job_hold_devices,
     job_release,
 )
 from workers.host.devices import child_devices
@@ -64,6 +65,15 @@ def _add_device_time(run: JobRun) -> None:
         log.warning("the device time of %s %s was not recorded", run.kind.label, run.pk, exc_info=True)
 
 
+def _hold_devices(kind: JobKind, row, attempt: int) -> None:
+    try:
+        _kind, devices = child_devices(queue=kind.queue_of(row))
+        if devices != 1:  # the claim set one
+            with_db_retry(job_hold_devices, kind=kind, pk=row.pk, attempt=attempt, devices=devices)
+    except Exception:  # a figure lost is no reason to fail the job
+        log.warning("the devices of %s %s were not recorded", kind.label, row.pk, exc_info=True)
+
+
 def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bool = True,
             environment: Callable[[], dict] | None = None) -> str:
     """Claim the job `pk` of `kind` and run `work(run)`, which returns whether its completion was
@@ -79,6 +89,7 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
     attempt = row.attempts
     if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
         return "released"  # claimed as its worker began to stop: another worker runs it
+    _hold_devices(kind, row, attempt)
     run = JobRun(kind=kind, row=row, attempt=attempt, started=time.monotonic(),
                  environment=environment() if environment else None)
     heartbeat = Heartbeat(lambda: job_heartbeat(kind=kind, pk=pk, attempt=attempt),
