@@ -3,6 +3,8 @@ limit decided), as pure functions over rows so pages and API agree."""
 
 from dataclasses import dataclass
 
+from experiments.tuning.objectives import COST_METRICS
+
 # workers/ensembles/build.py (_Member.key) weighs a retrained member by its trial's search-phase
 # checkpoint (it never saw the validation split); promoted models and trials by themselves.
 RETRAIN, PROMOTE, DETECT, RECORDED = "retrain", "promote", "detect", "recorded"
@@ -42,6 +44,19 @@ def validation_source(model) -> Source:
 def checkpoint_metrics(trial_metrics: dict | None) -> dict:
     """A trial's validation figures at its best epoch (its checkpoint), without the val_ prefix."""
     return {k.removeprefix("val_"): v for k, v in (trial_metrics or {}).items() if k.startswith("val_")}
+
+
+def training_metrics(trial_metrics: dict | None) -> dict:
+    """A trial's training-split figures at its best epoch: neither validation nor what it cost."""
+    return {k: v for k, v in (trial_metrics or {}).items() if not k.startswith("val_") and k not in COST_METRICS}
+
+
+def cost_figures(trial_metrics: dict | None) -> dict:
+    """What a trial cost to train and serve (tuning/objectives.py's COST_METRICS it recorded), as the
+    trial page prints them: thousands separated, at most 4 decimals, no trailing zeros."""
+    metrics = trial_metrics or {}
+    return {name: f"{metrics[name]:,.4f}".rstrip("0").rstrip(".") for name in COST_METRICS
+            if isinstance(metrics.get(name), int | float)}
 
 
 @dataclass(frozen=True)

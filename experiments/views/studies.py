@@ -40,7 +40,7 @@ from experiments.services.trials import TrialNotesError, trial_annotate
 from experiments.tuning import pruners
 from experiments.tuning.bounds import parse_id
 from experiments.tuning.hypermodel_catalog import hypermodel_entries
-from experiments.tuning.objectives import COST_METRICS, as_lines
+from experiments.tuning.objectives import as_lines
 from experiments.tuning.pruning_options import PruningSettings
 from experiments.tuning.pruning_options import describe as describe_pruning
 from experiments.tuning.stopping_rules import StoppingRules
@@ -266,11 +266,8 @@ def trial_detail(request, study_id: int, trial_pk: int):
         **reruns, **trial_logs_context(trial),
         "trial": trial, "study": study, "epochs": epochs, "metric_names": metric_names,
         "best_metrics": {"validation": figures.checkpoint_metrics(trial.metrics),
-                         "train": {k: v for k, v in trial.metrics.items()
-                                   if not k.startswith("val_") and k not in COST_METRICS}},
-        # What it costs to train and serve: objectives and constraints like the others (tuning/objectives.py).
-        "costs": {name: f"{trial.metrics[name]:,.4f}".rstrip("0").rstrip(".") for name in COST_METRICS
-                  if isinstance((trial.metrics or {}).get(name), int | float)},
+                         "train": figures.training_metrics(trial.metrics)},
+        "costs": figures.cost_figures(trial.metrics),
         "still_improving": figures.STILL_IMPROVING if still_improving else None,
         "curves": trial_learning_curves(trial=trial, epoch_rows=epochs, reruns=reruns["charted"]) if epochs else None,
         "pruned_reason": pruners.explain(trial.pruning, study.objective_metric),

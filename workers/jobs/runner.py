@@ -42,6 +42,7 @@ class JobRun:
     attempt: int
     started: float
     environment: dict | None = None
+    devices: tuple[str, int] = ("cpu", 1)  # what its worker child holds: (kind, count)
 
     @property
     def pk(self) -> int:
@@ -58,20 +59,24 @@ def host_environment() -> dict:
 
 def _add_device_time(run: JobRun) -> None:
     try:
-        device_kind, devices = child_devices(queue=run.kind.queue_of(run.row))
+        device_kind, devices = run.devices
         with_db_retry(job_add_device_time, kind=run.kind, pk=run.pk, attempt=run.attempt, seconds=run.seconds(),
                       device_kind=device_kind, devices=devices)
     except Exception:  # a figure lost is no reason to fail the job
         log.warning("the device time of %s %s was not recorded", run.kind.label, run.pk, exc_info=True)
 
 
-def _hold_devices(kind: JobKind, row, attempt: int) -> None:
+def _hold_devices(kind: JobKind, row, attempt: int) -> tuple[str, int]:
+    """The devices this child holds for the job, written to its row (the quotas count its run so far
+    on them) and recorded with its device time at the end: one figure for both."""
+    held = ("cpu", 1)
     try:
-        _kind, devices = child_devices(queue=kind.queue_of(row))
-        if devices != 1:  # the claim set one
-            with_db_retry(job_hold_devices, kind=kind, pk=row.pk, attempt=attempt, devices=devices)
+        held = child_devices(queue=kind.queue_of(row))
+        if held[1] != 1:  # the claim set one
+            with_db_retry(job_hold_devices, kind=kind, pk=row.pk, attempt=attempt, devices=held[1])
     except Exception:  # a figure lost is no reason to fail the job
         log.warning("the devices of %s %s were not recorded", kind.label, row.pk, exc_info=True)
+    return held
 
 
 def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bool = True,
@@ -89,9 +94,9 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
     attempt = row.attempts
     if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
         return "released"  # claimed as its worker began to stop: another worker runs it
-    _hold_devices(kind, row, attempt)
+    devices = _hold_devices(kind, row, attempt)
     run = JobRun(kind=kind, row=row, attempt=attempt, started=time.monotonic(),
-                 environment=environment() if environment else None)
+                 environment=environment() if environment else None, devices=devices)
     heartbeat = Heartbeat(lambda: job_heartbeat(kind=kind, pk=pk, attempt=attempt),
                           settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-{kind.name}-{pk}")
     heartbeat.start()
