@@ -37,17 +37,27 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false, 1/0), got {raw!r}.")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def _env_number(name: str, default, parse, what: str, minimum):
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}.") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, got {raw!r}.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name} must be a finite number, got {raw!r}.")
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}.")
     return value
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    return _env_number(name, default, int, "a whole number", minimum)
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    return _env_number(name, default, float, "a number", minimum)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

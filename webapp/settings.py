@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from webapp.env import (
     env_bool,
     env_choice,
+    env_float,
     env_group_roles,
     env_header_value,
     env_int,
@@ -26,8 +27,7 @@ from webapp.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-# The embedded mode keeps its database (password hashes, webhook secrets), artifacts and broker
-# messages here: readable by the owner only.
+# The embedded mode keeps its database (password hashes, webhook secrets), artifacts, broker messages here (0700).
 VAR_DIR = private_dir(Path(env_str("TUNEBOARD_VAR_DIR", str(BASE_DIR / "var"))), tighten=False)
 
 DEBUG = env_bool("DEBUG", False)
@@ -350,6 +350,9 @@ MAX_CLASSES = env_int("TUNEBOARD_MAX_CLASSES", 1_000, minimum=2)
 # models.config's base_path entries start with; empty: SERVING_DIR's own path (same host).
 SERVING_DIR = Path(env_str("TUNEBOARD_SERVING_DIR", str(VAR_DIR / "serving"))).absolute()
 SERVING_BASE_PATH = env_str("TUNEBOARD_SERVING_BASE_PATH", "").rstrip("/")
+
+# A quantized variant losing more test accuracy than this (0.01: one point), or MAE by this fraction, is flagged.
+QUANTIZATION_WARN_ACCURACY_DROP = env_float("TUNEBOARD_QUANTIZATION_WARN_ACCURACY_DROP", 0.01, minimum=0.0)
 
 # Team-provided hypermodels installed on the workers: "name=pkg.module:build_model,...".
 HYPERMODELS = env_list("TUNEBOARD_HYPERMODELS", [])

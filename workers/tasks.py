@@ -132,6 +132,13 @@ def export_serving(self, export_pk: int) -> str:
     return _run_job(self, run, export_pk=export_pk)
 
 
+@shared_task(name=JOB_KINDS["variants"].task, **JOB_TASK)
+def quantize_model(self, variant_pk: int) -> str:
+    from workers.jobs.variants import quantize_model as run
+
+    return _run_job(self, run, variant_pk=variant_pk)
+
+
 @shared_task(name=JOB_KINDS["predictions"].task, **JOB_TASK)
 def predict_batch(self, prediction_pk: int) -> str:
     from workers.jobs.predictions import predict_batch as run

@@ -38,14 +38,14 @@ from experiments.models.trained_models import (
     TrainedModelEpoch,
 )
 from experiments.models.trial_reruns import TrialRerun, TrialRerunEpoch
+from experiments.models.variants import ModelVariant
 
 __all__ = [
     "ROLE_RANK", "SUBSCRIBABLE_EVENTS", "AliasMove", "ApiToken", "Artifact", "AuditEvent", "CachedPredictions",
     "Dataset", "EnsembleMember", "EnsembleRecipe", "EventKind", "Invitation", "Job", "JobLog", "JobSample",
-    "Membership", "ModelAlias", "ModelConversion", "ModelFile", "ModelVersion", "NotificationDelivery",
+    "Membership", "ModelAlias", "ModelConversion", "ModelFile", "ModelVariant", "ModelVersion", "NotificationDelivery",
     "NotificationEvent", "NotificationPreference", "PasswordResetRequest", "PredictionJob", "PruningReference",
     "RecipeRun", "RegisteredModel", "ServingExport", "SsoIdentity", "StoredBlob", "StoredChunk", "Study", "Team",
-    "TeamQueuePolicy",
-    "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch", "Webhook", "Worker",
-    "lower_role",
+    "TeamQueuePolicy", "TrainedModel", "TrainedModelEpoch", "Trial", "TrialEpoch", "TrialRerun", "TrialRerunEpoch",
+    "Webhook", "Worker", "lower_role",
 ]

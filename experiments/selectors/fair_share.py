@@ -61,8 +61,10 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
 
 def jobs_on_queue(kind, queue: str):
     """The rows of a job kind whose work runs on the accelerator `queue`: that of the study they follow
-    (kind.study), else the kind's own queue (kind.queue)."""
+    (kind.study), else the kind's own queue (kind.queue), or the row's own (kind.queue_column)."""
     rows = kind.table.objects.all()
+    if kind.queue_column is not None:
+        return rows.filter(**{f"{kind.queue_column}__in": (queue, f"{queue}{JAX_SUFFIX}")})
     own = kind.queue is not None and kind.queue.removesuffix(JAX_SUFFIX) == queue
     if kind.study is None:
         return rows if own else rows.none()

@@ -70,3 +70,14 @@ def downloads_unavailable(*, model: TrainedModel, conversion: ModelConversion | 
     if conversion is None or conversion.status == ModelConversion.Status.COMPLETED:
         return dict(unavailable)
     return {fmt: why for fmt, why in unavailable.items() if fmt not in conversion.formats}
+
+
+def keras_model_problem(model: TrainedModel, *, once: str, use: str) -> str:
+    """Why `model` cannot yet be used from its `.keras` file ("Model m v1 has not finished training (...); `once`
+    once it has completed", "... has no .keras file to `use`"), or ""."""
+    if model.status != TrainedModel.Status.COMPLETED:
+        return f"Model {model} has not finished training ({model.get_status_display().lower()}); {once} once it " \
+               "has completed."
+    if not model.files.filter(format=ModelFile.Format.KERAS).exists():
+        return f"Model {model} has no .keras file to {use}."
+    return ""

@@ -42,6 +42,10 @@ def queue_depth(*, kinds) -> dict[str, int]:
         depth[task_queue(queue, backend)] += max(0, parallelism - busy)
     for kind in kinds:
         queued = kind.table.objects.filter(status=JobStatus.QUEUED)
+        if kind.queue_column is not None:
+            for queue, n in queued.values_list(kind.queue_column).annotate(n=Count("id")).order_by():
+                depth[queue] = depth.get(queue, 0) + n
+            continue
         if kind.study is None:
             depth[kind.queue] = depth.get(kind.queue, 0) + queued.count()
             continue
@@ -75,7 +79,9 @@ def trial_column_buckets(*, column: str, bounds: list[float], only: dict) -> dic
 def _kind_on_queue(kind, queue: str, accelerator: str, backend: str) -> dict:
     """Active jobs of `kind` whose tasks go to `queue`, by status."""
     rows = kind.table.objects.filter(status__in=ACTIVE)
-    if kind.study is None:
+    if kind.queue_column is not None:
+        rows = rows.filter(**{kind.queue_column: queue})
+    elif kind.study is None:
         if queue != kind.queue:
             return {}
     else:

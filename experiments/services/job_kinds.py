@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from experiments.models import (
     ModelConversion,
     ModelFile,
+    ModelVariant,
     PredictionJob,
     ServingExport,
     TrainedModel,
@@ -47,6 +48,8 @@ class JobKind:
     # follows (None: none), and the queue of rows that follow no study.
     study: str | None = None
     queue: str | None = None
+    # Or, for a kind whose rows go to different queues not set by a study, the column holding each row's queue.
+    queue_column: str | None = None
     send_related: tuple[str, ...] = ()
     claim_related: tuple[str, ...] = ()
     reset: Callable[[int], None] | None = None  # in the claim's transaction: an earlier attempt's output goes
@@ -119,4 +122,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             queue_of=lambda job: model_queue(job.model), study="model__study", queue=ENSEMBLE_QUEUE,
             send_related=("model",), claim_related=("model__dataset", "model__team", "inputs"),
             reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file),
+    JobKind(name="variants", label="quantized variant", table=ModelVariant, task="workers.tasks.quantize_model",
+            team="model__team_id", queue_of=lambda variant: variant.queue, queue_column="queue",
+            claim_related=("model__dataset", "model__team"), prepare=_with_keras_file),
 )}

@@ -18,7 +18,8 @@ from django.utils import timezone
 from experiments.datasets.arrays import strings_as_arrays, write_npz
 from experiments.datasets.inputs import ModelInputs
 from experiments.errors import TuneboardError
-from experiments.models import Artifact, ModelFile, ModelVersion, PredictionJob, Team, TrainedModel
+from experiments.models import Artifact, ModelVersion, PredictionJob, Team, TrainedModel
+from experiments.selectors.trained_models import keras_model_problem
 from experiments.services.artifacts import artifact_create, artifact_files_removed_on_error
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.jobs import job_cancel, job_move, job_send
@@ -35,12 +36,7 @@ class PredictionCancelError(TuneboardError):
 
 def prediction_model_problem(model: TrainedModel) -> str:
     """Why `model` cannot predict yet, or "" when it can (the forms show the same message)."""
-    if model.status != TrainedModel.Status.COMPLETED:
-        return f"Model {model} has not finished training ({model.get_status_display().lower()}); it predicts once " \
-               "it has completed."
-    if not model.files.filter(format=ModelFile.Format.KERAS).exists():
-        return f"Model {model} has no .keras file to predict with."
-    return ""
+    return keras_model_problem(model, once="it predicts", use="predict with")
 
 
 def _inputs_file(inputs: ModelInputs):

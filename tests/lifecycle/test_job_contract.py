@@ -11,7 +11,16 @@ import pytest
 from django.utils import timezone
 
 from experiments.datasets.inputs import ModelInputs
-from experiments.models import Artifact, ModelConversion, ModelFile, Study, TeamQueuePolicy, TrainedModel, Trial
+from experiments.models import (
+    Artifact,
+    ModelConversion,
+    ModelFile,
+    ModelVariant,
+    Study,
+    TeamQueuePolicy,
+    TrainedModel,
+    Trial,
+)
 from experiments.selectors.fair_share import queue_standing
 from experiments.selectors.queue_board import queue_board
 from experiments.services import jobs
@@ -22,6 +31,7 @@ from experiments.services.jobs import MAX_ATTEMPTS
 from experiments.services.predictions import prediction_request
 from experiments.services.serving_exports import serving_export_request
 from experiments.services.trial_reruns import trial_rerun_request
+from experiments.services.variants import variant_request
 from experiments.states import JobStatus
 from tests.lifecycle.test_conversions import complete_model
 from workers.host import shutdown
@@ -50,19 +60,28 @@ def _serving_export(acme, **_):
     return serving_export_request(team=acme, reason="manual")
 
 
-def _prediction(model, alice, **_):
+def _completed_with_keras_file(model):
     TrainedModel.objects.filter(pk=model.pk).update(status=TrainedModel.Status.COMPLETED)
     ModelFile.objects.create(model=model, format=ModelFile.Format.KERAS,
                              artifact=artifact_create(team=model.team, kind=Artifact.Kind.MODEL, filename="m.keras",
                                                       fileobj=io.BytesIO(b"PK")))
     model.refresh_from_db()
+    return model
+
+
+def _prediction(model, alice, **_):
+    model = _completed_with_keras_file(model)
     return prediction_request(team=model.team, user=alice, model=model,
                               inputs=ModelInputs(x=np.zeros((5, 4), np.float32)), filename="x.csv")
 
 
+def _variant(model, alice, **_):
+    return variant_request(model=_completed_with_keras_file(model), method=ModelVariant.Method.KERAS_INT8, user=alice)
+
+
 # One factory per kind: a queued row of it.
 FACTORIES = {"models": _model, "reruns": _rerun, "conversions": _conversion, "serving_exports": _serving_export,
-             "predictions": _prediction}
+             "predictions": _prediction, "variants": _variant}
 
 
 def test_every_job_kind_is_covered_by_the_contract():

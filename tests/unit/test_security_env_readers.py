@@ -4,7 +4,7 @@ proxy's HTTPS header, each failing with ImproperlyConfigured naming the variable
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from webapp.env import DEBUG_SECRET_KEY, env_bool, env_header_value, env_int, env_secret_key
+from webapp.env import DEBUG_SECRET_KEY, env_bool, env_float, env_header_value, env_int, env_secret_key
 
 
 @pytest.fixture(autouse=True)
@@ -90,6 +90,15 @@ def test_hsts_seconds_must_be_a_whole_number_of_at_least_zero(monkeypatch, raw, 
     monkeypatch.setenv("TB_INT", raw)
     with pytest.raises(ImproperlyConfigured, match=f"TB_INT must be .*{problem}"):
         env_int("TB_INT", 0, minimum=0)
+
+
+@pytest.mark.parametrize("raw", ["one point", "-0.1", "nan", "inf"])
+def test_a_fraction_must_be_a_finite_number_of_at_least_its_minimum(monkeypatch, raw):
+    monkeypatch.setenv("TB_FLOAT", raw)
+    with pytest.raises(ImproperlyConfigured, match="TB_FLOAT must be (a|at least)"):
+        env_float("TB_FLOAT", 0.01, minimum=0.0)
+    monkeypatch.setenv("TB_FLOAT", "0.05")
+    assert env_float("TB_FLOAT", 0.01, minimum=0.0) == 0.05
 
 
 def test_switches_read_true_and_false_and_refuse_anything_else(monkeypatch):

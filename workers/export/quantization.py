@@ -22,7 +22,9 @@ def keras_quantized(model, mode: str = "int8"):
     """A copy of the model with Keras's post-training quantization applied (the float model is untouched)."""
     copy = keras.models.clone_model(model)
     copy.set_weights(model.get_weights())
-    copy.quantize(mode)
+    with warnings.catch_warnings():  # Keras names every layer it leaves in float (inputs, normalization)
+        warnings.filterwarnings("ignore", message=".*does not have a `quantize` method", category=UserWarning)
+        copy.quantize(mode)
     return copy
 
 

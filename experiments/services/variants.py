@@ -1,0 +1,81 @@
+"""Quantized variants: a user asks for one (the pages, the API and the CLI bind the same form), a worker makes
+it from the model's `.keras` file, measures it beside the float model on the test split, and stores both
+(workers/jobs/variants.py). A variant is a job (services/jobs.py): fenced by its attempt, reaped, cancellable."""
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from experiments.errors import TuneboardError
+from experiments.models import Artifact, ModelVariant, TrainedModel
+from experiments.selectors.trained_models import keras_model_problem
+from experiments.services.artifacts import artifacts_delete
+from experiments.services.job_kinds import CONVERSION_QUEUE, JOB_KINDS, model_queue
+from experiments.services.jobs import job_cancel, job_move, job_send
+from experiments.states import JOB_ACTIVE, JobStatus
+
+Method = ModelVariant.Method
+
+
+class VariantRequestError(TuneboardError):
+    """A model that cannot be quantized yet; str(exc) says why."""
+
+
+def variant_model_problem(model: TrainedModel) -> str:
+    """Why `model` cannot be quantized, or "" when it can (the form shows the same message)."""
+    return keras_model_problem(model, once="it can be quantized", use="quantize")
+
+
+def variant_queue(model: TrainedModel, method: str) -> str:
+    """Keras quantizes on a worker of the model's own backend (a JAX model on a JAX worker); TFLite files
+    need TensorFlow, as conversions do."""
+    return CONVERSION_QUEUE if method.startswith("tflite") else model_queue(model)
+
+
+def variant_request(*, model: TrainedModel, method: str, user=None) -> ModelVariant:
+    """Queue the making of one variant. A variant of that method already queued, running or made is returned
+    instead (a failed or cancelled one may be asked for again)."""
+    if method not in Method.values:
+        raise VariantRequestError(f"Unknown quantization {method!r}; one of {', '.join(Method.values)}.")
+    with transaction.atomic():
+        model = TrainedModel.objects.select_for_update().get(pk=model.pk)  # one request at a time per model
+        problem = variant_model_problem(model)
+        if problem:
+            raise VariantRequestError(problem)
+        existing = model.variants.filter(method=method, status__in=(*JOB_ACTIVE, JobStatus.COMPLETED)).first()
+        if existing is not None:
+            return existing
+        variant = ModelVariant.objects.create(model=model, method=method, queue=variant_queue(model, method),
+                                              created_by=user if user is not None and user.is_authenticated
+                                              else None)
+        job_send(kind=JOB_KINDS["variants"], row=variant)
+    return variant
+
+
+def variant_complete(*, variant_pk: int, attempt: int, artifact: Artifact, figures: dict, runtime: str,
+                     duration_seconds: float, environment: dict | None = None) -> bool:
+    """The variant's file and figures at once; False (and the file deleted) when this attempt no longer owns it."""
+    moved = job_move(kind=JOB_KINDS["variants"], pk=variant_pk, target=JobStatus.COMPLETED, attempt=attempt,
+                     artifact=artifact, figures=figures, runtime=runtime, duration_seconds=duration_seconds,
+                     environment=environment or {}, finished=timezone.now())
+    if not moved:
+        artifacts_delete(artifacts=[artifact])
+    return moved
+
+
+def variant_cancel(*, variant: ModelVariant) -> bool:
+    return job_cancel(kind=JOB_KINDS["variants"], pk=variant.pk)
+
+
+def accuracy_drop_warning(figures: dict) -> str:
+    """A plain warning when the variant's test accuracy falls more than QUANTIZATION_WARN_ACCURACY_DROP below
+    the float model's (regression: its mean absolute error rises by more than that fraction), else ""."""
+    limit = settings.QUANTIZATION_WARN_ACCURACY_DROP
+    base, made = figures.get("float", {}).get("metrics", {}), figures.get("variant", {}).get("metrics", {})
+    if "accuracy" in base and "accuracy" in made and base["accuracy"] - made["accuracy"] > limit:
+        return (f"Test accuracy drops by {100 * (base['accuracy'] - made['accuracy']):.1f} points "
+                f"(more than {100 * limit:g}): check it on your own data before using this variant.")
+    if base.get("mae") and "mae" in made and (made["mae"] - base["mae"]) / base["mae"] > limit:
+        return (f"Test mean absolute error rises by {100 * (made['mae'] / base['mae'] - 1):.1f}% "
+                f"(more than {100 * limit:g}%): check it on your own data before using this variant.")
+    return ""

@@ -1,0 +1,113 @@
+"""Quantized variants made in this process (the worker's code path; TensorFlow installed here, no broker
+needed): each variant of a real model is measured beside its float model, and its stored file, reloaded,
+gives the metric the page shows; the full-integer file holds only integer tensors in its ops and was
+calibrated on training rows only."""
+
+import keras
+import numpy as np
+import pytest
+
+from experiments.models import ModelVariant
+from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.services.variants import VariantRequestError, accuracy_drop_warning, variant_request
+from tests.integration.test_conversions import attach_keras, jax_trained_model, tiny_keras_file  # noqa: F401
+from workers.export import quantization
+from workers.export.variants import prediction_metrics
+from workers.jobs.variants import quantize_model
+from workers.training.dataset_cache import load_dataset
+
+pytestmark = pytest.mark.django_db(transaction=True)
+Method = ModelVariant.Method
+
+
+@pytest.fixture(scope="module")
+def keras_file(tmp_path_factory):
+    """Written once: each writing starts a Python process that imports Keras (~5 s)."""
+    return tiny_keras_file(tmp_path_factory.mktemp("tiny"))[0]
+
+
+@pytest.fixture
+def model(jax_trained_model, keras_file):  # noqa: F811
+    attach_keras(jax_trained_model, keras_file)
+    return jax_trained_model
+
+
+def _reloaded_metrics(variant, model, tmp_path) -> dict:
+    path = artifact_copy_to_path(artifact=variant.artifact, path=tmp_path / variant.artifact.filename)
+    data, info = load_dataset(model.dataset)
+    if variant.is_tflite:
+        runner = quantization.TfliteRunner(path.read_bytes())
+        assert runner.name == variant.runtime, "scored by the interpreter the page names"
+        outputs = runner(data.x_test)
+    else:
+        assert variant.runtime == "Keras"
+        outputs = keras.saving.load_model(path, compile=False).predict(data.x_test, verbose=0)
+    return prediction_metrics(outputs, data.y_test, task=info.task, n_classes=info.n_classes)
+
+
+@pytest.mark.parametrize("method", Method.values)
+def test_each_variant_is_measured_beside_its_float_model_and_reloads_with_the_same_test_metric(
+        model, method, tmp_path):
+    variant = variant_request(model=model, method=method)
+    assert quantize_model(variant_pk=variant.pk) == "completed"
+    variant.refresh_from_db()
+    assert variant.status == ModelVariant.Status.COMPLETED, variant.error
+    made, base = variant.figures["variant"], variant.figures["float"]
+    assert set(made) == set(base) == {"metrics", "size_bytes", "latency_ms_batch1", "latency_ms_batch64"}
+    assert set(made["metrics"]) == {"accuracy", "log_loss"}
+    assert made["size_bytes"] == variant.artifact.size
+    assert 0 < made["latency_ms_batch64"] and 0 < made["latency_ms_batch1"]
+    reloaded = _reloaded_metrics(variant, model, tmp_path)
+    assert reloaded["accuracy"] == made["metrics"]["accuracy"]
+    assert reloaded["log_loss"] == pytest.approx(made["metrics"]["log_loss"], rel=1e-5)
+    if variant.is_tflite:
+        assert variant.queue == "cpu"
+    if method in (Method.TFLITE_FULL_INTEGER, Method.TFLITE_INTEGER_IO):
+        path = artifact_copy_to_path(artifact=variant.artifact, path=tmp_path / "full.tflite")
+        assert quantization.float_tensors_in_ops(path.read_bytes()) == []
+
+
+def test_the_full_integer_file_is_calibrated_on_training_rows_only(model, monkeypatch):
+    seen = []
+    original = quantization.calibration_rows
+    monkeypatch.setattr(quantization, "calibration_rows",
+                        lambda x_train, **kwargs: seen.append(rows := original(x_train, **kwargs)) or rows)
+    variant = variant_request(model=model, method=Method.TFLITE_FULL_INTEGER)
+    assert quantize_model(variant_pk=variant.pk) == "completed"
+    data, _ = load_dataset(model.dataset)
+    (rows,) = seen
+    train = {row.tobytes() for row in data.x_train}
+    held_out = {row.tobytes() for row in np.concatenate([data.x_val, data.x_test])} - train
+    assert len(rows) and all(row.tobytes() in train for row in rows)
+    assert not any(row.tobytes() in held_out for row in rows), "no validation or test row calibrates it"
+
+
+def test_a_second_request_returns_the_variant_and_a_model_still_training_is_refused_saying_why(
+        jax_trained_model):  # noqa: F811
+    model = jax_trained_model
+    attach_keras(model, b"PK")
+    first = variant_request(model=model, method=Method.KERAS_INT8)
+    assert variant_request(model=model, method=Method.KERAS_INT8).pk == first.pk
+    model.status = model.Status.RUNNING
+    model.save(update_fields=["status"])
+    with pytest.raises(VariantRequestError, match="has not finished training"):
+        variant_request(model=model, method=Method.TFLITE_DYNAMIC)
+    assert ModelVariant.objects.filter(model=model).count() == 1
+
+
+def test_a_variant_that_cannot_be_made_fails_with_the_reason(jax_trained_model):  # noqa: F811
+    model = jax_trained_model
+    variant = ModelVariant.objects.create(model=model, method=Method.KERAS_INT8, queue="cpu")
+    assert quantize_model(variant_pk=variant.pk) == "failed"
+    variant.refresh_from_db()
+    assert "has no .keras file to quantize" in variant.error
+
+
+def test_a_large_accuracy_drop_carries_a_plain_warning(settings):
+    settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.01
+    figures = {"float": {"metrics": {"accuracy": 0.95}}, "variant": {"metrics": {"accuracy": 0.90}}}
+    assert accuracy_drop_warning(figures).startswith("Test accuracy drops by 5.0 points (more than 1)")
+    figures["variant"]["metrics"]["accuracy"] = 0.945
+    assert accuracy_drop_warning(figures) == ""
+    regression = {"float": {"metrics": {"mae": 1.0}}, "variant": {"metrics": {"mae": 1.2}}}
+    assert "mean absolute error rises by 20.0%" in accuracy_drop_warning(regression)
