@@ -17,6 +17,7 @@ from experiments.views import (
     teams,
     trained_models,
     trial_reruns,
+    variants,
 )
 
 urlpatterns = [
@@ -75,6 +76,9 @@ urlpatterns = [
     path("models/<int:model_id>/cancel/", trained_models.model_cancel_view, name="model_cancel"),
     path("models/<int:model_id>/download/<str:fmt>/", trained_models.model_download, name="model_download"),
     path("models/<int:model_id>/model-card.json", trained_models.model_card_download, name="model_card"),
+    path("models/<int:model_id>/variants/", variants.model_variant_request, name="model_variant_request"),
+    path("models/<int:model_id>/variants/<int:variant_id>/download/", variants.model_variant_download,
+         name="model_variant_download"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("queues/<str:queue>/", queues.queue_detail, name="queue_detail"),
     path("queues/<str:queue>/policies/", queues.queue_policy_view, name="queue_policy"),

@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import httpx
 
+from tuneboard_client.variants import VARIANT_METHODS, VariantCalls  # noqa: F401 - part of the API
+
 API_PREFIX = "/api/v1/"
 TEAM_HEADER = "X-Tuneboard-Team"
 PAGE_SIZE = 100
@@ -83,7 +85,7 @@ def _error_from_response(response: httpx.Response) -> TuneboardAPIError:
     return TuneboardAPIError(message, status=status)
 
 
-class Client:
+class Client(VariantCalls):
     """Tuneboard's API for one user (the token's) on one team (the token's; `team` must name it)."""
 
     def __init__(self, base_url: str, token: str, team: int | str | None = None, *,

@@ -17,6 +17,7 @@ from experiments.api import (
     study_comparison,
     trained_models,
     trials,
+    variants,
 )
 
 app_name = "api"
@@ -49,6 +50,9 @@ urlpatterns = [
     path("models/<int:model_id>/", trained_models.ModelDetail.as_view(), name="model-detail"),
     path("models/<int:model_id>/logs/", job_logs.ModelLogs.as_view(), name="model-logs"),
     path("models/<int:model_id>/download/<str:fmt>/", trained_models.ModelDownload.as_view(), name="model-download"),
+    path("models/<int:model_id>/variants/", variants.ModelVariants.as_view(), name="model-variants"),
+    path("models/<int:model_id>/variants/<int:variant_id>/download/", variants.ModelVariantDownload.as_view(),
+         name="model-variant-download"),
     path("ensembles/", ensembles.EnsembleCreate.as_view(), name="ensemble-create"),
     path("ensembles/<int:ensemble_id>/", ensembles.EnsembleDetail.as_view(), name="ensemble-detail"),
     path("leaderboard/<int:dataset_id>/", leaderboard.LeaderboardView.as_view(), name="leaderboard"),

@@ -62,7 +62,8 @@ def _warnings(model: TrainedModel, members: list) -> list[str]:
         dominant_label=figures.member_label(members[dominant]) if dominant is not None else None)
 
 
-def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | None = None) -> dict:
+def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | None = None,
+               variants: list[dict] | None = None) -> dict:
     study, dataset = model.study, model.dataset
     return {
         "name": model.name,
@@ -119,4 +120,6 @@ def model_card(*, model: TrainedModel, files: list[ModelFile], members: list | N
              "sha256": f.artifact.sha256}
             for f in files
         ],
+        # Each asked-for variant's figures beside the float model's, on the test split (presentation/variants.py).
+        "quantized_variants": variants or [],
     }

@@ -110,17 +110,23 @@ def model_file_download(*, model: TrainedModel, file: ModelFile):
     """Check a stored file before it is streamed (a first pass over its sha256, so a corrupted
     file is refused with a message instead of arriving broken), record the download in the audit
     log, and return the chunks to stream."""
-    label = file.get_format_display()
+    return model_artifact_download(model=model, artifact=file.artifact, label=file.get_format_display(),
+                                   changes={"format": file.format}, remedy="Retrain or promote the trial again")
+
+
+def model_artifact_download(*, model: TrainedModel, artifact, label: str, changes: dict, remedy: str):
+    """As model_file_download, for any stored file of the model (a quantized variant's too); `remedy`: how to
+    get a fresh copy."""
     try:
-        artifact_verify(artifact=file.artifact)
+        artifact_verify(artifact=artifact)
     except ArtifactCorrupted:
         raise ModelFileUnavailable(f"The stored {label} file of {model} no longer matches its recorded sha256, so "
-                                   "it is not sent. Retrain or promote the trial again to make a fresh copy.") from None
+                                   f"it is not sent. {remedy} to make a fresh copy.") from None
     except ArtifactMissing:
-        raise ModelFileUnavailable(f"The {label} file of {model} is missing from the artifact storage. Retrain or "
-                                   "promote the trial again.") from None
-    audit_record(verb="model.download", obj=model, team_id=model.team_id, changes={"format": file.format})
-    return artifact_iter_chunks(artifact=file.artifact)
+        raise ModelFileUnavailable(f"The {label} file of {model} is missing from the artifact storage. "
+                                   f"{remedy}.") from None
+    audit_record(verb="model.download", obj=model, team_id=model.team_id, changes=changes)
+    return artifact_iter_chunks(artifact=artifact)
 
 
 def model_record_epoch(*, model_pk: int, attempt: int, phase: str, epoch: int, metrics: dict) -> bool:

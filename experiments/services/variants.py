@@ -2,7 +2,6 @@
 it from the model's `.keras` file, measures it beside the float model on the test split, and stores both
 (workers/jobs/variants.py). A variant is a job (services/jobs.py): fenced by its attempt, reaped, cancellable."""
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -12,6 +11,7 @@ from experiments.selectors.trained_models import keras_model_problem
 from experiments.services.artifacts import artifacts_delete
 from experiments.services.job_kinds import CONVERSION_QUEUE, JOB_KINDS, model_queue
 from experiments.services.jobs import job_cancel, job_move, job_send
+from experiments.services.trained_models import model_artifact_download
 from experiments.states import JOB_ACTIVE, JobStatus
 
 Method = ModelVariant.Method
@@ -67,15 +67,8 @@ def variant_cancel(*, variant: ModelVariant) -> bool:
     return job_cancel(kind=JOB_KINDS["variants"], pk=variant.pk)
 
 
-def accuracy_drop_warning(figures: dict) -> str:
-    """A plain warning when the variant's test accuracy falls more than QUANTIZATION_WARN_ACCURACY_DROP below
-    the float model's (regression: its mean absolute error rises by more than that fraction), else ""."""
-    limit = settings.QUANTIZATION_WARN_ACCURACY_DROP
-    base, made = figures.get("float", {}).get("metrics", {}), figures.get("variant", {}).get("metrics", {})
-    if "accuracy" in base and "accuracy" in made and base["accuracy"] - made["accuracy"] > limit:
-        return (f"Test accuracy drops by {100 * (base['accuracy'] - made['accuracy']):.1f} points "
-                f"(more than {100 * limit:g}): check it on your own data before using this variant.")
-    if base.get("mae") and "mae" in made and (made["mae"] - base["mae"]) / base["mae"] > limit:
-        return (f"Test mean absolute error rises by {100 * (made['mae'] / base['mae'] - 1):.1f}% "
-                f"(more than {100 * limit:g}%): check it on your own data before using this variant.")
-    return ""
+def variant_download(*, variant: ModelVariant):
+    """The chunks of a made variant's file, checked against its sha256 first; the download is audited."""
+    return model_artifact_download(model=variant.model, artifact=variant.artifact, label=variant.get_method_display(),
+                                   changes={"variant": variant.method},
+                                   remedy="Retrain or promote the model again and quantize that")

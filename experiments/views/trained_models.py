@@ -6,9 +6,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from experiments.forms.trained_models import ModelRequestForm
+from experiments.forms.variants import VariantRequestForm
 from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
+from experiments.presentation.variants import variant_summary
 from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.ensembles import ensemble_members
 from experiments.selectors.fleet import queue_has_live_worker
@@ -21,6 +23,7 @@ from experiments.selectors.trained_models import (
     team_models,
 )
 from experiments.selectors.trials import study_top_trials
+from experiments.selectors.variants import model_variants
 from experiments.services.job_kinds import CONVERSION_QUEUE
 from experiments.services.trained_models import (
     ModelCancelError,
@@ -72,6 +75,7 @@ def _detail_context(model: TrainedModel) -> dict:
     members = ensemble_members(ensemble=model) if model.is_ensemble else []
     dominant = next((m for m in members if m.dominant), None)
     conversion = model_conversion(model=model)
+    variants = model_variants(model=model)
     return {
         **model_logs_context(model),
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
@@ -89,6 +93,11 @@ def _detail_context(model: TrainedModel) -> dict:
         "conversion_waits_for_a_worker": conversion is not None and conversion.status == ModelConversion.Status.QUEUED
         and not queue_has_live_worker(queue=CONVERSION_QUEUE),
         "unavailable": downloads_unavailable(model=model, conversion=conversion),
+        "variants": [(variant, variant_summary(variant)) for variant in variants],
+        "variant_metric_names": sorted({name for variant in variants
+                                        for name in variant.figures.get("variant", {}).get("metrics", {})}),
+        "variants_active": any(variant.is_active for variant in variants),
+        "variant_form": VariantRequestForm(model=model),
     }
 
 
@@ -115,7 +124,7 @@ def model_live(request, model_id: int):
     return render(request, "trained_models/_live.html", context)
 
 
-def _download_error(request, model: TrainedModel, message: str, status: int):
+def download_error(request, model: TrainedModel, message: str, status: int):
     return render(request, "trained_models/download_error.html", {"model": model, "message": message}, status=status)
 
 
@@ -124,9 +133,12 @@ def model_file_response(model: TrainedModel, fmt: str):
     file = model.files.select_related("artifact").filter(format=fmt).first()
     if file is None:
         raise Http404("This model has no file in that format.")
-    chunks = model_file_download(model=model, file=file)
-    artifact = file.artifact
-    response = StreamingHttpResponse(chunks, content_type=CONTENT_TYPES[fmt])
+    return artifact_response(model_file_download(model=model, file=file), file.artifact, CONTENT_TYPES[fmt])
+
+
+def artifact_response(chunks, artifact, content_type: str = "application/octet-stream"):
+    """A stored file streamed as an attachment, with its size and sha256."""
+    response = StreamingHttpResponse(chunks, content_type=content_type)
     response["Content-Length"] = str(artifact.size)
     response["Content-Disposition"] = f'attachment; filename="{artifact.filename}"'
     response["X-Content-SHA256"] = artifact.sha256
@@ -139,13 +151,14 @@ def model_download(request, model_id: int, fmt: str):
     try:
         return model_file_response(model, fmt)
     except ModelFileUnavailable as exc:
-        return _download_error(request, model, str(exc), status=500)
+        return download_error(request, model, str(exc), status=500)
 
 
 @team_required
 def model_card_download(request, model_id: int):
     model = get_model_for_user(request, model_id)
-    card = model_card(model=model, files=model_files(model=model), members=ensemble_members(ensemble=model))
+    card = model_card(model=model, files=model_files(model=model), members=ensemble_members(ensemble=model),
+                      variants=[variant_summary(variant) for variant in model_variants(model=model)])
     response = HttpResponse(json.dumps(card, indent=2), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="{model.name}-v{model.version}-model-card.json"'
     return response

@@ -10,6 +10,7 @@ from django.utils import timezone
 from experiments.models import (
     Artifact,
     ModelConversion,
+    ModelVariant,
     NotificationDelivery,
     PredictionJob,
     ServingExport,
@@ -93,6 +94,10 @@ def world(alice, acme):
                              fileobj=io.BytesIO(b"x"))
     for predicted_by, status in ((done, "queued"), (done, "running"), (done, "completed"), (ensemble, "queued")):
         PredictionJob.objects.create(team=acme, model=predicted_by, inputs=inputs, rows=1, status=status)
+    # Quantized variants go to the queue each row names: Keras ones where the model trained, TFLite ones to cpu.
+    for method, queue, status in (("keras_int8", "gpu", "queued"), ("tflite_dynamic", "cpu", "running"),
+                                  ("tflite_int8_full", "cpu", "completed")):
+        ModelVariant.objects.create(model=done, method=method, queue=queue, status=status)
     return acme
 
 
@@ -104,13 +109,14 @@ def test_counts_per_queue(client, token, world):
                           "queued_models": 1, "running_models": 2, "queued_reruns": 1, "running_reruns": 1,
                           "queued_conversions": 0, "running_conversions": 0, "queued_serving_exports": 0,
                           "running_serving_exports": 0, "queued_predictions": 1, "running_predictions": 1,
-                          "due_deliveries": 0, "work": 12}
+                          "queued_variants": 1, "running_variants": 0, "due_deliveries": 0, "work": 13}
     assert _get(client, "cpu", token).json() == {"queue": "cpu", "queued_trials": 2, "running_trials": 0,
                                                  "queued_models": 2, "running_models": 0, "queued_reruns": 0,
                                                  "running_reruns": 0, "queued_conversions": 1,
                                                  "running_conversions": 0, "queued_serving_exports": 0,
                                                  "running_serving_exports": 1, "queued_predictions": 1,
-                                                 "running_predictions": 0, "due_deliveries": 0, "work": 7}
+                                                 "running_predictions": 0, "queued_variants": 0,
+                                                 "running_variants": 1, "due_deliveries": 0, "work": 8}
     assert _get(client, "tpu", token).json()["work"] == 0
 
 

@@ -6,11 +6,15 @@ calibrated on training rows only."""
 import keras
 import numpy as np
 import pytest
+from django.urls import reverse
 
 from experiments.models import ModelVariant
+from experiments.presentation.variants import accuracy_drop_warning
 from experiments.selectors.artifacts import artifact_copy_to_path
-from experiments.services.variants import VariantRequestError, accuracy_drop_warning, variant_request
+from experiments.services.variants import VariantRequestError, variant_request
+from tests.conftest import wait_for
 from tests.integration.test_conversions import attach_keras, jax_trained_model, tiny_keras_file  # noqa: F401
+from tests.integration.test_jax_worker import JAX_WORKER
 from workers.export import quantization
 from workers.export.variants import prediction_metrics
 from workers.jobs.variants import quantize_model
@@ -111,3 +115,26 @@ def test_a_large_accuracy_drop_carries_a_plain_warning(settings):
     assert accuracy_drop_warning(figures) == ""
     regression = {"float": {"metrics": {"mae": 1.0}}, "variant": {"metrics": {"mae": 1.2}}}
     assert "mean absolute error rises by 20.0%" in accuracy_drop_warning(regression)
+
+
+@pytest.mark.worker
+def test_a_jax_worker_quantizes_a_jax_model_with_keras_and_a_tensorflow_worker_makes_its_tflite_variant(
+        jax_trained_model, tmp_path, start_worker, alice_client):  # noqa: F811
+    """The whole route from the page: each variant goes to the queue its method needs, a worker process there
+    makes and measures it, and the page shows it beside the float model with its download."""
+    model = jax_trained_model
+    type(model.study).objects.filter(pk=model.study_id).update(backend="jax")
+    attach_keras(model, tiny_keras_file(tmp_path, "jax")[0])
+    workers = [start_worker("jax", queues="cpu-jax", env=JAX_WORKER), start_worker("tf", queues="cpu")]
+    for method in ("keras_int8", "tflite_int8_full"):
+        alice_client.post(reverse("model_variant_request", args=[model.id]), {"method": method})
+    wait_for(lambda: not any(v.is_active for v in ModelVariant.objects.all()), timeout=240,
+             what="the variants; worker logs:\n" + "\n".join(w.log()[-2000:] for w in workers))
+    made = {v.method: v for v in ModelVariant.objects.all()}
+    assert {method: (v.status, v.queue) for method, v in made.items()} == {
+        "keras_int8": ("completed", "cpu-jax"), "tflite_int8_full": ("completed", "cpu")}, \
+        {m: v.error for m, v in made.items()}
+    page = alice_client.get(reverse("model_detail", args=[model.id])).content.decode()
+    for variant in made.values():
+        assert reverse("model_variant_download", args=[model.id, variant.id]) in page
+        assert _reloaded_metrics(variant, model, tmp_path) == pytest.approx(variant.figures["variant"]["metrics"])

@@ -73,9 +73,11 @@ RECIPE_ROUTES = {"recipe_detail", "recipe_edit", "recipe_clone", "recipe_preview
 # A queue is the fleet's, not a team's: its page names no other team's study and only a site admin
 # sets shares (tests/web/test_queue_page.py).
 QUEUE_ROUTES = {"queue_detail", "queue_policy"}
+# Quantized variants: cross-team, viewer and bad-input checks in tests/web/test_variant_pages.py.
+VARIANT_ROUTES = {"model_variant_request", "model_variant_download"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
              *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel",
-             "recipe_run", "recipe_take_over", "recipe_delete", "queue_policy"}
+             "recipe_run", "recipe_take_over", "recipe_delete", "queue_policy", "model_variant_request"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 
@@ -86,7 +88,7 @@ def _url(name: str, *, dataset: Dataset, study: Study, trial: Trial, model: Trai
            "membership_id": membership.id, "invitation_id": invitation.id, "webhook_id": webhook.id,
            # Anonymous users only (the login redirect comes before any lookup); the 404s for other
            # teams are checked in tests/web/test_prediction_pages.py and test_recipe_pages.py.
-           "prediction_id": 0, "recipe_id": 0, "queue": "cpu"}
+           "prediction_id": 0, "recipe_id": 0, "queue": "cpu", "variant_id": 0}
     pattern = next(p for p in experiment_urls.urlpatterns if p.name == name)
     url = reverse(name, kwargs={key: ids[key] for key in pattern.pattern.converters})
     return url + f"?trials={trial.pk}&trials={trial.pk}" if name == "study_compare" else url
@@ -121,7 +123,7 @@ def test_every_route_that_takes_an_object_id_is_covered_here():
         pattern.name for pattern in experiment_urls.urlpatterns if pattern.pattern.converters
     }
     assert with_ids == (set(PAGES) | set(ACTIONS) | set(TEAM_ACTIONS) | WEBHOOK_ROUTES | INVITATION_ROUTES
-                        | IMAGE_ROUTES | PREDICTION_ROUTES | RECIPE_ROUTES | QUEUE_ROUTES), (
+                        | IMAGE_ROUTES | PREDICTION_ROUTES | RECIPE_ROUTES | QUEUE_ROUTES | VARIANT_ROUTES), (
         "a new page or action needs its cross-team check here"
     )
 

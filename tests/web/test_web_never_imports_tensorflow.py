@@ -123,6 +123,15 @@ prediction = PredictionJob.objects.create(
     predictions_csv=artifact_create(team=team, kind=Artifact.Kind.BATCH_PREDICTIONS, filename="p.csv",
                                     fileobj=io.BytesIO(b"row,label\n1,setosa\n")))
 ids["prediction_id"] = prediction.id
+# A made quantized variant with its figures, and its download.
+from experiments.models import ModelVariant
+
+ids["variant_id"] = ModelVariant.objects.create(
+    model=model, method="tflite_int8_full", queue="cpu", status="completed", runtime="TensorFlow Lite",
+    figures={side: {"metrics": {"accuracy": 0.9, "log_loss": 0.3}, "size_bytes": 100, "latency_ms_batch1": 0.1,
+                    "latency_ms_batch64": 0.01} for side in ("float", "variant")},
+    artifact=artifact_create(team=team, kind=Artifact.Kind.MODEL, filename="study-v1-int8-full.tflite",
+                             fileobj=io.BytesIO(b"TFL3 stand-in"))).id
 ROUTE_IDS.update({name: {"prediction_id": prediction.id, "fmt": "csv"}
                   for name in ("prediction_download", "prediction-download")})
 # Pages whose objects come in the query string.
@@ -169,6 +178,8 @@ POST_DATA = {
     "api:study-models": {"top_n": 1, "method": "retrain"},
     "queue_policy": {"team": team.id, "weight": 2},
     "api:queue-policy": {"team": team.id, "max_concurrent": 4},
+    "model_variant_request": {"method": "keras_int8"},
+    "api:model-variants": {"method": "keras_int8"},
 }
 needs_post = []
 for namespace, pattern in walk(get_resolver().url_patterns):

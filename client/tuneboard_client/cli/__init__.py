@@ -14,7 +14,7 @@ import typer
 
 # isort: off
 from tuneboard_client.cli import account, datasets, studies, models, workers, registry, predictions  # noqa: F401
-from tuneboard_client.cli import recipes, logs  # noqa: F401
+from tuneboard_client.cli import recipes, logs, variants  # noqa: F401
 # isort: on
 from tuneboard_client.cli.common import app
 

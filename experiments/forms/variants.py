@@ -1,0 +1,26 @@
+"""Asking for a quantized variant of a model: one form for the model page and the API (the CLI posts to the API)."""
+
+from django import forms
+
+from experiments.forms.checks import FormChecks
+from experiments.models import ModelVariant, TrainedModel
+from experiments.services.variants import variant_model_problem
+
+
+class VariantRequestForm(FormChecks, forms.Form):
+    method = forms.ChoiceField(label="Variant", choices=ModelVariant.Method.choices,
+                               initial=ModelVariant.Method.TFLITE_FULL_INTEGER, help_text=(
+                                   "Keras int8/float8: a .keras file quantized by Keras on the worker the model "
+                                   "trained on; TFLite full-integer: int8 weights and activations calibrated on "
+                                   "training rows (for integer-only accelerators, int8 input and output too); "
+                                   "TFLite dynamic-range: int8 weights, float activations."))
+
+    def __init__(self, *args, model: TrainedModel | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.model = model
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors and self.model is not None and (problem := variant_model_problem(self.model)):
+            raise forms.ValidationError(problem)
+        return data

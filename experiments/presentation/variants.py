@@ -1,0 +1,49 @@
+"""A model's quantized variants as the model page, the model card and the API show them: each figure of the
+variant beside the float model's, measured the same way on one worker (workers/export/variants.py), and a
+plain warning where the variant loses too much."""
+
+from django.conf import settings
+
+RUNTIME_NOTES = {
+    "LiteRT": "scored with LiteRT's interpreter (ai-edge-litert)",
+    "TensorFlow Lite": "scored with TensorFlow's tf.lite interpreter (ai-edge-litert is not installed on that "
+                       "worker; TensorFlow marks this interpreter deprecated in its favour)",
+    "Keras": "scored with Keras on the worker's backend",
+}
+
+
+def accuracy_drop_warning(figures: dict) -> str:
+    """Why a variant should be checked before use: its test accuracy more than
+    QUANTIZATION_WARN_ACCURACY_DROP below the float model's (regression: its mean absolute error more than that
+    fraction above), else ""."""
+    limit = settings.QUANTIZATION_WARN_ACCURACY_DROP
+    base, made = figures.get("float", {}).get("metrics", {}), figures.get("variant", {}).get("metrics", {})
+    if "accuracy" in base and "accuracy" in made and base["accuracy"] - made["accuracy"] > limit:
+        return (f"Test accuracy drops by {100 * (base['accuracy'] - made['accuracy']):.1f} points "
+                f"(more than {100 * limit:g}): check it on your own data before using this variant.")
+    if base.get("mae") and "mae" in made and (made["mae"] - base["mae"]) / base["mae"] > limit:
+        return (f"Test mean absolute error rises by {100 * (made['mae'] / base['mae'] - 1):.1f}% "
+                f"(more than {100 * limit:g}%): check it on your own data before using this variant.")
+    return ""
+
+
+def _ratio(made, base):
+    return made / base if made is not None and base else None
+
+
+def variant_summary(variant) -> dict:
+    """One variant's figures side by side: {"metrics": {name: {float, variant}}, "size_bytes": {...},
+    "latency_ms_batch1": {...}, "latency_ms_batch64": {...}} where each {...} has float, variant and ratio;
+    with the warning and how it was scored."""
+    base, made = variant.figures.get("float", {}), variant.figures.get("variant", {})
+    names = sorted(set(base.get("metrics", {})) | set(made.get("metrics", {})))
+    summary = {
+        "method": variant.method, "label": variant.get_method_display(), "status": variant.status,
+        "error": variant.error, "runtime": variant.runtime, "runtime_note": RUNTIME_NOTES.get(variant.runtime, ""),
+        "metrics": {name: {"float": base.get("metrics", {}).get(name), "variant": made.get("metrics", {}).get(name)}
+                    for name in names},
+        "warning": accuracy_drop_warning(variant.figures) if variant.figures else "",
+    }
+    for key in ("size_bytes", "latency_ms_batch1", "latency_ms_batch64"):
+        summary[key] = {"float": base.get(key), "variant": made.get(key), "ratio": _ratio(made.get(key), base.get(key))}
+    return summary

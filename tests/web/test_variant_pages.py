@@ -1,0 +1,156 @@
+"""Quantized variants through the model page and the API (no worker: what the web process does). A request
+queues one job on the queue its method needs; bad input and unfinished models are refused with the same
+message on both and queue nothing; made variants show their figures beside the float model's with a warning
+past the threshold, in the model card too, and download; viewers see but cannot ask; other teams get 404."""
+
+import io
+import json
+
+import pytest
+from django.urls import reverse
+
+from experiments.models import Artifact, ModelVariant, TrainedModel
+from experiments.services.artifacts import artifact_create
+from tests.api.conftest import token_client
+from tests.web.pages import page_text
+
+pytestmark = pytest.mark.django_db
+FILE = b"TFL3 pretend flatbuffer" * 10
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The tasks sent to the broker once their transaction commits, as (task name, args, queue)."""
+    messages = []
+    monkeypatch.setattr("experiments.services.queueing.current_app.send_task",
+                        lambda task, args, queue, countdown=None: messages.append((task, args, queue)))
+    return messages
+
+
+def _figures(float_accuracy: float, variant_accuracy: float) -> dict:
+    return {"float": {"metrics": {"accuracy": float_accuracy, "log_loss": 0.30}, "size_bytes": 98_000,
+                      "latency_ms_batch1": 0.20, "latency_ms_batch64": 0.02},
+            "variant": {"metrics": {"accuracy": variant_accuracy, "log_loss": 0.31}, "size_bytes": 32_000,
+                        "latency_ms_batch1": 0.10, "latency_ms_batch64": 0.01}}
+
+
+@pytest.fixture
+def made(acme, acme_model):
+    return ModelVariant.objects.create(
+        model=acme_model, method=ModelVariant.Method.TFLITE_FULL_INTEGER, queue="cpu", status="completed",
+        runtime="LiteRT", figures=_figures(0.95, 0.90), worker_host="w1",
+        artifact=artifact_create(team=acme, kind=Artifact.Kind.MODEL, filename="acme-model-v1-int8-full.tflite",
+                                 fileobj=io.BytesIO(FILE)))
+
+
+def test_an_editor_asks_for_a_variant_on_the_page_and_it_is_queued_where_its_method_runs(
+        alice_client, acme_model, sent, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alice_client.post(reverse("model_variant_request", args=[acme_model.id]),
+                                     {"method": "keras_int8"}, follow=True)
+        alice_client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "tflite_int8_full"})
+    assert "Keras int8 (.keras) of acme-model v1: queued" in page_text(response)
+    variants = list(ModelVariant.objects.order_by("id").values_list("method", "queue", "status"))
+    assert variants == [("keras_int8", "cpu", "queued"), ("tflite_int8_full", "cpu", "queued")]
+    assert [(task, queue) for task, _args, queue in sent] == [("workers.tasks.quantize_model", "cpu")] * 2
+    assert 'id="model-live" hx-get' in response.content.decode(), "the page follows the variants being made"
+
+
+def test_a_keras_variant_of_a_gpu_model_goes_to_the_gpu_queue_and_tflite_to_the_cpu_one(alice_client, acme_model,
+                                                                                          sent):
+    acme_model.study.queue = "gpu"
+    acme_model.study.save(update_fields=["queue"])
+    for method in ("keras_float8", "tflite_dynamic"):
+        alice_client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": method})
+    assert dict(ModelVariant.objects.values_list("method", "queue")) == {"keras_float8": "gpu",
+                                                                         "tflite_dynamic": "cpu"}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"method": "int4"}, "Select a valid choice. int4 is not one of the available choices."),
+    ({}, "This field is required."),
+])
+def test_bad_input_is_refused_with_the_same_message_on_the_page_and_the_api(alice_client, alice, acme_model, data,
+                                                                              message):
+    page = alice_client.post(reverse("model_variant_request", args=[acme_model.id]), data, follow=True)
+    assert message in page_text(page)
+    api = token_client(alice).post(reverse("api:model-variants", args=[acme_model.id]), data, format="json")
+    assert api.status_code == 400 and message in json.dumps(api.json())
+    assert not ModelVariant.objects.exists()
+
+
+def test_a_model_still_training_cannot_be_quantized_yet(alice_client, alice, acme_model):
+    TrainedModel.objects.filter(pk=acme_model.pk).update(status=TrainedModel.Status.RUNNING)
+    message = "has not finished training (running); it can be quantized once it has completed."
+    page = alice_client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "keras_int8"},
+                             follow=True)
+    assert message in page_text(page)
+    api = token_client(alice).post(reverse("api:model-variants", args=[acme_model.id]), {"method": "keras_int8"},
+                                   format="json")
+    assert api.status_code == 400 and message in json.dumps(api.json())
+    assert not ModelVariant.objects.exists()
+
+
+def test_a_made_variant_shows_its_figures_beside_the_float_models_with_a_warning_past_the_threshold(
+        alice_client, acme_model, made, settings):
+    settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.01
+    text = page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
+    assert "TFLite full-integer int8 (float input and output)" in text
+    assert "0.9500 → <strong>0.9000</strong>" in text and "(×0.33)" in text, "beside the float model's"
+    assert "scored with LiteRT&#x27;s interpreter (ai-edge-litert)" in text
+    assert "Test accuracy drops by 5.0 points (more than 1)" in text
+    settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.1
+    assert "drops by" not in page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
+    card = alice_client.get(reverse("model_card", args=[acme_model.id])).json()
+    (variant,) = card["quantized_variants"]
+    assert variant["metrics"]["accuracy"] == {"float": 0.95, "variant": 0.90}
+    assert variant["size_bytes"]["ratio"] == pytest.approx(32 / 98)
+
+
+def test_a_made_variant_downloads_on_the_page_and_through_the_api(alice_client, alice, acme_model, made):
+    page = alice_client.get(reverse("model_variant_download", args=[acme_model.id, made.id]))
+    assert page.status_code == 200 and b"".join(page.streaming_content) == FILE
+    assert page["Content-Disposition"] == 'attachment; filename="acme-model-v1-int8-full.tflite"'
+    api = token_client(alice)
+    (listed,) = api.get(reverse("api:model-variants", args=[acme_model.id])).json()
+    assert (listed["method"], listed["summary"]["metrics"]["accuracy"]["variant"]) == ("tflite_int8_full", 0.90)
+    assert b"".join(api.get(listed["download"]).streaming_content) == FILE
+
+
+def test_a_variant_not_yet_made_has_no_download(alice_client, acme_model):
+    queued = ModelVariant.objects.create(model=acme_model, method="keras_int8", queue="cpu")
+    assert alice_client.get(reverse("model_variant_download", args=[acme_model.id, queued.id])).status_code == 404
+
+
+def test_the_api_queues_a_variant_and_a_second_request_returns_it(alice, acme_model, sent):
+    api = token_client(alice)
+    first = api.post(reverse("api:model-variants", args=[acme_model.id]), {"method": "tflite_dynamic"},
+                     format="json")
+    assert first.status_code == 202 and first.json()["status"] == "queued"
+    again = api.post(reverse("api:model-variants", args=[acme_model.id]), {"method": "tflite_dynamic"},
+                     format="json")
+    assert again.json()["id"] == first.json()["id"] and ModelVariant.objects.count() == 1
+
+
+def test_a_viewer_sees_variants_but_cannot_ask_for_one(client, bob, acme_model, made):
+    client.force_login(bob)
+    page = client.get(reverse("model_detail", args=[acme_model.id]))
+    assert "acme-model-v1-int8-full.tflite" in page_text(page) and 'id="variant-form"' not in page.content.decode()
+    assert client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "keras_int8"}
+                       ).status_code == 403
+    assert token_client(bob).post(reverse("api:model-variants", args=[acme_model.id]), {"method": "keras_int8"},
+                                  format="json").status_code == 403
+    assert ModelVariant.objects.count() == 1
+
+
+def test_another_team_gets_404_on_every_variant_route_and_nothing_is_queued(client, charlie, acme_model, made):
+    client.force_login(charlie)
+    assert client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "keras_int8"}
+                       ).status_code == 404
+    assert client.get(reverse("model_variant_download", args=[acme_model.id, made.id])).status_code == 404
+    api = token_client(charlie)
+    assert api.get(reverse("api:model-variants", args=[acme_model.id])).status_code == 404
+    assert api.post(reverse("api:model-variants", args=[acme_model.id]), {"method": "keras_int8"},
+                    format="json").status_code == 404
+    assert api.get(reverse("api:model-variant-download", args=[acme_model.id, made.id])).status_code == 404
+    assert ModelVariant.objects.count() == 1
