@@ -79,6 +79,8 @@ urlpatterns = [
     path("models/<int:model_id>/variants/", variants.model_variant_request, name="model_variant_request"),
     path("models/<int:model_id>/variants/<int:variant_id>/download/", variants.model_variant_download,
          name="model_variant_download"),
+    path("models/<int:model_id>/variants/<int:variant_id>/cancel/", variants.model_variant_cancel,
+         name="model_variant_cancel"),
     path("workers/", fleet.worker_list, name="worker_list"),
     path("queues/<str:queue>/", queues.queue_detail, name="queue_detail"),
     path("queues/<str:queue>/policies/", queues.queue_policy_view, name="queue_policy"),

@@ -53,6 +53,8 @@ urlpatterns = [
     path("models/<int:model_id>/variants/", variants.ModelVariants.as_view(), name="model-variants"),
     path("models/<int:model_id>/variants/<int:variant_id>/download/", variants.ModelVariantDownload.as_view(),
          name="model-variant-download"),
+    path("models/<int:model_id>/variants/<int:variant_id>/cancel/", variants.ModelVariantCancel.as_view(),
+         name="model-variant-cancel"),
     path("ensembles/", ensembles.EnsembleCreate.as_view(), name="ensemble-create"),
     path("ensembles/<int:ensemble_id>/", ensembles.EnsembleDetail.as_view(), name="ensemble-detail"),
     path("leaderboard/<int:dataset_id>/", leaderboard.LeaderboardView.as_view(), name="leaderboard"),

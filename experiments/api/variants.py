@@ -9,7 +9,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from experiments.api.bodies import StrictSerializer, body_object, strict, validated
-from experiments.api.errors import ERRORS, ErrorSerializer, error_body
+from experiments.api.errors import ERRORS, Conflict, ErrorSerializer, error_body
 from experiments.api.responses import absolute
 from experiments.api.trained_models import BinaryRenderer
 from experiments.forms.variants import VariantRequestForm
@@ -17,7 +17,7 @@ from experiments.models import ModelVariant
 from experiments.presentation.variants import variant_summary
 from experiments.selectors.variants import model_variant, model_variants
 from experiments.services.trained_models import ModelFileUnavailable
-from experiments.services.variants import variant_download, variant_request
+from experiments.services.variants import variant_cancel, variant_download, variant_request
 from experiments.views.access import found_or_404, get_model_for_user
 from experiments.views.trained_models import artifact_response
 
@@ -65,6 +65,19 @@ class ModelVariants(generics.GenericAPIView):
         form = validated(VariantRequestForm, data, defaults=False, model=model)
         variant = variant_request(model=model, method=form.cleaned_data["method"], user=request.user)
         return Response(self.get_serializer(variant).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ModelVariantCancel(generics.GenericAPIView):
+    serializer_class = VariantSerializer
+
+    @extend_schema(request=None, responses={200: VariantSerializer, 409: OpenApiResponse(ErrorSerializer), **ERRORS})
+    def post(self, request, model_id: int, variant_id: int):
+        model = get_model_for_user(request, model_id)
+        variant = found_or_404(model_variant(model=model, variant_id=variant_id), ModelVariant)
+        if not variant_cancel(variant=variant):
+            raise Conflict(f"This variant has already ended ({variant.get_status_display().lower()}).")
+        variant.refresh_from_db()
+        return Response(self.get_serializer(variant).data)
 
 
 class ModelVariantDownload(generics.GenericAPIView):

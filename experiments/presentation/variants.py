@@ -18,6 +18,8 @@ def accuracy_drop_warning(figures: dict) -> str:
     fraction above), else ""."""
     limit = settings.QUANTIZATION_WARN_ACCURACY_DROP
     base, made = figures.get("float", {}).get("metrics", {}), figures.get("variant", {}).get("metrics", {})
+    if made.get("mae", 0.0) is None or made.get("log_loss", 0.0) is None:  # overflowed on the worker (NaN, inf)
+        return "Its outputs overflowed on the test split (a figure is not finite): do not use this variant."
     if "accuracy" in base and "accuracy" in made and base["accuracy"] - made["accuracy"] > limit:
         return (f"Test accuracy drops by {100 * (base['accuracy'] - made['accuracy']):.1f} points "
                 f"(more than {100 * limit:g}): check it on your own data before using this variant.")

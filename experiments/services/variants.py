@@ -21,9 +21,25 @@ class VariantRequestError(TuneboardError):
     """A model that cannot be quantized yet; str(exc) says why."""
 
 
-def variant_model_problem(model: TrainedModel) -> str:
-    """Why `model` cannot be quantized, or "" when it can (the form shows the same message)."""
-    return keras_model_problem(model, once="it can be quantized", use="quantize")
+TEXT_TFLITE = ("TFLite cannot hold a text model's preprocessing (TextVectorization's string ops); ask for the "
+               "Keras int8 variant instead.")
+RECURRENT_FULL_INTEGER = ("No full-integer TFLite file for a model with recurrent layers (LSTM, GRU): TensorFlow's "
+                          "calibration crashes on them; ask for the dynamic-range TFLite or the Keras int8 variant.")
+
+
+def variant_model_problem(model: TrainedModel, method: str | None = None) -> str:
+    """Why `model` cannot have the variant `method` (or any, with None), or "" when it can; the form shows the
+    same message. What is known before any work is refused here; the rest fails on the worker with its reason."""
+    problem = keras_model_problem(model, once="it can be quantized", use="quantize")
+    if problem or method is None or not method.startswith("tflite"):
+        return problem
+    if model.dataset.kind == "text":
+        return TEXT_TFLITE
+    recurrent = model.study_id and model.study.hypermodel == "sequence" and \
+        model.hyperparameters.get("layer_type") in ("lstm", "gru")
+    if recurrent and method in (Method.TFLITE_FULL_INTEGER, Method.TFLITE_INTEGER_IO):
+        return RECURRENT_FULL_INTEGER
+    return ""
 
 
 def variant_queue(model: TrainedModel, method: str) -> str:
@@ -39,7 +55,7 @@ def variant_request(*, model: TrainedModel, method: str, user=None) -> ModelVari
         raise VariantRequestError(f"Unknown quantization {method!r}; one of {', '.join(Method.values)}.")
     with transaction.atomic():
         model = TrainedModel.objects.select_for_update().get(pk=model.pk)  # one request at a time per model
-        problem = variant_model_problem(model)
+        problem = variant_model_problem(model, method)
         if problem:
             raise VariantRequestError(problem)
         existing = model.variants.filter(method=method, status__in=(*JOB_ACTIVE, JobStatus.COMPLETED)).first()

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.trained_models import ModelRequestForm
 from experiments.forms.variants import VariantRequestForm
-from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
+from experiments.models import ModelConversion, ModelFile, ModelVariant, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
 from experiments.presentation.variants import variant_summary
@@ -97,6 +97,8 @@ def _detail_context(model: TrainedModel) -> dict:
         "variant_metric_names": sorted({name for variant in variants
                                         for name in variant.figures.get("variant", {}).get("metrics", {})}),
         "variants_active": any(variant.is_active for variant in variants),
+        "variant_queues_without_worker": sorted({v.queue for v in variants if v.status == ModelVariant.Status.QUEUED
+                                                 and not queue_has_live_worker(queue=v.queue)}),
         "variant_form": VariantRequestForm(model=model),
     }
 

@@ -32,8 +32,8 @@ def test_quantize_and_list_variants_from_the_command_line(acme, acme_model, live
                                  fileobj=io.BytesIO(b"PK int8")))
     listed = tuneboard("models", "variants", acme_model.id)
     assert "0.95 -> 0.9" in listed and "1000 -> 400" in listed and "Test accuracy drops by 5.0 points" in listed
-    made = tuneboard("models", "quantize", acme_model.id, "--method", "keras_int8", "--out", f"{tmp_path}/")
-    assert "Saved" in made and (tmp_path / "acme-model-v1-int8.keras").read_bytes() == b"PK int8"
+    made = tuneboard("models", "quantize", acme_model.id, "--method", "keras_int8", "--out", tmp_path / "edge")
+    assert "Saved" in made and (tmp_path / "edge" / "acme-model-v1-int8.keras").read_bytes() == b"PK int8"
     TrainedModel.objects.filter(pk=acme_model.pk).update(status="running")
     unfinished = tuneboard("models", "quantize", acme_model.id, "--method", "tflite_dynamic", code=1)
     assert "it can be quantized once it has completed" in unfinished

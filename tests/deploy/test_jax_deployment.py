@@ -67,7 +67,8 @@ def test_tensorflow_is_an_extra_not_a_core_dependency():
     core = names(Requirement(r) for r in PYPROJECT["dependencies"])
     assert not core & TENSORFLOW
     assert {"keras", "keras-tuner"} <= core  # both backends need them; KerasTuner runs on JAX
-    assert names(extra_requirements("tensorflow")) == {"tensorflow", "tensorboard"}
+    # LiteRT's interpreter scores TFLite files on TensorFlow workers (where its wheels exist).
+    assert names(extra_requirements("tensorflow")) == {"tensorflow", "tensorboard", "ai-edge-litert"}
 
 
 def test_the_jax_extras_pin_one_jax_version_and_carry_no_tensorflow():

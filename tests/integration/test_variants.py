@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import ModelVariant
-from experiments.presentation.variants import accuracy_drop_warning
 from experiments.selectors.artifacts import artifact_copy_to_path
 from experiments.services.variants import VariantRequestError, variant_request
 from tests.conftest import wait_for
@@ -105,16 +104,6 @@ def test_a_variant_that_cannot_be_made_fails_with_the_reason(jax_trained_model):
     assert quantize_model(variant_pk=variant.pk) == "failed"
     variant.refresh_from_db()
     assert "has no .keras file to quantize" in variant.error
-
-
-def test_a_large_accuracy_drop_carries_a_plain_warning(settings):
-    settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.01
-    figures = {"float": {"metrics": {"accuracy": 0.95}}, "variant": {"metrics": {"accuracy": 0.90}}}
-    assert accuracy_drop_warning(figures).startswith("Test accuracy drops by 5.0 points (more than 1)")
-    figures["variant"]["metrics"]["accuracy"] = 0.945
-    assert accuracy_drop_warning(figures) == ""
-    regression = {"float": {"metrics": {"mae": 1.0}}, "variant": {"metrics": {"mae": 1.2}}}
-    assert "mean absolute error rises by 20.0%" in accuracy_drop_warning(regression)
 
 
 @pytest.mark.worker

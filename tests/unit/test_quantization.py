@@ -71,6 +71,21 @@ def test_keras_int8_reloads_from_its_file_with_the_same_predictions(model, tmp_p
     assert _accuracy(expected) >= _accuracy(model.predict(X[TEST], verbose=0)) - 0.03
 
 
+def test_keras_int8_of_a_text_model_leaves_its_lookup_layers_and_quantizes_the_rest(tmp_path):
+    texts = np.array(["good film", "bad film", "good plot", "bad acting"] * 4)
+    vectorize = keras.layers.TextVectorization(vocabulary=["good", "bad", "film", "plot", "acting"],
+                                               output_sequence_length=3)
+    inputs = keras.Input((1,), dtype="string")
+    tokens = keras.layers.Embedding(8, 4)(vectorize(keras.ops.squeeze(inputs, -1)))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(keras.layers.Flatten()(tokens)))
+    quantized = quantization.keras_quantized(model, "int8")
+    assert quantized.layers[-1].kernel.dtype == "int8", "the Dense layer is quantized"
+    quantized.save(tmp_path / "text-int8.keras")
+    # predict_on_batch, as the variant job scores it: Keras's predict refuses NumPy strings.
+    outputs = keras.saving.load_model(tmp_path / "text-int8.keras").predict_on_batch(texts[:, None])
+    np.testing.assert_allclose(outputs, model.predict_on_batch(texts[:, None]), atol=0.05)
+
+
 def test_a_recurrent_model_is_refused_full_integer_with_a_reason_before_any_conversion(tmp_path):
     inputs = keras.Input((5, 2))
     model = keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(keras.layers.LSTM(4)(inputs)))

@@ -74,10 +74,11 @@ RECIPE_ROUTES = {"recipe_detail", "recipe_edit", "recipe_clone", "recipe_preview
 # sets shares (tests/web/test_queue_page.py).
 QUEUE_ROUTES = {"queue_detail", "queue_policy"}
 # Quantized variants: cross-team, viewer and bad-input checks in tests/web/test_variant_pages.py.
-VARIANT_ROUTES = {"model_variant_request", "model_variant_download"}
+VARIANT_ROUTES = {"model_variant_request", "model_variant_download", "model_variant_cancel"}
 POST_ONLY = {*ACTIONS, *TEAM_ACTIONS, "switch_team", "team_member_add", "team_leave",
              *(WEBHOOK_ROUTES - {"webhook_edit"}), "model_predict", "model_try", "prediction_cancel",
-             "recipe_run", "recipe_take_over", "recipe_delete", "queue_policy", "model_variant_request"}
+             "recipe_run", "recipe_take_over", "recipe_delete", "queue_policy", "model_variant_request",
+             "model_variant_cancel"}
 STUDY_STATE = ["status", "message", "started", "finished", "max_trials", "parallelism"]
 
 

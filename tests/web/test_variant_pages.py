@@ -138,6 +138,7 @@ def test_a_viewer_sees_variants_but_cannot_ask_for_one(client, bob, acme_model, 
     assert "acme-model-v1-int8-full.tflite" in page_text(page) and 'id="variant-form"' not in page.content.decode()
     assert client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "keras_int8"}
                        ).status_code == 403
+    assert client.post(reverse("model_variant_cancel", args=[acme_model.id, made.id])).status_code == 403
     assert token_client(bob).post(reverse("api:model-variants", args=[acme_model.id]), {"method": "keras_int8"},
                                   format="json").status_code == 403
     assert ModelVariant.objects.count() == 1
@@ -147,6 +148,12 @@ def test_another_team_gets_404_on_every_variant_route_and_nothing_is_queued(clie
     client.force_login(charlie)
     assert client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "keras_int8"}
                        ).status_code == 404
+    running = ModelVariant.objects.create(model=acme_model, method="keras_int8", queue="cpu", status="running")
+    assert client.post(reverse("model_variant_cancel", args=[acme_model.id, running.id])).status_code == 404
+    assert token_client(charlie).post(reverse("api:model-variant-cancel", args=[acme_model.id, running.id])
+                                      ).status_code == 404
+    assert ModelVariant.objects.get(pk=running.pk).status == "running"
+    running.delete()
     assert client.get(reverse("model_variant_download", args=[acme_model.id, made.id])).status_code == 404
     api = token_client(charlie)
     assert api.get(reverse("api:model-variants", args=[acme_model.id])).status_code == 404
@@ -154,3 +161,35 @@ def test_another_team_gets_404_on_every_variant_route_and_nothing_is_queued(clie
                     format="json").status_code == 404
     assert api.get(reverse("api:model-variant-download", args=[acme_model.id, made.id])).status_code == 404
     assert ModelVariant.objects.count() == 1
+
+
+def test_a_queued_variant_is_cancelled_on_the_page_and_in_the_api_and_the_page_says_no_worker_serves_its_queue(
+        alice_client, alice, acme_model):
+    queued = ModelVariant.objects.create(model=acme_model, method="keras_int8", queue="gpu-jax")
+    page = page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
+    assert "No live worker serves the gpu-jax queue" in page
+    response = alice_client.post(reverse("model_variant_cancel", args=[acme_model.id, queued.id]), follow=True)
+    assert "Keras int8 (.keras) of acme-model v1 cancelled." in page_text(response)
+    assert ModelVariant.objects.get(pk=queued.pk).status == "cancelled"
+    api = token_client(alice)
+    ended = api.post(reverse("api:model-variant-cancel", args=[acme_model.id, queued.id]))
+    assert ended.status_code == 409 and "already ended (cancelled)" in json.dumps(ended.json())
+    again = api.post(reverse("api:model-variants", args=[acme_model.id]), {"method": "keras_int8"}, format="json")
+    assert again.status_code == 202 and again.json()["id"] != queued.id, "a cancelled variant may be asked again"
+    assert api.post(reverse("api:model-variant-cancel", args=[acme_model.id, again.json()["id"]])
+                    ).json()["status"] == "cancelled"
+
+
+def test_variants_a_model_cannot_have_are_refused_before_any_work(alice_client, alice, acme_model):
+    acme_model.study.hypermodel = "sequence"
+    acme_model.study.save(update_fields=["hypermodel"])
+    TrainedModel.objects.filter(pk=acme_model.pk).update(hyperparameters={"layer_type": "lstm", "units": 8})
+    page = alice_client.post(reverse("model_variant_request", args=[acme_model.id]), {"method": "tflite_int8_full"},
+                             follow=True)
+    assert "No full-integer TFLite file for a model with recurrent layers" in page_text(page)
+    acme_model.dataset.kind = "text"
+    acme_model.dataset.save(update_fields=["kind"])
+    api = token_client(alice).post(reverse("api:model-variants", args=[acme_model.id]),
+                                   {"method": "tflite_dynamic"}, format="json")
+    assert api.status_code == 400 and "TFLite cannot hold a text model" in json.dumps(api.json())
+    assert not ModelVariant.objects.exists()

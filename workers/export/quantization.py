@@ -24,7 +24,8 @@ def keras_quantized(model, mode: str = "int8"):
     copy.set_weights(model.get_weights())
     with warnings.catch_warnings():  # Keras names every layer it leaves in float (inputs, normalization)
         warnings.filterwarnings("ignore", message=".*does not have a `quantize` method", category=UserWarning)
-        copy.quantize(mode)
+        # Only built layers: a text model's lookup layers are never built, and Keras refuses to walk past them.
+        copy.quantize(mode, filters=lambda layer: layer.built)
     return copy
 
 

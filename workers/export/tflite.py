@@ -2,12 +2,12 @@
 TFLite cannot hold gets a reason instead of a file."""
 
 import shutil
-import warnings
 from pathlib import Path
 
 import keras
 import numpy as np
 
+from workers.export.quantization import interpreter as runtime_interpreter
 from workers.export.saved_model import export_saved_model, tensorflow
 
 TFLITE_TEXT_REASON = (
@@ -23,10 +23,7 @@ def _takes_strings(model) -> bool:
 def _runs(flatbuffer: bytes) -> None:
     """Raises unless the TFLite runtime can load the model and run it once on zeros: a
     converted file that cannot run in the runtime is not worth offering."""
-    with warnings.catch_warnings():
-        # Its successor (ai_edge_litert) is not a dependency; TF 2.21 still ships this one.
-        warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated", category=UserWarning)
-        interpreter = tensorflow().lite.Interpreter(model_content=flatbuffer)
+    interpreter, _ = runtime_interpreter(flatbuffer)
     for detail in interpreter.get_input_details():
         shape = [1 if d < 0 else int(d) for d in detail["shape_signature"]]
         interpreter.resize_tensor_input(detail["index"], shape)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.errors import TuneboardError
 from experiments.presentation.prediction_csv import class_probabilities
 from workers.export import quantization
 from workers.export.saved_model import export_saved_model
@@ -15,6 +16,10 @@ from workers.export.tflite import _convert, _takes_strings
 LATENCY_BATCHES = (1, 64)
 # Probabilities are clipped before the log: a quantized softmax can give an exact 0.
 LOG_EPSILON = 1e-7
+
+
+class VariantUnavailable(TuneboardError):
+    """The model cannot have this variant; the message says why and what to ask for instead."""
 
 
 @dataclass
@@ -69,21 +74,28 @@ def make_pair(model, method: str, x_train: np.ndarray, workdir: Path, *, stem: s
         return (_keras_side(model, workdir / "float.keras"),
                 _keras_side(quantization.keras_quantized(model, mode), workdir / f"{stem}-{mode}.keras"))
     if _takes_strings(model):
-        raise ValueError("TFLite cannot hold this model's text preprocessing (TextVectorization's string ops); "
-                         "the Keras int8 variant is offered instead.")
+        raise VariantUnavailable("TFLite cannot hold this model's text preprocessing (TextVectorization's string "
+                                 "ops); ask for the Keras int8 variant instead.")
     flatbuffer, saved = _float_tflite(model, workdir)
     base = _tflite_side(flatbuffer, workdir / "float.tflite")
     if method == "tflite_dynamic":
         return base, _tflite_side(_convert(saved, quantise=True), workdir / f"{stem}-dynamic-int8.tflite")
+    if reason := quantization.full_integer_unavailable(model):
+        raise VariantUnavailable(reason)
     made = quantization.full_integer_tflite(model, x_train, workdir, integer_io=method == "tflite_int8_io",
                                             seed=seed)
     return base, _tflite_side(made, workdir / f"{stem}-{method.removeprefix('tflite_').replace('_', '-')}.tflite")
 
 
+def _finite(metrics: dict) -> dict:
+    """NaN or infinite figures (a variant whose outputs overflowed) as None: JSON in PostgreSQL has neither."""
+    return {name: value if np.isfinite(value) else None for name, value in metrics.items()}
+
+
 def measure(side: Side, x_test: np.ndarray, y_test: np.ndarray, *, task: str, n_classes: int) -> dict:
     outputs = np.concatenate([np.asarray(side.predict(x_test[start:start + 64]))
                               for start in range(0, len(x_test), 64)])
-    return {"metrics": prediction_metrics(outputs, y_test, task=task, n_classes=n_classes),
+    return {"metrics": _finite(prediction_metrics(outputs, y_test, task=task, n_classes=n_classes)),
             "size_bytes": side.path.stat().st_size,
             **{f"latency_ms_batch{batch}": quantization.latency_ms_per_row(side.predict, x_test, batch=batch)
                for batch in LATENCY_BATCHES}}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from experiments.errors import TuneboardError
 from experiments.selectors.artifacts import artifact_copy_to_path
-from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
+from experiments.services.artifacts import ArtifactKind, artifact_create_from_path, artifacts_delete
 from experiments.services.connections import with_db_retry
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.variants import variant_complete
@@ -39,9 +39,13 @@ def _work(run: JobRun) -> bool:
         figures = {name: measure(side, data.x_test, data.y_test, task=info.task, n_classes=info.n_classes)
                    for name, side in (("float", base), ("variant", made))}
         artifact = artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=made.path)
-    return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=artifact,
-                         figures=figures, runtime=made.runtime, environment=run.environment,
-                         duration_seconds=run.seconds())
+    try:
+        return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=artifact,
+                             figures=figures, runtime=made.runtime, environment=run.environment,
+                             duration_seconds=run.seconds())
+    except BaseException:  # not stored: the file would be nobody's
+        artifacts_delete(artifacts=[artifact])
+        raise
 
 
 def quantize_model(*, variant_pk: int) -> str:

@@ -50,8 +50,8 @@ def models_quantize(ctx: typer.Context, model_id: int,
     if wait and variant.get("status") != "completed":
         raise Failure(f"variant {variant.get('id')} {variant.get('status')}: {variant.get('error') or 'no reason'}")
     if out is not None:
-        if str(out).endswith(("/", "\\")):
-            out.mkdir(parents=True, exist_ok=True)
+        if not out.suffix and not out.exists():  # a name without a suffix is a folder to put the file in
+            out.mkdir(parents=True)
         typer.echo(f"Saved {client.download_variant(model_id, variant['id'], out)} (SHA-256 checked).")
 
 
