@@ -307,9 +307,8 @@ class Client(VariantCalls):
             sleep(interval)
 
     def download_model(self, model_id: int, fmt: str, destination: str | os.PathLike) -> Path:
-        """Stream one export of a model to `destination` (a file, or a directory to put the
-        server's file name in); refused, and nothing left behind, unless its size and
-        SHA-256 match the server's Content-Length and X-Content-SHA256."""
+        """Stream one export of a model to `destination` (a file, or a directory for the server's file name);
+        refused, nothing left behind, unless its size and SHA-256 match Content-Length and X-Content-SHA256."""
         if fmt not in MODEL_FORMATS:
             raise TuneboardAPIError(f"Unknown format {fmt!r}: use one of {', '.join(MODEL_FORMATS)}.",
                                     field="format")
@@ -359,14 +358,15 @@ class Client(VariantCalls):
     # --- batch predictions ---------------------------------------------------------------
 
     def create_prediction(self, input_path: str | os.PathLike, *, model: int | None = None,
-                          reference: str | None = None) -> dict:
-        """Upload inputs without labels for a model id or a registry reference (name@alias)."""
+                          reference: str | None = None, variant: int | None = None) -> dict:
+        """Upload inputs without labels for a model id or a registry reference (name@alias), optionally to be
+        predicted by one of the model's made quantized variants."""
         if (model is None) == (not reference):
             raise TuneboardAPIError("Give either a model id or a registry reference (name@alias).")
         path = Path(input_path)
         with open(path, "rb") as handle:
-            return self.request("POST", "predictions/", data=_clean({"model": model, "reference": reference}),
-                                files={"file": (path.name, handle)})
+            fields = {"model": model, "reference": reference, "variant": variant}
+            return self.request("POST", "predictions/", data=_clean(fields), files={"file": (path.name, handle)})
 
     def get_prediction(self, prediction_id: int) -> dict:
         return self.get(f"predictions/{int(prediction_id)}/")

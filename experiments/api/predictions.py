@@ -26,8 +26,8 @@ class PredictionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = PredictionJob
-        fields = ["id", "url", "status", "model", "requested_as", "registry_version", "input_filename", "rows",
-                  "rows_done", "is_try", "error", "preview", "downloads", "created", "started", "finished",
+        fields = ["id", "url", "status", "model", "variant", "requested_as", "registry_version", "input_filename",
+                  "rows", "rows_done", "is_try", "error", "preview", "downloads", "created", "started", "finished",
                   "duration_seconds", "device_seconds", "device_kind"]
 
     def get_url(self, obj) -> str:
@@ -47,6 +47,7 @@ class PredictionInput(StrictSerializer):
     file = serializers.FileField(help_text="Inputs without labels (CSV, zip or NPZ, as the model's dataset).")
     model = serializers.IntegerField(required=False, help_text="A trained model or ensemble of the team.")
     reference = serializers.CharField(required=False, help_text="Or a registry reference: name@alias or name/N.")
+    variant = serializers.IntegerField(required=False, help_text="One of the model's made quantized variants.")
 
 
 class PredictionList(generics.GenericAPIView):

@@ -37,6 +37,11 @@ class VersionSerializer(serializers.Serializer):
     description = serializers.CharField()
     aliases = serializers.ListField(child=serializers.CharField(), source="alias_names", default=list)
     created = serializers.DateTimeField()
+    variant = serializers.SerializerMethodField(help_text="The quantized variant this version is ({id, method}), "
+                                                          "or null for the float model.")
+
+    def get_variant(self, obj) -> dict | None:
+        return {"id": obj.variant_id, "method": obj.variant.method} if obj.variant_id else None
 
     def get_model_url(self, obj) -> str:
         return absolute(self.context, reverse("api:model-detail", kwargs={"model_id": obj.trained_model_id}))
@@ -125,11 +130,14 @@ class RegisterInput(StrictSerializer):
     name = serializers.CharField(help_text="The registered model: an existing one of the team, or a new name.")
     model = serializers.IntegerField(help_text="The trained model's (or ensemble's) id.")
     description = serializers.CharField(required=False, allow_blank=True)
+    variant = serializers.IntegerField(required=False, help_text="One of the model's made quantized variants, "
+                                                                 "registered instead of the float model.")
 
 
 class VersionInput(StrictSerializer):
     model = serializers.IntegerField(help_text="The trained model's (or ensemble's) id.")
     description = serializers.CharField(required=False, allow_blank=True)
+    variant = serializers.IntegerField(required=False, help_text="One of the model's made quantized variants.")
 
 
 class AliasInput(StrictSerializer):
@@ -167,7 +175,7 @@ class RegistryList(generics.GenericAPIView):
 
 def _registered(request, cleaned: dict, name: str) -> Response:
     version = registry_register(team=request.team, model=cleaned["model"], name=name, user=request.user,
-                                description=cleaned.get("description") or "")
+                                description=cleaned.get("description") or "", variant_id=cleaned.get("variant"))
     version.alias_names = []
     return Response(RegisteredVersionSerializer(version, context={"request": request}).data,
                     status=status.HTTP_201_CREATED)

@@ -15,9 +15,12 @@ from experiments.forms.checks import FormChecks
 from experiments.selectors.predictions import model_input_spec
 from experiments.selectors.registry import RegistryReferenceError, registry_reference_resolve
 from experiments.selectors.trained_models import team_model
+from experiments.selectors.variants import model_variant
 from experiments.services.datasets import dataset_limits
+from experiments.services.job_kinds import model_queue
 from experiments.services.predictions import prediction_model_problem
 from experiments.tuning.bounds import MAX_FILENAME_CHARS, parse_id
+from experiments.tuning.compute_options import JAX_SUFFIX
 
 # "Try it" shows its predictions on the page: a few rows, not a file's worth.
 TRY_MAX_ROWS = 100
@@ -79,6 +82,9 @@ class PredictionForm(FormChecks, forms.Form):
         "Inputs without labels: a CSV of the model's feature columns, a zip or NPZ of images of the model's "
         "size, a CSV with one column of texts under a header line (its first line is the header, never a "
         "text), or an NPZ of sequences (array x)."))
+    variant = forms.CharField(required=False, max_length=20, label="Quantized variant", help_text=(
+        "Predict with one of the model's made quantized variants (its id) instead of the float model; a registry "
+        "version that is a variant predicts with it."))
     rows = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), label="Rows or texts",
                            help_text="Try it: a few CSV rows of feature values, or one text a line.")
     images = MultipleFileField(required=False, label="Images", help_text="Try it: drop a few images.")
@@ -136,6 +142,7 @@ class PredictionForm(FormChecks, forms.Form):
         model, requested_as, version = self._target(data)
         if problem := prediction_model_problem(model):
             raise forms.ValidationError(problem)
+        variant = self._variant(model, (data.get("variant") or "").strip(), version)
         spec = model_input_spec(model=model)
         try:
             filename, upload = self._upload(data, spec)
@@ -146,12 +153,27 @@ class PredictionForm(FormChecks, forms.Form):
             raise forms.ValidationError(f"Try it predicts at most {TRY_MAX_ROWS} rows ({inputs.rows} given); "
                                         "upload them as a batch prediction instead.")
         data.update(target=model, requested_as=requested_as, registry_version=version, inputs=inputs,
-                    filename=filename)
+                    filename=filename, variant=variant)
         return data
+
+    @staticmethod
+    def _variant(model, given: str, version):
+        """The made variant to predict with: the one asked for, or the registry version's; None for the float model."""
+        variant = version.variant if version is not None and version.variant_id else None
+        if given:
+            pk = parse_id(given)
+            variant = model_variant(model=model, variant_id=pk) if pk is not None else None
+            if variant is None or variant.status != variant.Status.COMPLETED:
+                raise forms.ValidationError({"variant": f"Model {model} has no made quantized variant {given}."})
+        if variant is not None and variant.is_tflite and model_queue(model).endswith(JAX_SUFFIX):
+            raise forms.ValidationError({"variant": (
+                f"Model {model} trained on JAX: its predictions run on a JAX worker, which has no TFLite runtime; "
+                "predict with its Keras variant or the float model.")})
+        return variant
 
     def request_kwargs(self) -> dict:
         """What services.predictions.prediction_request takes from the form."""
         data = self.cleaned_data
         return {"model": data["target"], "inputs": data["inputs"], "filename": data["filename"],
                 "requested_as": data["requested_as"], "registry_version": data["registry_version"],
-                "is_try": self.is_try}
+                "is_try": self.is_try, "variant": data["variant"]}

@@ -40,6 +40,9 @@ class RegisterForm(FormChecks, forms.Form):
                                      "digits, '-' and '_'): a new one takes this model's task and input.")
     description = forms.CharField(label="Notes", required=False, max_length=MAX_DESCRIPTION,
                                   validators=[no_control_characters], widget=forms.Textarea(attrs={"rows": 2}))
+    variant = _number_field("Quantized variant", "variant's id", required=False,
+                            help_text="Register one of the model's made quantized variants instead of the float "
+                                      "model (TF Serving serves a Keras variant's SavedModel).")
 
     def clean_name(self):
         return _slug(self.cleaned_data["name"], what="registered model's name", limit=MAX_NAME)
@@ -70,6 +73,7 @@ class VersionForm(_PicksModel):
     """POST /api/v1/registry/<id>/versions/: `model` as the registered model's next version."""
 
     description = RegisterForm.base_fields["description"]
+    variant = RegisterForm.base_fields["variant"]
 
 
 class AliasForm(FormChecks, forms.Form):

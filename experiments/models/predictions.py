@@ -23,6 +23,9 @@ class PredictionJob(Job):
     requested_as = models.CharField(max_length=140, blank=True)
     registry_version = models.ForeignKey(ModelVersion, null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="+")
+    # Predicted by one of the model's quantized variants (asked for, or the registry version it resolved to).
+    variant = models.ForeignKey("experiments.ModelVariant", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="prediction_jobs")
     input_filename = models.CharField(max_length=255, blank=True)
     # The parsed raw inputs ("x" in an NPZ), what the worker reads.
     inputs = models.ForeignKey(Artifact, on_delete=models.PROTECT, related_name="+")

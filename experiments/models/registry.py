@@ -3,6 +3,7 @@ at versions with every move kept, and the serving-export jobs."""
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from experiments.models.datasets import Dataset
@@ -45,6 +46,9 @@ class ModelVersion(models.Model):
     registered_model = models.ForeignKey(RegisteredModel, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
     trained_model = models.ForeignKey(TrainedModel, on_delete=models.PROTECT, related_name="registry_versions")
+    # Or one of its quantized variants (its signature is the model's): TF Serving loads the variant's SavedModel.
+    variant = models.ForeignKey("experiments.ModelVariant", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="registry_versions")
     description = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created = models.DateTimeField(default=timezone.now)
@@ -53,8 +57,10 @@ class ModelVersion(models.Model):
         ordering = ["registered_model", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["registered_model", "version"], name="one_model_version_per_number"),
-            models.UniqueConstraint(fields=["registered_model", "trained_model"],
+            models.UniqueConstraint(fields=["registered_model", "trained_model"], condition=Q(variant__isnull=True),
                                     name="trained_model_registered_once_per_name"),
+            models.UniqueConstraint(fields=["registered_model", "variant"], condition=Q(variant__isnull=False),
+                                    name="variant_registered_once_per_name"),
         ]
 
     def __str__(self) -> str:

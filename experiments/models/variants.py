@@ -26,6 +26,9 @@ class ModelVariant(Job):
     # model on a JAX worker), TFLite ones on a TensorFlow worker of the cpu queue (services/job_kinds.py).
     queue = models.CharField(max_length=20)
     artifact = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # A Keras variant made where TensorFlow is: its SavedModel zip (as the model's own), what TF Serving loads
+    # when the variant is a registered version. TFLite files and variants made on JAX workers have none.
+    saved_model = models.ForeignKey(Artifact, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # {"float": {...}, "variant": {...}}: test-split metrics, size_bytes, latency_ms_batch1/64 per row.
     figures = models.JSONField(default=dict, blank=True)
     runtime = models.CharField(max_length=40, blank=True)  # what ran it: Keras, LiteRT or TensorFlow Lite

@@ -9,7 +9,7 @@ RECENT = 10
 
 def team_prediction(*, team: Team, prediction_id: int) -> PredictionJob | None:
     return (PredictionJob.objects.select_related("model__dataset", "predictions_csv", "predictions_npz",
-                                                 "registry_version__registered_model")
+                                                 "registry_version__registered_model", "variant")
             .filter(pk=prediction_id, team=team).first())
 
 

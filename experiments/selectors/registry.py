@@ -91,7 +91,8 @@ def registered_model_versions(*, registered: RegisteredModel, contract: dict | N
     """Its versions, newest first, with their trained model (test metrics, status), `alias_names`
     and, given the registered model's `contract`, `contract_differences`: how a version serves
     otherwise ([] for all but versions registered before the keys were compared)."""
-    versions = list(registered.versions.select_related("trained_model", "trained_model__dataset", "created_by")
+    versions = list(registered.versions.select_related("trained_model", "trained_model__dataset", "created_by",
+                                                       "variant")
                     .order_by("-version"))
     names: dict[int, list[str]] = {}
     for version_id, name in ModelAlias.objects.filter(registered_model=registered).values_list("version_id", "name"):

@@ -52,6 +52,13 @@ def _missing_reason(model) -> str:
     return unavailable.get(ModelFile.Format.SAVEDMODEL) or NO_SAVEDMODEL
 
 
+def _variant_missing_reason(variant) -> str:
+    if variant.is_tflite:
+        return "A TFLite variant: TF Serving serves SavedModels, so download its file from the model page instead."
+    return ("This Keras variant was made on a worker without TensorFlow (JAX), so it has no SavedModel; download its "
+            ".keras file from the model page instead.")
+
+
 def serving_plan(*, team: Team) -> list[ModelToServe]:
     """Every registered model of the team with its versions (and their SavedModel zips) and
     aliases, in a fixed number of queries."""
@@ -59,13 +66,19 @@ def serving_plan(*, team: Team) -> list[ModelToServe]:
                            queryset=ModelFile.objects.filter(format=ModelFile.Format.SAVEDMODEL)
                            .select_related("artifact"))
     conversions = Prefetch("trained_model__conversions", queryset=ModelConversion.objects.only("status", "model_id"))
-    versions = ModelVersion.objects.select_related("trained_model").prefetch_related(savedmodels, conversions)
+    versions = ModelVersion.objects.select_related("trained_model", "variant__saved_model").prefetch_related(
+        savedmodels, conversions)
     registered = (RegisteredModel.objects.filter(team=team).order_by("name")
                   .prefetch_related(Prefetch("versions", queryset=versions), "aliases__version"))
     plan = []
     for model in registered:
         served = []
         for version in sorted(model.versions.all(), key=lambda v: v.version):
+            if version.variant_id:  # a quantized variant: its own SavedModel, where it has one
+                artifact = version.variant.saved_model
+                served.append(VersionToServe(version=version.version, artifact=artifact,
+                                             missing="" if artifact else _variant_missing_reason(version.variant)))
+                continue
             files = version.trained_model.savedmodel_files
             served.append(VersionToServe(version=version.version, artifact=files[0].artifact if files else None,
                                          missing="" if files else _missing_reason(version.trained_model)))

@@ -120,7 +120,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
     JobKind(name="predictions", label="prediction", table=PredictionJob, task="workers.tasks.predict_batch",
             team="model__team_id",
             queue_of=lambda job: model_queue(job.model), study="model__study", queue=ENSEMBLE_QUEUE,
-            send_related=("model",), claim_related=("model__dataset", "model__team", "inputs"),
+            send_related=("model",), claim_related=("model__dataset", "model__team", "inputs", "variant__artifact"),
             reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file),
     JobKind(name="variants", label="quantized variant", table=ModelVariant, task="workers.tasks.quantize_model",
             team="model__team_id", queue_of=lambda variant: variant.queue, queue_column="queue",

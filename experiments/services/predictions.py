@@ -52,7 +52,7 @@ def _inputs_file(inputs: ModelInputs):
 
 def prediction_request(*, team: Team, user, model: TrainedModel, inputs: ModelInputs, filename: str = "",
                        requested_as: str = "", registry_version: ModelVersion | None = None,
-                       is_try: bool = False) -> PredictionJob:
+                       is_try: bool = False, variant=None) -> PredictionJob:
     """Store the parsed inputs and queue their prediction by `model` (a completed model of the team)."""
     if model.team_id != team.id:
         raise PredictionRequestError("That model is not in this team.")
@@ -64,7 +64,8 @@ def prediction_request(*, team: Team, user, model: TrainedModel, inputs: ModelIn
                                          fileobj=spool))
         job = PredictionJob.objects.create(
             team=team, model=model, requested_as=requested_as, registry_version=registry_version,
-            input_filename=filename[:255], inputs=stored, rows=inputs.rows, is_try=is_try, created_by=user)
+            input_filename=filename[:255], inputs=stored, rows=inputs.rows, is_try=is_try, created_by=user,
+            variant=variant)
         job_send(kind=JOB_KINDS["predictions"], row=job)
     return job
 

@@ -6,7 +6,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from experiments.errors import TuneboardError
-from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
+from experiments.models import AliasMove, ModelAlias, ModelVariant, ModelVersion, RegisteredModel, Team, TrainedModel
 from experiments.selectors.registry import registered_model_contract
 from experiments.services.audit import audit_record
 from experiments.services.serving_exports import serving_export_request
@@ -49,10 +49,15 @@ def _audit(verb: str, registered: RegisteredModel, changes: dict, user, via: dic
 
 @transaction.atomic
 def registry_register(*, team: Team, model: TrainedModel, name: str, user, description: str = "",
-                      via: dict | None = None) -> ModelVersion:
-    """`model` as the next version of the registered model `name`, refused when its task or serving contract differs,
-    so every version serves alike."""
+                      via: dict | None = None, variant_id: int | None = None) -> ModelVersion:
+    """`model` (or its made quantized variant `variant_id`, whose signature is the model's) as the next version of
+    the registered model `name`, refused when its task or serving contract differs, so every version serves alike."""
     contract = _check_registrable(model, team)
+    variant = None
+    if variant_id is not None:
+        variant = model.variants.filter(pk=variant_id, status=ModelVariant.Status.COMPLETED).first()
+        if variant is None:
+            raise RegistryError(f"{model} has no made quantized variant {variant_id}; make one on its page first.")
     # The team row's lock serialises registrations in the team: two first registrations of one
     # name cannot both create it, and version numbers count up without gaps or clashes.
     Team.objects.select_for_update().get(pk=team.id)
@@ -63,9 +68,10 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
                                                     dataset_kind=dataset.kind, input_signature=contract["inputs"],
                                                     output_keys=contract["outputs"], created_by=user)
     else:
-        existing = registered.versions.filter(trained_model=model).first()
+        existing = registered.versions.filter(trained_model=model, variant=variant).first()
         if existing is not None:
-            raise RegistryError(f"{model} is already version {existing.version} of {name}.")
+            what = f"{model}" if variant is None else f"{variant}"
+            raise RegistryError(f"{what} is already version {existing.version} of {name}.")
         expected = registered_model_contract(registered=registered)
         differences = contract_differences(expected, contract)
         if dataset.task != registered.task:
@@ -78,8 +84,9 @@ def registry_register(*, team: Team, model: TrainedModel, name: str, user, descr
             registered.save(update_fields=["input_signature", "output_keys"])
     last = registered.versions.aggregate(v=Max("version"))["v"] or 0
     version = ModelVersion.objects.create(registered_model=registered, version=last + 1, trained_model=model,
-                                          description=description, created_by=user)
-    _audit("registry.register", registered, {"version": version.version, "model": model.id}, user, via)
+                                          variant=variant, description=description, created_by=user)
+    _audit("registry.register", registered, {"version": version.version, "model": model.id,
+                                             **({"variant": variant.method} if variant else {})}, user, via)
     # A new version is served too (by number, /versions/N, before any alias points at it).
     serving_export_request(team=team, reason=f"version:{name}/{version.version}", user=user)
     return version

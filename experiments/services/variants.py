@@ -69,13 +69,15 @@ def variant_request(*, model: TrainedModel, method: str, user=None) -> ModelVari
 
 
 def variant_complete(*, variant_pk: int, attempt: int, artifact: Artifact, figures: dict, runtime: str,
-                     duration_seconds: float, environment: dict | None = None) -> bool:
-    """The variant's file and figures at once; False (and the file deleted) when this attempt no longer owns it."""
+                     duration_seconds: float, saved_model: Artifact | None = None,
+                     environment: dict | None = None) -> bool:
+    """The variant's file (and a Keras variant's SavedModel zip) and figures at once; False (and the files deleted)
+    when this attempt no longer owns it."""
     moved = job_move(kind=JOB_KINDS["variants"], pk=variant_pk, target=JobStatus.COMPLETED, attempt=attempt,
-                     artifact=artifact, figures=figures, runtime=runtime, duration_seconds=duration_seconds,
-                     environment=environment or {}, finished=timezone.now())
+                     artifact=artifact, saved_model=saved_model, figures=figures, runtime=runtime,
+                     duration_seconds=duration_seconds, environment=environment or {}, finished=timezone.now())
     if not moved:
-        artifacts_delete(artifacts=[artifact])
+        artifacts_delete(artifacts=[a for a in (artifact, saved_model) if a is not None])
     return moved
 
 

@@ -94,7 +94,8 @@ def model_register(request, model_id: int):
         return redirect("model_detail", model_id=model.id)
     try:
         version = registry_register(team=request.team, model=model, name=form.cleaned_data["name"],
-                                    user=request.user, description=form.cleaned_data["description"])
+                                    user=request.user, description=form.cleaned_data["description"],
+                                    variant_id=form.cleaned_data["variant"])
     except RegistryError as exc:
         messages.error(request, str(exc))
         return redirect("model_detail", model_id=model.id)

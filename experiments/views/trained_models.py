@@ -24,7 +24,7 @@ from experiments.selectors.trained_models import (
 )
 from experiments.selectors.trials import study_top_trials
 from experiments.selectors.variants import model_variants
-from experiments.services.job_kinds import CONVERSION_QUEUE
+from experiments.services.job_kinds import CONVERSION_QUEUE, model_queue
 from experiments.services.trained_models import (
     ModelCancelError,
     ModelFileUnavailable,
@@ -34,6 +34,7 @@ from experiments.services.trained_models import (
     trained_models_request,
 )
 from experiments.states import JOB_ACTIVE
+from experiments.tuning.compute_options import JAX_SUFFIX
 from experiments.views.access import (
     editor_required,
     get_model_for_user,
@@ -100,6 +101,8 @@ def _detail_context(model: TrainedModel) -> dict:
         "variant_queues_without_worker": sorted({v.queue for v in variants if v.status == ModelVariant.Status.QUEUED
                                                  and not queue_has_live_worker(queue=v.queue)}),
         "variant_form": VariantRequestForm(model=model),
+        "made_variants": [variant for variant in variants if variant.status == ModelVariant.Status.COMPLETED],
+        "model_on_jax": model_queue(model).endswith(JAX_SUFFIX),
     }
 
 

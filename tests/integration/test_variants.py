@@ -3,13 +3,15 @@ needed): each variant of a real model is measured beside its float model, and it
 gives the metric the page shows; the full-integer file holds only integer tensors in its ops and was
 calibrated on training rows only."""
 
+import io
+
 import keras
 import numpy as np
 import pytest
 from django.urls import reverse
 
 from experiments.models import ModelVariant
-from experiments.selectors.artifacts import artifact_copy_to_path
+from experiments.selectors.artifacts import artifact_copy_to_path, artifact_read_bytes
 from experiments.services.variants import VariantRequestError, variant_request
 from tests.conftest import wait_for
 from tests.integration.test_conversions import attach_keras, jax_trained_model, tiny_keras_file  # noqa: F401
@@ -104,6 +106,72 @@ def test_a_variant_that_cannot_be_made_fails_with_the_reason(jax_trained_model):
     assert quantize_model(variant_pk=variant.pk) == "failed"
     variant.refresh_from_db()
     assert "has no .keras file to quantize" in variant.error
+
+
+def test_a_registered_keras_variant_exports_to_the_tf_serving_layout_and_serves_its_own_figures(
+        model, alice, settings, tmp_path):
+    """A Keras variant made where TensorFlow is carries a SavedModel; registered, TF Serving's folder holds it and
+    it reproduces the variant's test metric (not the float model's); a TFLite variant registers but is not served,
+    with the reason."""
+    import tensorflow as tf
+
+    from experiments.selectors.serving_exports import serving_plan
+    from experiments.services.registry import RegistryError, registry_register
+    from experiments.services.serving_exports import serving_export_request
+    from tests.web.registry_rows import signature
+    from workers.jobs.serving_exports import export_serving
+
+    settings.SERVING_DIR = tmp_path / "serving"
+    type(model).objects.filter(pk=model.pk).update(signature=signature())
+    model.refresh_from_db()
+    made = {}
+    for method in (Method.KERAS_INT8, Method.TFLITE_DYNAMIC):
+        variant = variant_request(model=model, method=method)
+        assert quantize_model(variant_pk=variant.pk) == "completed"
+        made[method] = ModelVariant.objects.get(pk=variant.pk)
+    assert made[Method.KERAS_INT8].saved_model is not None and made[Method.TFLITE_DYNAMIC].saved_model is None
+    first = registry_register(team=model.team, model=model, name="tiny", user=alice,
+                              variant_id=made[Method.KERAS_INT8].pk)
+    with pytest.raises(RegistryError, match="is already version 1 of tiny"):
+        registry_register(team=model.team, model=model, name="tiny", user=alice,
+                          variant_id=made[Method.KERAS_INT8].pk)
+    registry_register(team=model.team, model=model, name="tiny", user=alice, variant_id=made[Method.TFLITE_DYNAMIC].pk)
+    registry_register(team=model.team, model=model, name="tiny", user=alice)  # the float model beside them
+    (plan,) = serving_plan(team=model.team)
+    assert [bool(v.artifact) for v in plan.versions] == [True, False, False]
+    assert plan.versions[1].missing.startswith("A TFLite variant: TF Serving serves SavedModels")
+    export = serving_export_request(team=model.team, reason="manual")
+    assert export_serving(export_pk=export.pk) == "completed"
+    folder = settings.SERVING_DIR / f"team-{model.team_id}" / "tiny" / str(first.version)
+    serving = tf.saved_model.load(str(folder)).signatures["serving_default"]
+    data, info = load_dataset(model.dataset)
+    (served,) = serving(tf.constant(data.x_test.astype("float32"))).values()
+    metrics = prediction_metrics(served.numpy(), data.y_test, task=info.task, n_classes=info.n_classes)
+    assert metrics == pytest.approx(made[Method.KERAS_INT8].figures["variant"]["metrics"], rel=1e-5)
+
+
+@pytest.mark.parametrize("method", [Method.TFLITE_INTEGER_IO, Method.KERAS_INT8])
+def test_a_batch_prediction_with_a_variant_gives_the_variants_outputs(model, alice, method, tmp_path):
+    from experiments.datasets.inputs import ModelInputs
+    from experiments.models import PredictionJob
+    from experiments.services.predictions import prediction_request
+    from workers.jobs.predictions import predict_batch
+
+    variant = variant_request(model=model, method=method)
+    assert quantize_model(variant_pk=variant.pk) == "completed"
+    variant.refresh_from_db()
+    data, _ = load_dataset(model.dataset)
+    job = prediction_request(team=model.team, user=alice, model=model, inputs=ModelInputs(x=data.x_test),
+                             filename="x.npz", variant=variant)
+    assert predict_batch(prediction_pk=job.pk) == "completed"
+    job = PredictionJob.objects.get(pk=job.pk)
+    with np.load(io.BytesIO(artifact_read_bytes(artifact=job.predictions_npz))) as npz:
+        predicted = npz["predictions"]
+    path = artifact_copy_to_path(artifact=variant.artifact, path=tmp_path / variant.artifact.filename)
+    expected = (quantization.TfliteRunner(path.read_bytes())(data.x_test) if variant.is_tflite
+                else keras.saving.load_model(path, compile=False).predict(data.x_test, verbose=0))
+    np.testing.assert_allclose(predicted, expected, atol=1e-6)
+    assert job.rows_done == len(data.x_test)
 
 
 @pytest.mark.worker

@@ -193,3 +193,56 @@ def test_variants_a_model_cannot_have_are_refused_before_any_work(alice_client, 
                                    {"method": "tflite_dynamic"}, format="json")
     assert api.status_code == 400 and "TFLite cannot hold a text model" in json.dumps(api.json())
     assert not ModelVariant.objects.exists()
+
+
+def test_a_made_variant_is_registered_from_the_model_page_and_the_api_and_a_wrong_one_is_refused(
+        alice_client, alice, acme_model, made):
+    from experiments.models import ModelVersion
+    from tests.web.registry_rows import signature
+
+    TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
+    page = alice_client.get(reverse("model_detail", args=[acme_model.id])).content.decode()
+    assert f'<option value="{made.id}">its TFLite full-integer int8' in page
+    response = alice_client.post(reverse("model_register", args=[acme_model.id]), {"name": "edge", "variant": made.id},
+                                 follow=True)
+    assert "TFLite full-integer int8 (float input and output)" in page_text(response), "the registry page names it"
+    api = token_client(alice)
+    refused = api.post(reverse("api:registry-list"), {"name": "edge", "model": acme_model.id, "variant": made.id + 99},
+                       format="json")
+    assert refused.status_code == 400 and f"has no made quantized variant {made.id + 99}" in json.dumps(refused.json())
+    float_version = api.post(reverse("api:registry-list"), {"name": "edge", "model": acme_model.id}, format="json")
+    assert float_version.status_code == 201 and float_version.json()["variant"] is None
+    assert list(ModelVersion.objects.order_by("version").values_list("variant_id", flat=True)) == [made.id, None]
+
+
+def test_a_batch_prediction_uses_a_made_variant_asked_for_or_the_registry_versions(
+        alice_client, alice, acme, acme_model, made, sent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from experiments.models import PredictionJob
+    from experiments.services.registry import registry_register
+    from tests.web.registry_rows import signature
+
+    rows = "sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)\n5.1,3.5,1.4,0.2\n"
+    page = alice_client.get(reverse("model_detail", args=[acme_model.id])).content.decode()
+    assert f'<option value="{made.id}">its TFLite full-integer' in page.split('id="predict-variant"')[1]
+    response = alice_client.post(reverse("model_predict", args=[acme_model.id]),
+                                 {"file": SimpleUploadedFile("x.csv", rows.encode()), "variant": made.id})
+    job = PredictionJob.objects.get()
+    assert job.variant_id == made.id and "TFLite full-integer" in page_text(alice_client.get(response.url))
+    api = token_client(alice)
+    refused = api.post(reverse("api:prediction-list"), {"model": acme_model.id, "variant": 999,
+                                                        "file": SimpleUploadedFile("x.csv", rows.encode())})
+    assert refused.status_code == 400 and "has no made quantized variant 999" in json.dumps(refused.json())
+    TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
+    acme_model.refresh_from_db()
+    registry_register(team=acme, model=acme_model, name="edge", user=alice, variant_id=made.id)
+    by_alias = api.post(reverse("api:prediction-list"), {"reference": "edge/1",
+                                                         "file": SimpleUploadedFile("x.csv", rows.encode())})
+    assert by_alias.status_code == 202 and by_alias.json()["variant"] == made.id
+    acme_model.study.backend = "jax"
+    acme_model.study.save(update_fields=["backend"])
+    on_jax = api.post(reverse("api:prediction-list"), {"model": acme_model.id, "variant": made.id,
+                                                       "file": SimpleUploadedFile("x.csv", rows.encode())})
+    assert on_jax.status_code == 400 and "no TFLite runtime" in json.dumps(on_jax.json())
+    assert PredictionJob.objects.count() == 2

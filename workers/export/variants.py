@@ -10,6 +10,7 @@ import numpy as np
 from experiments.errors import TuneboardError
 from experiments.presentation.prediction_csv import class_probabilities
 from workers.export import quantization
+from workers.export.formats import export_model, has_tensorflow
 from workers.export.saved_model import export_saved_model
 from workers.export.tflite import _convert, _takes_strings
 
@@ -29,6 +30,7 @@ class Side:
     path: Path
     predict: object
     runtime: str
+    keras_model: object = None  # a Keras side's model (what a SavedModel is exported from)
 
 
 def prediction_metrics(outputs: np.ndarray, y: np.ndarray, *, task: str, n_classes: int) -> dict:
@@ -45,7 +47,7 @@ def prediction_metrics(outputs: np.ndarray, y: np.ndarray, *, task: str, n_class
 
 def _keras_side(model, path: Path) -> Side:
     model.save(path)
-    return Side(path, model.predict_on_batch, "Keras")
+    return Side(path, model.predict_on_batch, "Keras", keras_model=model)
 
 
 def _tflite_side(flatbuffer: bytes, path: Path) -> Side:
@@ -99,3 +101,14 @@ def measure(side: Side, x_test: np.ndarray, y_test: np.ndarray, *, task: str, n_
             "size_bytes": side.path.stat().st_size,
             **{f"latency_ms_batch{batch}": quantization.latency_ms_per_row(side.predict, x_test, batch=batch)
                for batch in LATENCY_BATCHES}}
+
+
+def saved_model_zip(side: Side, workdir: Path, *, name: str, version: int) -> Path | None:
+    """A Keras variant's SavedModel zip, laid out as its model's own (`name`/`version`/), for TF Serving; None for a
+    TFLite variant or where TensorFlow is missing (a JAX worker)."""
+    if side.keras_model is None or not has_tensorflow():
+        return None
+    folder = workdir / "variant-savedmodel"
+    folder.mkdir()
+    return export_model(side.keras_model, workdir=folder, name=name, version=version, formats=["savedmodel"]).files[
+        "savedmodel"]

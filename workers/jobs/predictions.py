@@ -154,16 +154,41 @@ def _store(row, outputs: np.ndarray, names: list[str], workdir: Path) -> dict:
     }
 
 
+def predict_tflite_rows(runner, x: np.ndarray, *, progress: Callable[[int], bool]) -> np.ndarray:
+    """A TFLite variant's outputs for every row, a chunk of rows at a time; after each chunk the rows done are
+    written (False: stop, as predict_rows stops), and a stopping worker stops there too."""
+    chunk = STEP_ROWS * STEPS_PER_CHUNK
+    outputs = []
+    for start in range(0, len(x), chunk):
+        outputs.append(runner(x[start:start + chunk], batch_size=STEP_ROWS))
+        done = min(start + chunk, len(x))
+        if stop_requested() or not progress(done):
+            raise PredictionStopped(f"stopped after {done} rows")
+    return np.concatenate(outputs)
+
+
+def _outputs(keras, row, x: np.ndarray, workdir: Path, progress: Callable[[int], bool]) -> np.ndarray:
+    """The float model's outputs, or those of the quantized variant the job names."""
+    variant = row.variant
+    if variant is not None and variant.is_tflite:
+        from workers.export.quantization import TfliteRunner
+
+        flatbuffer = artifact_read_bytes(artifact=variant.artifact)
+        return predict_tflite_rows(TfliteRunner(flatbuffer), x, progress=progress)
+    artifact = variant.artifact if variant is not None else row.keras_artifact
+    if artifact is None:
+        raise NoModelFile(f"Model {row.model} has no .keras file to predict with.")
+    model = _load(keras, artifact_copy_to_path(artifact=artifact, path=workdir / "model.keras"))
+    return predict_rows(model, x, progress=progress)
+
+
 def _work(run: JobRun) -> bool:
     import keras
 
     row = run.row
     with tempfile.TemporaryDirectory() as tmp:
-        if row.keras_artifact is None:
-            raise NoModelFile(f"Model {row.model} has no .keras file to predict with.")
-        model = _load(keras, artifact_copy_to_path(artifact=row.keras_artifact, path=Path(tmp) / "model.keras"))
         x, names = _inputs(row)
-        outputs = predict_rows(model, x, progress=lambda done: with_db_retry(
+        outputs = _outputs(keras, row, x, Path(tmp), lambda done: with_db_retry(
             prediction_progress, prediction_pk=run.pk, attempt=run.attempt, rows_done=done))
         stored = _store(row, outputs, names, Path(tmp))
         if with_db_retry(prediction_complete, prediction_pk=run.pk, attempt=run.attempt, **stored,

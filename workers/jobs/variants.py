@@ -22,7 +22,7 @@ class VariantImpossible(TuneboardError):
 def _work(run: JobRun) -> bool:
     import keras
 
-    from workers.export.variants import make_pair, measure
+    from workers.export.variants import make_pair, measure, saved_model_zip
 
     row = run.row
     if row.keras_artifact is None:
@@ -38,13 +38,15 @@ def _work(run: JobRun) -> bool:
                                seed=row.model.seed)
         figures = {name: measure(side, data.x_test, data.y_test, task=info.task, n_classes=info.n_classes)
                    for name, side in (("float", base), ("variant", made))}
-        artifact = artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=made.path)
+        zipped = saved_model_zip(made, workdir, name=row.model.name, version=row.model.version)
+        stored = [artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=path)
+                  for path in (made.path, zipped) if path is not None]
     try:
-        return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=artifact,
-                             figures=figures, runtime=made.runtime, environment=run.environment,
-                             duration_seconds=run.seconds())
-    except BaseException:  # not stored: the file would be nobody's
-        artifacts_delete(artifacts=[artifact])
+        return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=stored[0],
+                             saved_model=stored[1] if zipped else None, figures=figures, runtime=made.runtime,
+                             environment=run.environment, duration_seconds=run.seconds())
+    except BaseException:  # not stored: the files would be nobody's
+        artifacts_delete(artifacts=stored)
         raise
 
 

@@ -22,7 +22,9 @@ def predict(ctx: typer.Context,
                                       "an NPZ of sequences (as the model's dataset).")] = None,
             out: Annotated[Path | None, typer.Option("--out", "-o", help="Where to write the predictions (CSV).")
                            ] = None,
-            npz: Annotated[Path | None, typer.Option(help="Also write the raw outputs (NPZ) here.")] = None):
+            npz: Annotated[Path | None, typer.Option(help="Also write the raw outputs (NPZ) here.")] = None,
+            variant: Annotated[int | None, typer.Option(help="Predict with this made quantized variant of the "
+                                                             "model (tuneboard models variants ID).")] = None):
     """Predict a file of inputs on the fleet (a job on the model's queue): wait for it, printing the
     rows done, then save the predictions as CSV (and NPZ)."""
     if (model_id is None) == (ref is None):
@@ -30,7 +32,7 @@ def predict(ctx: typer.Context,
     if input_path is None or out is None:
         raise Failure("Give the inputs with --input FILE and where to write the CSV with -o FILE.")
     client = _client(ctx)
-    job = client.create_prediction(input_path, model=model_id, reference=ref)
+    job = client.create_prediction(input_path, model=model_id, reference=ref, variant=variant)
     via = f" ({ref}, version {job.get('registry_version')})" if ref else ""
     typer.echo(f"Prediction {job['id']}: {job['rows']} rows with model {job['model']}{via}.", err=True)
 
