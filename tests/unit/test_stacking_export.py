@@ -157,3 +157,28 @@ def test_a_stacked_regression_is_ridge_as_one_linear_dense(tmp_path):
     reloaded = keras.models.load_model(export_model(model, workdir=tmp_path, name="g", version=1,
                                                     formats=("keras",)).files["keras"])
     assert np.max(np.abs(reloaded.predict(x, verbose=0) - stacker.predict(predictions))) < TOLERANCE
+
+
+@pytest.mark.parametrize("kind", ["weighted", "stacked"])
+def test_an_ensemble_is_quantized_like_a_single_model(digits_stack, kind, tmp_path):
+    """Ensembles and stacked models are one Keras model with nested members: Keras int8 reaches the members'
+    Dense layers, and the full-integer TFLite file (calibrated on member-training rows) holds no float op."""
+    from workers.ensembles.keras_models import weighted_average_model
+    from workers.export import quantization
+
+    members, stackers, x_test, y_test, _ = digits_stack
+    for i, member in enumerate(members):  # each test builds its own ensemble around the shared members
+        member.name = f"mlp_{i}"
+    model = (weighted_average_model(members, [0.5, 0.5], (64,)) if kind == "weighted"
+             else stacked_model(members, stackers["probabilities"], (64,)))
+    expected = model.predict(x_test, verbose=0)
+    int8 = quantization.keras_quantized(model, "int8")
+    assert any(getattr(layer, "kernel", None) is not None and layer.kernel.dtype == "int8"
+               for layer in int8._flatten_layers(include_self=False, recursive=True)), "the members' Dense layers"
+    int8.save(tmp_path / "int8.keras")
+    reloaded = keras.saving.load_model(tmp_path / "int8.keras").predict(x_test, verbose=0)
+    assert np.mean(reloaded.argmax(1) == y_test) >= np.mean(expected.argmax(1) == y_test) - 0.05
+    flatbuffer = quantization.full_integer_tflite(model, x_test[:100], tmp_path)  # any rows calibrate a unit test
+    assert quantization.float_tensors_in_ops(flatbuffer) == []
+    outputs = quantization.TfliteRunner(flatbuffer)(x_test)
+    assert np.mean(outputs.argmax(1) == y_test) >= np.mean(expected.argmax(1) == y_test) - 0.05
