@@ -173,10 +173,7 @@ class CeleryProcess:
 
     def kill(self, sig=signal.SIGKILL) -> None:
         if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, sig)
-            except ProcessLookupError:  # a forked worker killed before it took a session of its own
-                os.kill(self.process.pid, sig)
+            self.send(sig, group=True)
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:

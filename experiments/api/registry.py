@@ -32,7 +32,7 @@ class VersionSerializer(serializers.Serializer):
     model_name = serializers.CharField(source="trained_model.__str__")
     model_url = serializers.SerializerMethodField()
     status = serializers.CharField(source="trained_model.status")
-    test_metrics = serializers.DictField(source="trained_model.test_metrics")
+    test_metrics = serializers.DictField(help_text="The test metrics of the model, or of the variant this version is.")
     dataset = serializers.IntegerField(source="trained_model.dataset_id")
     description = serializers.CharField()
     aliases = serializers.ListField(child=serializers.CharField(), source="alias_names", default=list)

@@ -66,6 +66,13 @@ class ModelVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.registered_model.name} v{self.version}"
 
+    @property
+    def test_metrics(self) -> dict:
+        """What this version scores on the test split: its variant's own figures when it is a quantized variant."""
+        if self.variant_id:
+            return ((self.variant.figures or {}).get("variant") or {}).get("metrics") or {}
+        return self.trained_model.test_metrics
+
 
 class ModelAlias(models.Model):
     """A label (`production`, `staging`, ...) pointing at one version of a registered model."""

@@ -132,17 +132,17 @@ def registered_model_detail(*, registered: RegisteredModel) -> dict:
 
 
 def models_registry_entries(*, model_ids: list[int]) -> dict[int, list[dict]]:
-    """For each trained model id, the versions it is ({registered_model_id, name, version,
-    aliases}), in one query (a LEFT JOIN on the aliases): the leaderboard's badges."""
+    """For each trained model id, the versions it is ({registered_model_id, name, version, aliases, variant: the
+    quantized variant's method or ""}), in one query (a LEFT JOIN on the aliases): the leaderboard's badges."""
     entries: dict[int, dict[int, dict]] = {}
     rows = (ModelVersion.objects.filter(trained_model_id__in=model_ids)
             .values("id", "trained_model_id", "version", "registered_model_id", "registered_model__name",
-                    "aliases__name")
+                    "aliases__name", "variant__method")
             .order_by("registered_model__name", "aliases__name"))
     for row in rows:
         entry = entries.setdefault(row["trained_model_id"], {}).setdefault(row["id"], {
             "registered_model_id": row["registered_model_id"], "name": row["registered_model__name"],
-            "version": row["version"], "aliases": []})
+            "version": row["version"], "aliases": [], "variant": row["variant__method"] or ""})
         if row["aliases__name"]:
             entry["aliases"].append(row["aliases__name"])
     return {model_id: list(versions.values()) for model_id, versions in entries.items()}

@@ -9,6 +9,7 @@ from django.db.models import Prefetch
 
 from experiments.models import Artifact, ModelConversion, ModelFile, ModelVersion, RegisteredModel, ServingExport, Team
 from experiments.states import JOB_ACTIVE, JobStatus
+from experiments.tuning.compute_options import JAX_SUFFIX
 
 NO_SAVEDMODEL = "Its trained model has no SavedModel file."
 CONVERSION_PENDING = "Its SavedModel is still being made (a conversion is queued or running); the next export adds it."
@@ -55,8 +56,10 @@ def _missing_reason(model) -> str:
 def _variant_missing_reason(variant) -> str:
     if variant.is_tflite:
         return "A TFLite variant: TF Serving serves SavedModels, so download its file from the model page instead."
-    return ("This Keras variant was made on a worker without TensorFlow (JAX), so it has no SavedModel; download its "
-            ".keras file from the model page instead.")
+    if variant.queue.endswith(JAX_SUFFIX):
+        return ("This Keras variant was made on a worker without TensorFlow (JAX), so it has no SavedModel; download "
+                "its .keras file from the model page instead.")
+    return "This Keras variant has no SavedModel (its worker could not export one); download its .keras file instead."
 
 
 def serving_plan(*, team: Team) -> list[ModelToServe]:

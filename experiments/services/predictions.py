@@ -58,6 +58,8 @@ def prediction_request(*, team: Team, user, model: TrainedModel, inputs: ModelIn
         raise PredictionRequestError("That model is not in this team.")
     if problem := prediction_model_problem(model):
         raise PredictionRequestError(problem)
+    if variant is not None and (variant.model_id != model.pk or variant.status != JobStatus.COMPLETED):
+        raise PredictionRequestError(f"Model {model} has no made quantized variant {variant.pk}.")
     with _inputs_file(inputs) as spool, artifact_files_removed_on_error() as created, transaction.atomic():
         stored = created(artifact_create(team=team, kind=Artifact.Kind.PREDICTION_INPUTS,
                                          filename=f"prediction-inputs-{model.name}-v{model.version}.npz",

@@ -124,6 +124,7 @@ def registered_twin(*, recipe: EnsembleRecipe, members: list[str]) -> Twin | Non
         return None
     greedy = recipe.method == TrainedModel.Method.GREEDY
     versions = list(registered.versions.filter(
+        variant__isnull=True,  # a quantized variant of the ensemble is not the ensemble the recipe builds
         trained_model__kind=TrainedModel.Kind.ENSEMBLE, trained_model__dataset_id=recipe.dataset_id,
         trained_model__method=recipe.method, trained_model__seed=0,  # ensemble_create's, as _build calls it
         **({"trained_model__greedy_rounds": recipe.greedy_rounds or 50} if greedy else {}),
@@ -202,7 +203,10 @@ def _champion_challenger(run: RecipeRun, model: TrainedModel, comparison: dict) 
                .select_related("version__trained_model").first())
     champion = None
     if current is not None:
-        champion = {"version": current.version.version, "val": selection_loss(current.version.trained_model)}
+        # A quantized variant's validation loss is not measured (its figures are on the test split): not comparable,
+        # so it is kept, as a champion without a recorded loss is.
+        champion = {"version": current.version.version, "val": None if current.version.variant_id
+                    else selection_loss(current.version.trained_model)}
     comparison["champion"] = champion
     if champion is None:
         comparison["rule"] = f"moves {recipe.alias} only when validation loss is lower than the current version's"

@@ -42,7 +42,7 @@ def registry_detail(request, registered_model_id: int):
                "version": versions[0].version if versions else ""}
     return render(request, "registry/detail.html", {
         "registered": registered, **detail, "alias_form": AliasForm(initial=initial),
-        "metric_names": sorted({name for v in versions for name in v.trained_model.test_metrics}),
+        "metric_names": sorted({name for v in versions for name in v.test_metrics}),
     })
 
 

@@ -205,7 +205,11 @@ def test_a_made_variant_is_registered_from_the_model_page_and_the_api_and_a_wron
     assert f'<option value="{made.id}">its TFLite full-integer int8' in page
     response = alice_client.post(reverse("model_register", args=[acme_model.id]), {"name": "edge", "variant": made.id},
                                  follow=True)
-    assert "TFLite full-integer int8 (float input and output)" in page_text(response), "the registry page names it"
+    registry_page = page_text(response)
+    assert "TFLite full-integer int8 (float input and output)" in registry_page, "the registry page names it"
+    assert "0.9000" in registry_page and "0.8750" not in registry_page, "the variant's test figure, not the model's"
+    model_page = page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
+    assert "its tflite_int8_full variant" in model_page
     api = token_client(alice)
     refused = api.post(reverse("api:registry-list"), {"name": "edge", "model": acme_model.id, "variant": made.id + 99},
                        format="json")

@@ -162,7 +162,13 @@ def predict_tflite_rows(runner, x: np.ndarray, *, progress: Callable[[int], bool
     for start in range(0, len(x), chunk):
         outputs.append(runner(x[start:start + chunk], batch_size=STEP_ROWS))
         done = min(start + chunk, len(x))
-        if stop_requested() or not progress(done):
+        try:
+            owned = progress(done)
+        except Exception:  # a database blip, as ProgressWriter rides it out: the next chunk, or the heartbeat, tries
+            log.warning("progress of a prediction could not be written", exc_info=True)
+            connection_close()
+            owned = True
+        if stop_requested() or not owned:
             raise PredictionStopped(f"stopped after {done} rows")
     return np.concatenate(outputs)
 

@@ -39,15 +39,17 @@ def _work(run: JobRun) -> bool:
         figures = {name: measure(side, data.x_test, data.y_test, task=info.task, n_classes=info.n_classes)
                    for name, side in (("float", base), ("variant", made))}
         zipped = saved_model_zip(made, workdir, name=row.model.name, version=row.model.version)
-        stored = [artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=path)
-                  for path in (made.path, zipped) if path is not None]
-    try:
-        return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=stored[0],
-                             saved_model=stored[1] if zipped else None, figures=figures, runtime=made.runtime,
-                             environment=run.environment, duration_seconds=run.seconds())
-    except BaseException:  # not stored: the files would be nobody's
-        artifacts_delete(artifacts=stored)
-        raise
+        stored = []
+        try:
+            for path in (made.path, zipped):
+                if path is not None:
+                    stored.append(artifact_create_from_path(team=row.model.team, kind=ArtifactKind.MODEL, path=path))
+            return with_db_retry(variant_complete, variant_pk=run.pk, attempt=run.attempt, artifact=stored[0],
+                                 saved_model=stored[1] if zipped else None, figures=figures, runtime=made.runtime,
+                                 environment=run.environment, duration_seconds=run.seconds())
+        except BaseException:  # not stored: the files would be nobody's
+            artifacts_delete(artifacts=stored)
+            raise
 
 
 def quantize_model(*, variant_pk: int) -> str:
