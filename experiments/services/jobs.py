@@ -140,8 +140,20 @@ def job_add_device_time(*, kind: JobKind, pk: int, attempt: int, seconds: float,
                         devices: int) -> bool:
     """Add one run's device time (its wall time × the devices its worker child held) to the job,
     whatever became of the run: a failed or handed-back attempt held its devices too."""
-    return bool(kind.table.objects.filter(pk=pk, attempts=attempt).update(
+    # attempt_started is cleared by the reaper once it counted a lost attempt's time: a worker that was only cut
+    # off, reporting late, does not count it twice.
+    return bool(kind.table.objects.filter(pk=pk, attempts=attempt, attempt_started__isnull=False).update(
         device_seconds=Coalesce(F("device_seconds"), 0.0) + seconds * devices, device_kind=device_kind))
+
+
+def _lost_time(kind: JobKind, job) -> dict:
+    """The fields that count a lost attempt's device time: from its start to its last heartbeat (the last sign its
+    worker held the devices), on the devices its child held; its worker will never report it."""
+    if job.attempt_started is None or job.heartbeat is None:
+        return {}
+    seconds = max((job.heartbeat - job.attempt_started).total_seconds(), 0.0) * max(job.attempt_devices, 1)
+    return {"device_seconds": Coalesce(F("device_seconds"), 0.0) + seconds, "attempt_started": None,
+            "device_kind": job.device_kind or kind.queue_of(job).removesuffix(JAX_SUFFIX)}
 
 
 def job_cancel(*, kind: JobKind, pk: int) -> bool:
@@ -164,15 +176,16 @@ def jobs_reap(*, kind: JobKind, now=None) -> dict:
             with transaction.atomic():
                 still_lost = table.objects.filter(pk=job.pk, status=JobStatus.RUNNING,
                                                   attempts=job.attempts, heartbeat__lt=stale_before)
+                lost_time = _lost_time(kind, job)
                 if job.attempts - job.releases >= MAX_ATTEMPTS:
                     failed = still_lost.update(
-                        status=JobStatus.FAILED, finished=now,
+                        status=JobStatus.FAILED, finished=now, **lost_time,
                         error=f"Lost {job.attempts} times: the worker {job.worker_host} stopped heartbeating. "
                               "Request it again to retry.")
                     counts["failed"] += failed
                     if failed and kind.on_lost:
                         kind.on_lost(job, False)
-                elif still_lost.update(status=JobStatus.QUEUED):
+                elif still_lost.update(status=JobStatus.QUEUED, **lost_time):
                     job_send(kind=kind, row=job)
                     if kind.on_lost:
                         kind.on_lost(job, True)

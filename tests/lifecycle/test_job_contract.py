@@ -166,6 +166,24 @@ def test_a_lost_job_is_retried_then_failed_with_the_reason(kind, row):
     assert after.error.startswith(f"Lost {MAX_ATTEMPTS} times: the worker a stopped heartbeating")
 
 
+def test_a_lost_attempt_counts_its_device_time_once(kind, row):
+    """The reaper adds what the lost attempt held (start to last heartbeat, on its devices); its worker, if it was
+    only cut off and reports late, is refused, and the next attempt's own report counts."""
+    attempt = jobs.job_claim(kind=kind, pk=row.pk, worker_host="a").attempts
+    assert jobs.job_hold_devices(kind=kind, pk=row.pk, attempt=attempt, devices=2)
+    now = timezone.now()
+    kind.table.objects.filter(pk=row.pk).update(attempt_started=now - timedelta(minutes=30),
+                                                heartbeat=now - timedelta(minutes=20))
+    assert jobs.jobs_reap(kind=kind, now=now)["requeued"] == 1
+    after = current(kind, row)
+    assert after.device_seconds == pytest.approx(10 * 60 * 2) and after.device_kind == _queue_of(kind, row)
+    assert not jobs.job_add_device_time(kind=kind, pk=row.pk, attempt=attempt, seconds=1800, device_kind="cpu",
+                                        devices=2), "counted once, by the reaper"
+    again = jobs.job_claim(kind=kind, pk=row.pk, worker_host="b").attempts
+    assert jobs.job_add_device_time(kind=kind, pk=row.pk, attempt=again, seconds=60, device_kind="cpu", devices=1)
+    assert current(kind, row).device_seconds == pytest.approx(1200 + 60)
+
+
 def test_a_cancelled_job_refuses_its_worker(kind, row):
     attempt = jobs.job_claim(kind=kind, pk=row.pk, worker_host="a").attempts
     assert jobs.job_cancel(kind=kind, pk=row.pk)

@@ -62,9 +62,10 @@ def test_with_prices_set_device_time_is_also_shown_as_money(alice_client, acme_s
 def test_jobs_add_each_attempts_device_time_and_the_team_and_lineage_count_it(alice_client, acme_model, acme_trial):
     models = JOB_KINDS["models"]
     Trial.objects.filter(pk=acme_trial.pk).update(device_seconds=90.0, device_kind="cpu", finished=timezone.now())
-    TrainedModel.objects.filter(pk=acme_model.pk).update(attempts=1)
+    TrainedModel.objects.filter(pk=acme_model.pk).update(attempts=1, attempt_started=timezone.now())  # as a claim
     assert job_add_device_time(kind=models, pk=acme_model.pk, attempt=1, seconds=100.0, device_kind="gpu", devices=2)
-    TrainedModel.objects.filter(pk=acme_model.pk).update(attempts=2)  # the reaper gave it a second attempt
+    TrainedModel.objects.filter(pk=acme_model.pk).update(  # the reaper gave it a second attempt
+        attempts=2, attempt_started=timezone.now())
     assert job_add_device_time(kind=models, pk=acme_model.pk, attempt=2, seconds=50.0, device_kind="gpu", devices=2)
     assert not job_add_device_time(kind=models, pk=acme_model.pk, attempt=3, seconds=1e6, device_kind="gpu",
                                    devices=1)  # not an attempt it had
