@@ -140,9 +140,7 @@ def _database(url: str) -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     elif not engine.endswith("postgresql"):
-        raise ImproperlyConfigured(
-            f"DATABASE_URL must be postgres:// or sqlite://, got {redact_url(url)!r}."
-        )
+        raise ImproperlyConfigured(f"DATABASE_URL must be postgres:// or sqlite://, got {redact_url(url)!r}.")
     return config
 
 

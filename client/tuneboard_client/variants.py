@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 # Quantized variants a model can have (experiments.models.ModelVariant.Method).
-VARIANT_METHODS = ("keras_int8", "keras_float8", "tflite_int8_full", "tflite_int8_io", "tflite_dynamic")
+VARIANT_METHODS = ("keras_int8", "keras_float8", "tflite_int8_full", "tflite_int8_io", "tflite_int8_tensor",
+                   "tflite_dynamic")
 VARIANT_ACTIVE = ("queued", "running")
 
 

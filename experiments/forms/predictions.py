@@ -17,10 +17,9 @@ from experiments.selectors.registry import RegistryReferenceError, registry_refe
 from experiments.selectors.trained_models import team_model
 from experiments.selectors.variants import model_variant
 from experiments.services.datasets import dataset_limits
-from experiments.services.job_kinds import model_queue
+from experiments.services.job_kinds import model_on_jax
 from experiments.services.predictions import prediction_model_problem
 from experiments.tuning.bounds import MAX_FILENAME_CHARS, parse_id
-from experiments.tuning.compute_options import JAX_SUFFIX
 
 # "Try it" shows its predictions on the page: a few rows, not a file's worth.
 TRY_MAX_ROWS = 100
@@ -165,7 +164,7 @@ class PredictionForm(FormChecks, forms.Form):
             variant = model_variant(model=model, variant_id=pk) if pk is not None else None
             if variant is None or variant.status != variant.Status.COMPLETED:
                 raise forms.ValidationError({"variant": f"Model {model} has no made quantized variant {given}."})
-        if variant is not None and variant.is_tflite and model_queue(model).endswith(JAX_SUFFIX):
+        if variant is not None and variant.is_tflite and model_on_jax(model):
             raise forms.ValidationError({"variant": (
                 f"Model {model} trained on JAX: its predictions run on a JAX worker, which has no TFLite runtime; "
                 "predict with its Keras variant or the float model.")})

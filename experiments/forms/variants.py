@@ -14,8 +14,9 @@ class VariantRequestForm(FormChecks, forms.Form):
                                    "worker the model trained on. Keras float8: FP8 scaling for GPUs with FP8 "
                                    "units (H100 and later); not smaller on disk. TFLite full-integer: int8 "
                                    "weights and activations calibrated on training rows, for integer-only "
-                                   "accelerators (int8 input and output too, if asked). TFLite dynamic-range: "
-                                   "int8 weights, float activations."))
+                                   "accelerators (int8 input and output too, if asked; one scale per tensor "
+                                   "for the smallest file and accelerators that need it). TFLite "
+                                   "dynamic-range: int8 weights, float activations."))
 
     def __init__(self, *args, model: TrainedModel | None = None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -18,6 +18,7 @@ class ModelVariant(Job):
         KERAS_FLOAT8 = "keras_float8", "Keras float8 (.keras, for FP8 GPUs)"
         TFLITE_FULL_INTEGER = "tflite_int8_full", "TFLite full-integer int8 (float input and output)"
         TFLITE_INTEGER_IO = "tflite_int8_io", "TFLite full-integer int8 (int8 input and output)"
+        TFLITE_PER_TENSOR = "tflite_int8_tensor", "TFLite full-integer int8, one scale per tensor (smallest file)"
         TFLITE_DYNAMIC = "tflite_dynamic", "TFLite dynamic-range int8"
 
     model = models.ForeignKey(TrainedModel, on_delete=models.CASCADE, related_name="variants")

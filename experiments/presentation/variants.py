@@ -4,6 +4,8 @@ plain warning where the variant loses too much."""
 
 from django.conf import settings
 
+from experiments.states import JobStatus
+
 RUNTIME_NOTES = {
     "LiteRT": "scored with LiteRT's interpreter (ai-edge-litert)",
     "TensorFlow Lite": "scored with TensorFlow's tf.lite interpreter (ai-edge-litert is not installed on that "
@@ -49,3 +51,18 @@ def variant_summary(variant) -> dict:
     for key in ("size_bytes", "latency_ms_batch1", "latency_ms_batch64"):
         summary[key] = {"float": base.get(key), "variant": made.get(key), "ratio": _ratio(made.get(key), base.get(key))}
     return summary
+
+
+
+def variant_panel(variants, *, queue_is_live) -> dict:
+    """The model page's variants panel: each variant with its summary, the metric columns, whether to poll,
+    the queues a waiting variant has no live worker on, and the made ones (to register or predict with)."""
+    return {
+        "variants": [(variant, variant_summary(variant)) for variant in variants],
+        "variant_metric_names": sorted({name for variant in variants
+                                        for name in variant.figures.get("variant", {}).get("metrics", {})}),
+        "variants_active": any(variant.is_active for variant in variants),
+        "variant_queues_without_worker": sorted({variant.queue for variant in variants if variant.status ==
+                                                 JobStatus.QUEUED and not queue_is_live(variant.queue)}),
+        "made_variants": [variant for variant in variants if variant.status == JobStatus.COMPLETED],
+    }

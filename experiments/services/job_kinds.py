@@ -21,7 +21,7 @@ from experiments.selectors.serving_exports import serving_base_path, serving_fol
 from experiments.services.notifications import notify_model_lost
 from experiments.signals import model_finished
 from experiments.states import JobStatus
-from experiments.tuning.compute_options import DEFAULT_BACKEND, task_queue
+from experiments.tuning.compute_options import DEFAULT_BACKEND, JAX_SUFFIX, task_queue
 
 # Ensembles only predict and fit a few weights.
 ENSEMBLE_QUEUE = "cpu"
@@ -67,6 +67,11 @@ def model_queue(model: TrainedModel) -> str:
     backends = {(member.trial.study if member.trial_id else member.model.study).backend
                 if member.trial_id or member.model.study_id else DEFAULT_BACKEND for member in members}
     return task_queue(ENSEMBLE_QUEUE, backends.pop()) if len(backends) == 1 else ENSEMBLE_QUEUE
+
+
+def model_on_jax(model: TrainedModel) -> bool:
+    """Whether the model's jobs run on JAX workers (which have no TensorFlow to run a TFLite file with)."""
+    return model_queue(model).endswith(JAX_SUFFIX)
 
 
 def _with_keras_file(row):

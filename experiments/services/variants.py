@@ -26,6 +26,8 @@ TEXT_TFLITE = ("TFLite cannot hold a text model's preprocessing (TextVectorizati
 RECURRENT_FULL_INTEGER = ("No full-integer TFLite file for a model with recurrent layers (LSTM, GRU): TensorFlow's "
                           "calibration crashes on them; ask for the dynamic-range TFLite or the Keras int8 variant.")
 
+FULL_INTEGER_METHODS = (Method.TFLITE_FULL_INTEGER, Method.TFLITE_INTEGER_IO, Method.TFLITE_PER_TENSOR)
+
 
 def variant_model_problem(model: TrainedModel, method: str | None = None) -> str:
     """Why `model` cannot have the variant `method` (or any, with None), or "" when it can; the form shows the
@@ -37,7 +39,7 @@ def variant_model_problem(model: TrainedModel, method: str | None = None) -> str
         return TEXT_TFLITE
     recurrent = model.study_id and model.study.hypermodel == "sequence" and \
         model.hyperparameters.get("layer_type") in ("lstm", "gru")
-    if recurrent and method in (Method.TFLITE_FULL_INTEGER, Method.TFLITE_INTEGER_IO):
+    if recurrent and method in FULL_INTEGER_METHODS:
         return RECURRENT_FULL_INTEGER
     return ""
 

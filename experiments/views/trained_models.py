@@ -7,10 +7,10 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.trained_models import ModelRequestForm
 from experiments.forms.variants import VariantRequestForm
-from experiments.models import ModelConversion, ModelFile, ModelVariant, TrainedModel, TrainedModelEpoch
+from experiments.models import ModelConversion, ModelFile, TrainedModel, TrainedModelEpoch
 from experiments.presentation import figures
 from experiments.presentation.model_cards import model_card
-from experiments.presentation.variants import variant_summary
+from experiments.presentation.variants import variant_panel, variant_summary
 from experiments.selectors.device_time import model_lineage_device_seconds
 from experiments.selectors.ensembles import ensemble_members
 from experiments.selectors.fleet import queue_has_live_worker
@@ -24,7 +24,7 @@ from experiments.selectors.trained_models import (
 )
 from experiments.selectors.trials import study_top_trials
 from experiments.selectors.variants import model_variants
-from experiments.services.job_kinds import CONVERSION_QUEUE, model_queue
+from experiments.services.job_kinds import CONVERSION_QUEUE, model_on_jax
 from experiments.services.trained_models import (
     ModelCancelError,
     ModelFileUnavailable,
@@ -34,7 +34,6 @@ from experiments.services.trained_models import (
     trained_models_request,
 )
 from experiments.states import JOB_ACTIVE
-from experiments.tuning.compute_options import JAX_SUFFIX
 from experiments.views.access import (
     editor_required,
     get_model_for_user,
@@ -76,7 +75,6 @@ def _detail_context(model: TrainedModel) -> dict:
     members = ensemble_members(ensemble=model) if model.is_ensemble else []
     dominant = next((m for m in members if m.dominant), None)
     conversion = model_conversion(model=model)
-    variants = model_variants(model=model)
     return {
         **model_logs_context(model),
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
@@ -94,15 +92,8 @@ def _detail_context(model: TrainedModel) -> dict:
         "conversion_waits_for_a_worker": conversion is not None and conversion.status == ModelConversion.Status.QUEUED
         and not queue_has_live_worker(queue=CONVERSION_QUEUE),
         "unavailable": downloads_unavailable(model=model, conversion=conversion),
-        "variants": [(variant, variant_summary(variant)) for variant in variants],
-        "variant_metric_names": sorted({name for variant in variants
-                                        for name in variant.figures.get("variant", {}).get("metrics", {})}),
-        "variants_active": any(variant.is_active for variant in variants),
-        "variant_queues_without_worker": sorted({v.queue for v in variants if v.status == ModelVariant.Status.QUEUED
-                                                 and not queue_has_live_worker(queue=v.queue)}),
-        "variant_form": VariantRequestForm(model=model),
-        "made_variants": [variant for variant in variants if variant.status == ModelVariant.Status.COMPLETED],
-        "model_on_jax": model_queue(model).endswith(JAX_SUFFIX),
+        **variant_panel(model_variants(model=model), queue_is_live=lambda queue: queue_has_live_worker(queue=queue)),
+        "variant_form": VariantRequestForm(model=model), "model_on_jax": model_on_jax(model),
     }
 
 

@@ -8,6 +8,8 @@ import pytest
 if not __import__("django.conf").conf.settings.configured:  # run with -p no:django: unit tests only
     pytest.skip("needs pytest-django (the live server and the test database)", allow_module_level=True)
 
+from tuneboard_client.variants import VARIANT_METHODS  # noqa: E402
+
 from experiments.models import Artifact, ModelVariant, TrainedModel  # noqa: E402
 from experiments.services.artifacts import artifact_create  # noqa: E402
 from tests.web.conftest import acme_dataset, acme_model, acme_study, acme_trial  # noqa: E402,F401
@@ -21,6 +23,7 @@ def test_quantize_and_list_variants_from_the_command_line(acme, acme_model, live
     assert "keras_int8" in queued and "queued" in queued
     refused = tuneboard("models", "quantize", acme_model.id, "--method", "int4", code=1)
     assert "Unknown --method 'int4'" in refused
+    assert VARIANT_METHODS == tuple(ModelVariant.Method.values), "the CLI offers every method the server makes"
     variant = ModelVariant.objects.get()
     ModelVariant.objects.filter(pk=variant.pk).update(
         status="completed", runtime="Keras",

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from experiments.models import ModelVariant
 from experiments.selectors.artifacts import artifact_copy_to_path, artifact_read_bytes
-from experiments.services.variants import VariantRequestError, variant_request
+from experiments.services.variants import FULL_INTEGER_METHODS, VariantRequestError, variant_request
 from tests.conftest import wait_for
 from tests.integration.test_conversions import attach_keras, jax_trained_model, tiny_keras_file  # noqa: F401
 from tests.integration.test_jax_worker import JAX_WORKER
@@ -67,7 +67,7 @@ def test_each_variant_is_measured_beside_its_float_model_and_reloads_with_the_sa
     assert reloaded["log_loss"] == pytest.approx(made["metrics"]["log_loss"], rel=1e-5)
     if variant.is_tflite:
         assert variant.queue == "cpu"
-    if method in (Method.TFLITE_FULL_INTEGER, Method.TFLITE_INTEGER_IO):
+    if method in FULL_INTEGER_METHODS:
         path = artifact_copy_to_path(artifact=variant.artifact, path=tmp_path / "full.tflite")
         assert quantization.float_tensors_in_ops(path.read_bytes()) == []
 

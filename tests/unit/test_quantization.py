@@ -38,13 +38,21 @@ def test_calibration_rows_come_from_the_training_split_only():
     assert np.array_equal(rows, quantization.calibration_rows(X[TRAIN], count=50, seed=3)), "one seed, one draw"
 
 
-@pytest.mark.parametrize("integer_io", [False, True])
-def test_full_integer_tflite_has_only_integer_ops_and_keeps_the_accuracy(model, tmp_path, integer_io):
-    flatbuffer = quantization.full_integer_tflite(model, X[TRAIN], tmp_path, integer_io=integer_io)
+def _scales_per_tensor(flatbuffer: bytes) -> set[int]:
+    runtime, _ = quantization.interpreter(flatbuffer)
+    return {len(t["quantization_parameters"]["scales"]) for t in runtime.get_tensor_details()}
+
+
+@pytest.mark.parametrize(("integer_io", "per_tensor"), [(False, False), (True, False), (False, True)])
+def test_full_integer_tflite_has_only_integer_ops_and_keeps_the_accuracy(model, tmp_path, integer_io, per_tensor):
+    flatbuffer = quantization.full_integer_tflite(model, X[TRAIN], tmp_path, integer_io=integer_io,
+                                                  per_tensor=per_tensor)
     assert quantization.float_tensors_in_ops(flatbuffer) == []
     runner = quantization.TfliteRunner(flatbuffer)
     if integer_io:
         assert runner.source["dtype"] == np.int8 and runner.target["dtype"] == np.int8
+    # Per channel, the 32-unit layer's weights carry 32 scales; per tensor, no tensor has more than one.
+    assert max(_scales_per_tensor(flatbuffer)) == (1 if per_tensor else 32)
     measured = _accuracy(runner(X[TEST]))
     assert measured >= _accuracy(model.predict(X[TEST], verbose=0)) - 0.03
     (tmp_path / "m.tflite").write_bytes(flatbuffer)

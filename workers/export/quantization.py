@@ -50,24 +50,27 @@ def full_integer_unavailable(model) -> str | None:
 
 
 def full_integer_tflite(model, x_train: np.ndarray, workdir: Path, *, integer_io: bool = False,
-                        seed: int = 0) -> bytes:
+                        per_tensor: bool = False, seed: int = 0) -> bytes:
     """int8 weights and activations (TFLITE_BUILTINS_INT8 only: the conversion fails rather than leave a float
     op behind); with `integer_io` the inputs and outputs are int8 too, for integer-only accelerators (a model of
-    raw uint8 pixels keeps the CAST of its input). A model that converts only with a static batch gets a file
-    that takes one example per call, as the float TFLite files do (workers/export/tflite.py); recurrent
-    models, the known such case, are refused first (full_integer_unavailable)."""
+    raw uint8 pixels keeps the CAST of its input). With `per_tensor` each weight tensor gets one scale instead
+    of one per output channel: a smaller file (a small model's per-channel scales and int64 zero points are a
+    tenth of it) and what some older integer accelerators require, at some risk to accuracy. A model that
+    converts only with a static batch gets a file that takes one example per call, as the float TFLite files do
+    (workers/export/tflite.py); recurrent models, the known such case, are refused first."""
     reason = full_integer_unavailable(model)
     if reason is not None:
         raise ValueError(reason)
     rows = calibration_rows(x_train, seed=seed).astype(model.inputs[0].dtype)
     try:
-        return _full_integer(export_saved_model(model, Path(workdir) / "quantization-source"), rows, integer_io)
+        return _full_integer(export_saved_model(model, Path(workdir) / "quantization-source"), rows, integer_io,
+                             per_tensor)
     except Exception:  # the converter raises many types; a static batch is the one known way out
         single = export_saved_model(model, Path(workdir) / "quantization-one-example", batch_size=1)
-        return _full_integer(single, rows, integer_io)
+        return _full_integer(single, rows, integer_io, per_tensor)
 
 
-def _full_integer(saved: Path, rows: np.ndarray, integer_io: bool) -> bytes:
+def _full_integer(saved: Path, rows: np.ndarray, integer_io: bool, per_tensor: bool) -> bytes:
     tf = tensorflow()
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved))
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -75,6 +78,8 @@ def _full_integer(saved: Path, rows: np.ndarray, integer_io: bool) -> bytes:
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     if integer_io:
         converter.inference_input_type = converter.inference_output_type = tf.int8
+    # The converter's only switch for per-tensor weight scales (TF 2.21 names it experimental, not public API).
+    converter._experimental_disable_per_channel = per_tensor
     return converter.convert()
 
 

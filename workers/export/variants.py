@@ -85,7 +85,7 @@ def make_pair(model, method: str, x_train: np.ndarray, workdir: Path, *, stem: s
     if reason := quantization.full_integer_unavailable(model):
         raise VariantUnavailable(reason)
     made = quantization.full_integer_tflite(model, x_train, workdir, integer_io=method == "tflite_int8_io",
-                                            seed=seed)
+                                            per_tensor=method == "tflite_int8_tensor", seed=seed)
     return base, _tflite_side(made, workdir / f"{stem}-{method.removeprefix('tflite_').replace('_', '-')}.tflite")
 
 
