@@ -34,6 +34,7 @@ run: $(VENV)/.installed
 # (interrupted, or tests that do not collect) stops there. worksteal: a process that runs out of
 # tests takes half of another's. The serial phase hands its few tests out one at a time, the
 # long ones first (tests/parallel.py), so neither process is left with two long ones at the end.
+# --durations names the 25 slowest tests of the parallel phase (where the time goes, for whoever trims it).
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of
 # Python processes (workers, servers, commands) that would each compile the project again, and
 # each pytest process would rewrite the tests' asserts again (12 s instead of 5.5 s a process).
@@ -45,7 +46,7 @@ test: $(VENV)/.installed
 	bash scripts/test_services.sh > var/test-services.env
 	set -a; . ./var/test-services.env; set +a; export TF_CPP_MIN_LOG_LEVEL=2 TUNEBOARD_VAR_DIR=$(CURDIR)/var/test; \
 	  unset PYTHONDONTWRITEBYTECODE; \
-	  $(PYTEST) -n $(TEST_PROCESSES) --dist worksteal --phase parallel $(PYTEST_ARGS); parallel=$$?; \
+	  $(PYTEST) -n $(TEST_PROCESSES) --dist worksteal --phase parallel --durations=25 $(PYTEST_ARGS); parallel=$$?; \
 	  [ $$parallel = 2 ] && exit 2; \
 	  $(PYTEST) -n 2 $(ONE_AT_A_TIME) --phase serial $(PYTEST_ARGS); serial=$$?; \
 	  [ $$serial = 2 ] && exit 2; \

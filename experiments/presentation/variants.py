@@ -53,7 +53,6 @@ def variant_summary(variant) -> dict:
     return summary
 
 
-
 def variant_panel(variants, *, queue_is_live) -> dict:
     """The model page's variants panel: each variant with its summary, the metric columns, whether to poll,
     the queues a waiting variant has no live worker on, and the made ones (to register or predict with)."""
