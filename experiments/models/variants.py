@@ -16,7 +16,8 @@ class ModelVariant(Job):
     class Method(models.TextChoices):
         KERAS_INT8 = "keras_int8", "Keras int8 (.keras)"
         KERAS_FLOAT8 = "keras_float8", "Keras float8 (.keras, for FP8 GPUs)"
-        TFLITE_FULL_INTEGER = "tflite_int8_full", "TFLite full-integer int8 (float input and output)"
+        TFLITE_FULL_INTEGER = ("tflite_int8_full",
+                               "TFLite full-integer int8 (input and output types as in the float model)")
         TFLITE_INTEGER_IO = "tflite_int8_io", "TFLite full-integer int8 (int8 input and output)"
         TFLITE_PER_TENSOR = "tflite_int8_tensor", "TFLite full-integer int8, one scale per tensor (smallest file)"
         TFLITE_DYNAMIC = "tflite_dynamic", "TFLite dynamic-range int8"

@@ -10,7 +10,8 @@ RUNTIME_NOTES = {
     "LiteRT": "scored with LiteRT's interpreter (ai-edge-litert)",
     "TensorFlow Lite": "scored with TensorFlow's tf.lite interpreter (ai-edge-litert is not installed on that "
                        "worker; TensorFlow marks this interpreter deprecated in its favour)",
-    "Keras": "scored with Keras on the worker's backend",
+    "Keras": "scored with Keras on the worker's backend; sizes compare .keras files without optimizer state (the "
+             "model's own .keras download keeps it, and is larger)",
 }
 
 
@@ -24,7 +25,8 @@ def accuracy_drop_warning(figures: dict) -> str:
         return "Its outputs overflowed on the test split (a figure is not finite): do not use this variant."
     if "accuracy" in base and "accuracy" in made and base["accuracy"] - made["accuracy"] > limit:
         return (f"Test accuracy drops by {100 * (base['accuracy'] - made['accuracy']):.1f} points "
-                f"(more than {100 * limit:g}): check it on your own data before using this variant.")
+                f"(more than {100 * limit:g} point{'s' if 100 * limit != 1 else ''}): check it on your own data before "
+                "using this variant.")
     if base.get("mae") and "mae" in made and (made["mae"] - base["mae"]) / base["mae"] > limit:
         return (f"Test mean absolute error rises by {100 * (made['mae'] / base['mae'] - 1):.1f}% "
                 f"(more than {100 * limit:g}%): check it on your own data before using this variant.")

@@ -7,7 +7,7 @@ from django.db.models import Count, Max
 from django.utils.text import slugify
 
 from experiments.errors import TuneboardError
-from experiments.models import AliasMove, ModelAlias, ModelVersion, RegisteredModel, Team, TrainedModel
+from experiments.models import AliasMove, ModelAlias, ModelVariant, ModelVersion, RegisteredModel, Team, TrainedModel
 from experiments.presentation.serving_requests import serving_request
 from experiments.serving.contract import contract_differences, model_contract, registered_contract
 
@@ -15,6 +15,8 @@ from experiments.serving.contract import contract_differences, model_contract, r
 # (\d is any Unicode digit, and int('٣') is 3) and nothing after it ($ allows a trailing newline).
 REFERENCE = re.compile(r"(?P<name>[-a-zA-Z0-9_]+)(?:@(?P<alias>[-a-zA-Z0-9_]+)|/(?P<version>[0-9]+))\Z")
 MAX_VERSION = 2**31 - 1  # the column's bound: a longer number names no version (not a database error)
+
+VARIANT_LABELS = dict(ModelVariant.Method.choices)
 
 
 class RegistryReferenceError(TuneboardError):
@@ -133,7 +135,8 @@ def registered_model_detail(*, registered: RegisteredModel) -> dict:
 
 def models_registry_entries(*, model_ids: list[int]) -> dict[int, list[dict]]:
     """For each trained model id, the versions it is ({registered_model_id, name, version, aliases, variant: the
-    quantized variant's method or ""}), in one query (a LEFT JOIN on the aliases): the leaderboard's badges."""
+    quantized variant's method or "", variant_label}), in one query (a LEFT JOIN on the aliases): the
+    leaderboard's badges."""
     entries: dict[int, dict[int, dict]] = {}
     rows = (ModelVersion.objects.filter(trained_model_id__in=model_ids)
             .values("id", "trained_model_id", "version", "registered_model_id", "registered_model__name",
@@ -142,7 +145,8 @@ def models_registry_entries(*, model_ids: list[int]) -> dict[int, list[dict]]:
     for row in rows:
         entry = entries.setdefault(row["trained_model_id"], {}).setdefault(row["id"], {
             "registered_model_id": row["registered_model_id"], "name": row["registered_model__name"],
-            "version": row["version"], "aliases": [], "variant": row["variant__method"] or ""})
+            "version": row["version"], "aliases": [], "variant": row["variant__method"] or "",
+            "variant_label": VARIANT_LABELS.get(row["variant__method"], "")})
         if row["aliases__name"]:
             entry["aliases"].append(row["aliases__name"])
     return {model_id: list(versions.values()) for model_id, versions in entries.items()}

@@ -48,12 +48,17 @@ def prediction_new(request):
         form = PredictionForm(request.POST, request.FILES, team=request.team)
         job = _requested(request, form)
         if job is not None:
-            messages.success(request, f"Queued prediction {job.pk}: {job.rows} rows with {job.model}.")
+            messages.success(request, _queued(job))
             return redirect("prediction_detail", prediction_id=job.pk)
     return render(request, "predictions/new.html", {"form": form, "models": _completed_models(request.team),
                                                     "error": form_message(form, shown_by_fields=("reference", "file"))
                                                     if form.is_bound else ""},
                   status=400 if form.is_bound else 200)
+
+
+def _queued(job) -> str:
+    made_by = f"the {job.variant.get_method_display()} variant of {job.model}" if job.variant_id else str(job.model)
+    return f"Queued prediction {job.pk}: {job.rows} rows with {made_by}."
 
 
 @require_POST
@@ -65,7 +70,7 @@ def model_predict(request, model_id: int):
     if job is None:
         messages.error(request, f"Batch prediction: {form_message(form)}")
         return redirect("model_detail", model_id=model.id)
-    messages.success(request, f"Queued prediction {job.pk}: {job.rows} rows with {model}.")
+    messages.success(request, _queued(job))
     return redirect("prediction_detail", prediction_id=job.pk)
 
 

@@ -99,5 +99,6 @@ def model_register(request, model_id: int):
     except RegistryError as exc:
         messages.error(request, str(exc))
         return redirect("model_detail", model_id=model.id)
-    messages.success(request, f"{model} is now version {version.version} of {version.registered_model.name}.")
+    made_from = f"The {version.variant.get_method_display()} variant of {model}" if version.variant_id else str(model)
+    messages.success(request, f"{made_from} is now version {version.version} of {version.registered_model.name}.")
     return redirect("registry_detail", registered_model_id=version.registered_model_id)

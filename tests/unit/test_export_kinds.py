@@ -2,7 +2,11 @@
 takes (uint8 pixels, UTF-8 strings, float sequences) and reproduces model.predict; a format
 that cannot hold a model gets a reason instead of a broken file."""
 
+import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -137,3 +141,18 @@ def test_describe_input_says_what_one_example_looks_like():
     sequences = keras.Input((10, 2))
     assert describe_input(keras.Model(sequences, sequences)) == (
         "float32 sequences of shape (10, 2) (time steps, features)")
+
+
+def test_a_jax_worker_that_can_import_tensorflow_leaves_savedmodel_and_tflite_to_a_conversion(tmp_path):
+    """make run's JAX worker shares a virtualenv with TensorFlow; TFLite cannot convert what a JAX model
+    exports, so the TensorFlow formats wait for the cpu queue's conversion job, as on a fleet without it."""
+    script = (
+        "import keras, numpy as np, sys\n"
+        "from workers.export.formats import export_model\n"
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])\n"
+        "out = export_model(model, workdir=sys.argv[1], name='m', version=1)\n"
+        "print(keras.backend.backend(), sorted(out.files), sorted(out.pending))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KERAS_BACKEND": "jax"}, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "jax ['keras'] ['savedmodel', 'tflite', 'tflite_int8']"

@@ -27,7 +27,7 @@ def test_an_exact_zero_probability_gives_a_finite_log_loss_and_overflowed_figure
 def test_a_large_accuracy_drop_carries_a_plain_warning(settings):
     settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.01
     figures = {"float": {"metrics": {"accuracy": 0.95}}, "variant": {"metrics": {"accuracy": 0.90}}}
-    assert accuracy_drop_warning(figures).startswith("Test accuracy drops by 5.0 points (more than 1)")
+    assert accuracy_drop_warning(figures).startswith("Test accuracy drops by 5.0 points (more than 1 point)")
     figures["variant"]["metrics"]["accuracy"] = 0.945
     assert accuracy_drop_warning(figures) == ""
     regression = {"float": {"metrics": {"mae": 1.0}}, "variant": {"metrics": {"mae": 1.2}}}

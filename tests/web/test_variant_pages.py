@@ -96,10 +96,10 @@ def test_a_made_variant_shows_its_figures_beside_the_float_models_with_a_warning
         alice_client, acme_model, made, settings):
     settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.01
     text = page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
-    assert "TFLite full-integer int8 (float input and output)" in text
+    assert "TFLite full-integer int8 (input and output types as in the float model)" in text
     assert "0.9500 → <strong>0.9000</strong>" in text and "(×0.33)" in text, "beside the float model's"
     assert "scored with LiteRT&#x27;s interpreter (ai-edge-litert)" in text
-    assert "Test accuracy drops by 5.0 points (more than 1)" in text
+    assert "Test accuracy drops by 5.0 points (more than 1 point)" in text
     settings.QUANTIZATION_WARN_ACCURACY_DROP = 0.1
     assert "drops by" not in page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
     card = alice_client.get(reverse("model_card", args=[acme_model.id])).json()
@@ -208,10 +208,13 @@ def test_a_made_variant_is_registered_from_the_model_page_and_the_api_and_a_wron
     response = alice_client.post(reverse("model_register", args=[acme_model.id]), {"name": "edge", "variant": made.id},
                                  follow=True)
     registry_page = page_text(response)
-    assert "TFLite full-integer int8 (float input and output)" in registry_page, "the registry page names it"
+    assert ("The TFLite full-integer int8 (input and output types as in the float model) variant of "
+            f"{acme_model} is now version 1 of edge.") in registry_page
+    assert "TFLite full-integer int8 (input and output types as in the float model)" in registry_page, \
+        "the registry page names it"
     assert "0.9000" in registry_page and "0.8750" not in registry_page, "the variant's test figure, not the model's"
     model_page = page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
-    assert "its tflite_int8_full variant" in model_page
+    assert "its TFLite full-integer int8 (input and output types as in the float model) variant" in model_page
     api = token_client(alice)
     refused = api.post(reverse("api:registry-list"), {"name": "edge", "model": acme_model.id, "variant": made.id + 99},
                        format="json")
@@ -235,7 +238,9 @@ def test_a_batch_prediction_uses_a_made_variant_asked_for_or_the_registry_versio
     response = alice_client.post(reverse("model_predict", args=[acme_model.id]),
                                  {"file": SimpleUploadedFile("x.csv", rows.encode()), "variant": made.id})
     job = PredictionJob.objects.get()
-    assert job.variant_id == made.id and "TFLite full-integer" in page_text(alice_client.get(response.url))
+    queued = page_text(alice_client.get(response.url))  # the message shows once
+    assert job.variant_id == made.id
+    assert f"Queued prediction {job.pk}: {job.rows} rows with the TFLite full-integer" in queued
     api = token_client(alice)
     refused = api.post(reverse("api:prediction-list"), {"model": acme_model.id, "variant": 999,
                                                         "file": SimpleUploadedFile("x.csv", rows.encode())})
@@ -251,4 +256,7 @@ def test_a_batch_prediction_uses_a_made_variant_asked_for_or_the_registry_versio
     on_jax = api.post(reverse("api:prediction-list"), {"model": acme_model.id, "variant": made.id,
                                                        "file": SimpleUploadedFile("x.csv", rows.encode())})
     assert on_jax.status_code == 400 and "no TFLite runtime" in json.dumps(on_jax.json())
+    page = alice_client.get(reverse("model_detail", args=[acme_model.id])).content.decode()
+    choices = page.split('id="predict-variant"')[1].split("</select>")[0]
+    assert 'id="predict-variant-jax"' in page and f'<option value="{made.id}">' not in choices
     assert PredictionJob.objects.count() == 2

@@ -28,6 +28,15 @@ def has_tensorflow() -> bool:
         return False
 
 
+def exports_tensorflow_formats() -> bool:
+    """Whether this worker makes SavedModel and TFLite itself: only under Keras's TensorFlow backend. A JAX
+    worker that can import TensorFlow (make run's shared virtualenv) still leaves them to a conversion job:
+    TFLite cannot convert the jax2tf graph a JAX model exports ('tfl.assign_variable' errors)."""
+    import keras
+
+    return has_tensorflow() and keras.backend.backend() == "tensorflow"
+
+
 def _describe_one(shape: tuple, dtype: str) -> str:
     dims = tuple(None if d is None else int(d) for d in shape)
     if dtype == "string":
@@ -52,7 +61,7 @@ def describe_input(model) -> str:
 
 
 def export_model(model, *, workdir: Path, name: str, version: int, formats=FORMATS) -> Exported:
-    """The model in `formats` (all by default). Without TensorFlow here, the formats that need
+    """The model in `formats` (all by default). Without TensorFlow's backend here, the formats that need
     it are left `pending` for a conversion job; a conversion asks only for those."""
     workdir = Path(workdir)
     stem = f"{name}-v{version}"
@@ -61,7 +70,7 @@ def export_model(model, *, workdir: Path, name: str, version: int, formats=FORMA
         files["keras"] = workdir / f"{stem}.keras"
         model.save(files["keras"])
     wanted = [fmt for fmt in TENSORFLOW_FORMATS if fmt in formats]
-    pending = wanted if wanted and not has_tensorflow() else []
+    pending = wanted if wanted and not exports_tensorflow_formats() else []
     signature = {"keras": {"inputs": [tensor_spec(t) for t in model.inputs],
                            "outputs": [tensor_spec(t) for t in model.outputs]}}
     unavailable: dict[str, str] = {}

@@ -10,7 +10,7 @@ import numpy as np
 from experiments.errors import TuneboardError
 from experiments.presentation.prediction_csv import class_probabilities
 from workers.export import quantization
-from workers.export.formats import export_model, has_tensorflow
+from workers.export.formats import export_model, exports_tensorflow_formats
 from workers.export.saved_model import export_saved_model
 from workers.export.tflite import _convert, _takes_strings
 
@@ -105,8 +105,8 @@ def measure(side: Side, x_test: np.ndarray, y_test: np.ndarray, *, task: str, n_
 
 def saved_model_zip(side: Side, workdir: Path, *, name: str, version: int) -> Path | None:
     """A Keras variant's SavedModel zip, laid out as its model's own (`name`/`version`/), for TF Serving; None for a
-    TFLite variant or where TensorFlow is missing (a JAX worker)."""
-    if side.keras_model is None or not has_tensorflow():
+    TFLite variant or on a JAX worker (its SavedModel would be jax2tf's, not what conversions make)."""
+    if side.keras_model is None or not exports_tensorflow_formats():
         return None
     folder = workdir / "variant-savedmodel"
     folder.mkdir()
