@@ -49,5 +49,7 @@ def test_an_editor_asks_for_a_variant_and_the_page_shows_its_figures_when_made(l
     assert "0.9500 → 0.9000" in row and "(×0.33)" in row and "iris-mlp-v1-dynamic-int8.tflite" in row
     assert "Test accuracy drops by 5.0 points" in page.inner_text(".variant-warning")
     assert page.get_attribute("#model-live", "hx-get") is None, "the page stops polling once nothing is active"
+    # The forms outside the polled part offer the new variant without a reload (swapped in out of band).
+    page.wait_for_selector(f'#predict-variant option[value="{variant.pk}"]', state="attached", timeout=5_000)
     screenshot("variant-made")
     assert not errors, errors
