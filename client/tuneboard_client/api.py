@@ -269,9 +269,8 @@ class Client(VariantCalls):
         if (top_n is None) == (trial is None):
             raise TuneboardAPIError("Give either top_n or trial.")
         body = self.post(f"studies/{int(study_id)}/models/", _clean({
-            "top_n": top_n, "trial": trial, "method": method, "epoch_source": epoch_source,
-            "epoch_cap": epoch_cap, "name": name,
-        }))
+            "top_n": top_n, "trial": trial, "method": method, "epoch_source": epoch_source, "epoch_cap": epoch_cap,
+            "name": name}))
         return list(body.get("models", [])) if isinstance(body, dict) else list(body or [])
 
     def list_models(self, *, limit: int | None = None, **filters) -> list[dict]:
@@ -432,9 +431,10 @@ class Client(VariantCalls):
     def get_registered_model(self, ref: int | str) -> dict:
         return self.get(f"registry/{self.resolve_registered_model(ref)}/")
 
-    def register_model(self, model_id: int, name: str, description: str | None = None) -> dict:
-        """Register a finished model as the next version of `name` (made when new)."""
-        return self.post("registry/", _clean({"model": int(model_id), "name": name, "description": description}))
+    def register_model(self, model_id: int, name: str, description: str | None = None, variant: int | None = None):
+        """Register a finished model, or one of its made quantized variants, as the next version of `name`."""
+        body = {"model": int(model_id), "name": name, "description": description, "variant": variant}
+        return self.post("registry/", _clean(body))
 
     def _alias_path(self, ref: int | str, alias: str) -> str:
         # The alias as one path segment: a typed `../../studies/3` must stay an (invalid) alias,

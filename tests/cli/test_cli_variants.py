@@ -10,9 +10,10 @@ if not __import__("django.conf").conf.settings.configured:  # run with -p no:dja
 
 from tuneboard_client.variants import VARIANT_METHODS  # noqa: E402
 
-from experiments.models import Artifact, ModelVariant, TrainedModel  # noqa: E402
+from experiments.models import Artifact, ModelVariant, ModelVersion, TrainedModel  # noqa: E402
 from experiments.services.artifacts import artifact_create  # noqa: E402
 from tests.web.conftest import acme_dataset, acme_model, acme_study, acme_trial  # noqa: E402,F401
+from tests.web.registry_rows import signature  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,6 +38,10 @@ def test_quantize_and_list_variants_from_the_command_line(acme, acme_model, live
     assert "0.95 -> 0.9" in listed and "1000 -> 400" in listed and "Test accuracy drops by 5.0 points" in listed
     made = tuneboard("models", "quantize", acme_model.id, "--method", "keras_int8", "--out", tmp_path / "edge")
     assert "Saved" in made and (tmp_path / "edge" / "acme-model-v1-int8.keras").read_bytes() == b"PK int8"
+    TrainedModel.objects.filter(pk=acme_model.pk).update(signature=signature())
+    registered = tuneboard("register", acme_model.id, "--as", "edge", "--variant", variant.pk)
+    assert registered.strip() == f"{acme_model}'s keras_int8 variant is now version 1 of edge."
+    assert ModelVersion.objects.get().variant_id == variant.pk
     TrainedModel.objects.filter(pk=acme_model.pk).update(status="running")
     unfinished = tuneboard("models", "quantize", acme_model.id, "--method", "tflite_dynamic", code=1)
     assert "it can be quantized once it has completed" in unfinished

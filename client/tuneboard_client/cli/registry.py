@@ -32,11 +32,15 @@ def _show_move(ctx: typer.Context, output: str | None, name: str, move: dict) ->
 def register(ctx: typer.Context, model_id: Annotated[int, typer.Argument(metavar="MODEL_ID")],
              name: Annotated[str, typer.Option("--as", help="The registered model (made if new).")],
              description: Annotated[str | None, typer.Option(help="Notes on this version.")] = None,
+             variant: Annotated[int | None, typer.Option(help="One of its made quantized variants (an id from "
+                                                              "`tuneboard models variants`).")] = None,
              output: OutputOption = None):
-    """Register a finished model (or ensemble) as the next version of a registered model."""
-    version = _client(ctx).register_model(model_id, name, description)
-    _emit(ctx, output, version, lambda: typer.echo(f"{version['model_name']} is now version {version['version']} "
-                                                   f"of {name}."))
+    """Register a finished model (or ensemble, or one of its quantized variants) as the next version of a
+    registered model."""
+    version = _client(ctx).register_model(model_id, name, description, variant)
+    made = f"{version['model_name']}'s {version['variant']['method']} variant" if version.get("variant") else \
+        version["model_name"]
+    _emit(ctx, output, version, lambda: typer.echo(f"{made} is now version {version['version']} of {name}."))
 
 
 @registry_app.command("list")
