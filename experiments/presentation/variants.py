@@ -65,5 +65,6 @@ def variant_panel(variants, *, queue_is_live) -> dict:
         "variants_active": any(variant.is_active for variant in variants),
         "variant_queues_without_worker": sorted({variant.queue for variant in variants if variant.status ==
                                                  JobStatus.QUEUED and not queue_is_live(variant.queue)}),
-        "made_variants": [variant for variant in variants if variant.status == JobStatus.COMPLETED],
+        "made_variants": (made := [variant for variant in variants if variant.status == JobStatus.COMPLETED]),
+        "tflite_made": any(variant.is_tflite for variant in made),
     }

@@ -57,7 +57,7 @@ def _variant_missing_reason(variant) -> str:
     if variant.is_tflite:
         return "A TFLite variant: TF Serving serves SavedModels, so download its file from the model page instead."
     if variant.queue.endswith(JAX_SUFFIX):
-        return ("This Keras variant was made on a worker without TensorFlow (JAX), so it has no SavedModel; download "
+        return ("This Keras variant was made on a JAX worker, so it has no SavedModel (TF Serving's); download "
                 "its .keras file from the model page instead.")
     return "This Keras variant has no SavedModel (its worker could not export one); download its .keras file instead."
 

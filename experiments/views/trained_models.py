@@ -115,11 +115,11 @@ def model_detail(request, model_id: int):
 def model_live(request, model_id: int):
     """The part of the model page that htmx refreshes while the model trains."""
     context = _detail_context(get_model_for_user(request, model_id))
-    # The page last saw the job in progress, or fewer made variants: swap in what that makes possible (Register
-    # and Predict, with the variants to choose from).
+    # The page last saw the job in progress: swap in what its end makes possible (Register, Predict). Or it saw
+    # another count of made variants: swap in the forms' variant choices only, leaving what was typed.
+    context["just_ended"] = not context["model"].is_active and request.GET.get("seen") in JOB_ACTIVE
     made_before = request.GET.get("made")
-    context["just_ended"] = (not context["model"].is_active and request.GET.get("seen") in JOB_ACTIVE) or (
-        made_before is not None and made_before != str(len(context["made_variants"])))
+    context["variants_made_since"] = made_before is not None and made_before != str(len(context["made_variants"]))
     return render(request, "trained_models/_live.html", context)
 
 

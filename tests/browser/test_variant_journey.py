@@ -35,6 +35,7 @@ def test_an_editor_asks_for_a_variant_and_the_page_shows_its_figures_when_made(l
     page.click("#request-variant")
     page.wait_for_selector("tr.variant-queued")
     assert "TFLite dynamic-range int8 of iris-mlp v1: queued" in page.inner_text(".flash-success")
+    page.fill("#register-name", "typed-while-it-is-made")
     variant = ModelVariant.objects.get()
     attempt = jobs.job_claim(kind=JOB_KINDS["variants"], pk=variant.pk, worker_host="w").attempts
     figures = {side: {"metrics": {"accuracy": accuracy, "log_loss": 0.2}, "size_bytes": size,
@@ -51,5 +52,7 @@ def test_an_editor_asks_for_a_variant_and_the_page_shows_its_figures_when_made(l
     assert page.get_attribute("#model-live", "hx-get") is None, "the page stops polling once nothing is active"
     # The forms outside the polled part offer the new variant without a reload (swapped in out of band).
     page.wait_for_selector(f'#predict-variant option[value="{variant.pk}"]', state="attached", timeout=5_000)
+    assert page.locator(f'#register-variant option[value="{variant.pk}"]').count() == 1
+    assert page.input_value("#register-name") == "typed-while-it-is-made", "the rest of the form is left as typed"
     screenshot("variant-made")
     assert not errors, errors

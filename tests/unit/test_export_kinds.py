@@ -2,6 +2,7 @@
 takes (uint8 pixels, UTF-8 strings, float sequences) and reproduces model.predict; a format
 that cannot hold a model gets a reason instead of a broken file."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -143,6 +144,7 @@ def test_describe_input_says_what_one_example_looks_like():
         "float32 sequences of shape (10, 2) (time steps, features)")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed")
 def test_a_jax_worker_that_can_import_tensorflow_leaves_savedmodel_and_tflite_to_a_conversion(tmp_path):
     """make run's JAX worker shares a virtualenv with TensorFlow; TFLite cannot convert what a JAX model
     exports, so the TensorFlow formats wait for the cpu queue's conversion job, as on a fleet without it."""

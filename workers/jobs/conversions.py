@@ -38,7 +38,8 @@ def _convert(row, workdir: Path):
     pending = [fmt for fmt in exported.pending if fmt in row.formats]
     if pending:
         raise ConversionImpossible(f"The worker {socket.gethostname()} could not make {', '.join(pending)} either: "
-                                   "TensorFlow is missing there; the cpu queue's workers need it.")
+                                   f"Keras runs on {keras.backend.backend()} there, or TensorFlow is missing; the cpu "
+                                   "queue's workers need TensorFlow's backend.")
     return exported
 
 
