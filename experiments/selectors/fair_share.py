@@ -36,7 +36,7 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
         standing.held[team_id] = standing.held.get(team_id, 0) + running
     teams = {w.team_id for w in standing.waiting}
     if len(teams) > 1:
-        standing.usage = _recent_use(queue, teams, now)
+        standing.usage = recent_use(queue, teams, now)
     hour_quotas = []
     for policy in TeamQueuePolicy.objects.filter(queue=queue):
         standing.policies[policy.team_id] = Policy(policy.weight, policy.max_concurrent, policy.device_hours_per_month)
@@ -108,7 +108,7 @@ def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
     return hours
 
 
-def _recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
+def recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
     """Slot-seconds each team's trials held on the queue over the last FAIR_SHARE_WINDOW_SECONDS: it
     breaks ties between teams holding equal shares now, so a spare slot goes round instead of to the
     oldest study's team every time."""

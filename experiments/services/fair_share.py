@@ -11,14 +11,14 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
-from experiments.scheduling.fair_share import Policy, Standing, claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import queue_standing, running_jobs
+from experiments.scheduling.fair_share import Policy, Standing, Waiting, claim_order, quota_reason, wait_reason
+from experiments.selectors.fair_share import queue_standing, recent_use, running_jobs
 from experiments.services.audit import audit_record
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.queueing import trial_tasks_enqueue
 from experiments.services.studies import study_locked, study_wake
-from experiments.states import StudyStatus, TrialStatus
-from experiments.tuning.compute_options import DEFAULT_BACKEND
+from experiments.states import JobStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import DEFAULT_BACKEND, JAX_SUFFIX, queue_backend
 
 
 @dataclass(frozen=True)
@@ -132,12 +132,48 @@ def team_quota_locked(study: Study) -> str | None:
 def job_quota_locked(*, team_id: int, queue: str) -> str | None:
     """A job's claim, as team_quota_locked for a trial's: both quotas (concurrent, device-hours this
     month) of its team on the accelerator queue its work runs on, under a lock on the policy row.
-    Why the job waits, or None. Jobs are not ordered by share: a team under its quotas takes the slot."""
+    Why the job waits, or None."""
     quotas = Q(max_concurrent__isnull=False) | Q(device_hours_per_month__isnull=False)
     if TeamQueuePolicy.objects.select_for_update().filter(quotas, team_id=team_id, queue=queue).first() is None:
         return None
     standing = queue_standing(queue=queue, backend=DEFAULT_BACKEND, kinds=JOB_KINDS.values())
     return quota_reason(standing, team_id)
+
+
+# How many of a kind's queued rows the job claim path reads to order them (oldest first).
+JOB_ORDER_WINDOW = 200
+
+
+def job_next_in_line(*, kind, pk: int) -> int:
+    """Which job of `kind` a message for job `pk` claims. Each queued job has a message of its own, so a
+    message is a free slot of its queue: among the kind's jobs queued there, the one whose team is furthest
+    below its share (then the team that used the queue least lately, then the oldest job) takes it, as
+    trials do. `pk` itself when one team queued them all (broker order) or its own team comes first. A
+    spent message (its job no longer queued) goes to the next in line, or to the oldest job held by a quota
+    (which then polls): the job it was sent for may have taken another's message."""
+    named = kind.table.objects.select_related(*kind.send_related).filter(pk=pk).first()
+    if not settings.FAIR_SHARE or named is None:
+        return pk
+    waiting = named.status == JobStatus.QUEUED
+    queued = list(kind.table.objects.filter(status=JobStatus.QUEUED).order_by("created", "pk")
+                  .values_list("pk", kind.team, "created")[:JOB_ORDER_WINDOW])
+    if waiting and len({team for _, team, _ in queued}) < 2:
+        return pk
+    queue = kind.queue_of(named)
+    rows = kind.table.objects.select_related(*kind.send_related).in_bulk([job for job, _, _ in queued])
+    here = [Waiting(job, team, "normal", created) for job, team, created in queued  # a job's id for the study's
+            if job in rows and kind.queue_of(rows[job]) == queue]
+    if not here or (waiting and len({w.team_id for w in here}) < 2):
+        return pk
+    standing = queue_standing(queue=queue.removesuffix(JAX_SUFFIX), backend=queue_backend(queue),
+                              kinds=JOB_KINDS.values())
+    standing.waiting = here
+    standing.usage = recent_use(queue.removesuffix(JAX_SUFFIX), {w.team_id for w in here}, standing.now)
+    order = claim_order(standing)
+    if waiting:
+        mine = next((w.team_id for w in here if w.study_id == pk), None)
+        return order[0].study_id if order and order[0].team_id != mine else pk
+    return order[0].study_id if order else here[0].study_id
 
 
 class PolicyError(ValueError):

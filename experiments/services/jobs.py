@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from experiments.models.jobs import Job
-from experiments.services.fair_share import job_quota_locked
+from experiments.services.fair_share import job_next_in_line, job_quota_locked
 from experiments.services.job_kinds import JobKind
 from experiments.services.queueing import job_task_enqueue
 from experiments.services.resends import resend_due
@@ -53,7 +53,9 @@ def job_move(*, kind: JobKind, pk: int, target: str, attempt: int | None = None,
 def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
     """QUEUED -> RUNNING for exactly one worker, as a new attempt; None when someone else has it
     (or it is not queued). The returned row's `attempts` is the fence every later write passes,
-    and it carries what the worker needs (the kind's claim_related and prepare)."""
+    and it carries what the worker needs (the kind's claim_related and prepare). With several teams' jobs
+    queued, the row claimed is the one fair share puts first, not always `pk` (services/fair_share.py)."""
+    pk = job_next_in_line(kind=kind, pk=pk)
     now = timezone.now()
     with transaction.atomic():
         if _quota_held(kind, pk, now):

@@ -184,3 +184,31 @@ def test_between_teams_level_now_the_one_that_used_the_queue_least_lately_goes_f
     Trial.objects.create(study=a, trial_id="earlier", number=50, status=Trial.Status.COMPLETED,
                          started=now - timedelta(minutes=10), finished=now - timedelta(minutes=1))
     assert claim(a).trial.study_id == b.pk, "A is older, but used the queue for 9 more minutes lately"
+
+
+def _retrains(study, user, count: int) -> list:
+    """`count` retrains of the study queued, oldest first (one completed trial each)."""
+    from experiments.services.trained_models import trained_models_request
+
+    trials = [Trial.objects.create(study=study, trial_id=f"r{n}", number=100 + n, status=Trial.Status.COMPLETED,
+                                   hyperparameters={"units": 8}, score=0.9, best_epoch=2) for n in range(count)]
+    return [trained_models_request(study=study, user=user, trials=[trial], method="retrain")[0] for trial in trials]
+
+
+def test_a_job_message_claims_the_job_of_the_team_furthest_below_its_share(team_study, acme, globex, alice,
+                                                                           charlie, settings):
+    from experiments.services.job_kinds import JOB_KINDS
+    from experiments.services.jobs import job_claim
+
+    kind = JOB_KINDS["models"]
+    first, second, third = _retrains(team_study(acme), alice, 3)
+    (other,) = _retrains(team_study(globex), charlie, 1)  # queued last
+
+    def claims(pk):
+        return job_claim(kind=kind, pk=pk, worker_host="h").pk
+
+    assert claims(first.pk) == first.pk, "both teams hold nothing: the oldest job, its own message"
+    assert claims(second.pk) == other.pk, "acme holds a slot, globex none: globex's job takes acme's message"
+    assert claims(other.pk) == second.pk, "globex's own message, its job running: the next in line takes it"
+    settings.FAIR_SHARE = False
+    assert claims(third.pk) == third.pk

@@ -91,7 +91,7 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
     row = with_db_retry(job_claim, kind=kind, pk=pk, worker_host=socket.gethostname())
     if row is None:
         return "nothing to do"  # a duplicated delivery, or another worker has it
-    attempt = row.attempts
+    pk, attempt = row.pk, row.attempts  # fair share may have handed this message another team's job
     if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
         return "released"  # claimed as its worker began to stop: another worker runs it
     devices = _hold_devices(kind, row, attempt)
