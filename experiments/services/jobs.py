@@ -55,7 +55,17 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
     (or it is not queued). The returned row's `attempts` is the fence every later write passes,
     and it carries what the worker needs (the kind's claim_related and prepare). With several teams' jobs
     queued, the row claimed is the one fair share puts first, not always `pk` (services/fair_share.py)."""
-    pk = job_next_in_line(kind=kind, pk=pk)
+    first = job_next_in_line(kind=kind, pk=pk)
+    row = _claim(kind, first, worker_host)
+    if row is LOST_RACE and first != pk:  # another worker took the job in line: this message's own job, then
+        row = _claim(kind, pk, worker_host)
+    return None if row is LOST_RACE else row
+
+
+LOST_RACE = object()  # the conditional UPDATE found the job no longer queued
+
+
+def _claim(kind: JobKind, pk: int, worker_host: str):
     now = timezone.now()
     with transaction.atomic():
         if _quota_held(kind, pk, now):
@@ -64,7 +74,7 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
                 status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
                 started=Coalesce(F("started"), now), attempt_started=now, attempt_devices=1, error="", resends=0,
                 queue_wait=""):
-            return None
+            return LOST_RACE
         if kind.reset is not None:
             kind.reset(pk)
     row = kind.table.objects.select_related(*kind.claim_related).get(pk=pk)

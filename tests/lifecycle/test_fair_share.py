@@ -196,19 +196,23 @@ def _retrains(study, user, count: int) -> list:
 
 
 def test_a_job_message_claims_the_job_of_the_team_furthest_below_its_share(team_study, acme, globex, alice,
-                                                                           charlie, settings):
+                                                                           charlie, settings, monkeypatch):
+    from experiments.services import jobs
     from experiments.services.job_kinds import JOB_KINDS
-    from experiments.services.jobs import job_claim
 
     kind = JOB_KINDS["models"]
     first, second, third = _retrains(team_study(acme), alice, 3)
     (other,) = _retrains(team_study(globex), charlie, 1)  # queued last
 
     def claims(pk):
-        return job_claim(kind=kind, pk=pk, worker_host="h").pk
+        return jobs.job_claim(kind=kind, pk=pk, worker_host="h").pk
 
     assert claims(first.pk) == first.pk, "both teams hold nothing: the oldest job, its own message"
     assert claims(second.pk) == other.pk, "acme holds a slot, globex none: globex's job takes acme's message"
     assert claims(other.pk) == second.pk, "globex's own message, its job running: the next in line takes it"
+    fourth = _retrains(team_study(acme), alice, 1)[0]
+    monkeypatch.setattr(jobs, "job_next_in_line", lambda kind, pk: other.pk)  # as read before another worker took it
+    assert claims(third.pk) == third.pk, "the race for the job in line lost: the message's own job"
     settings.FAIR_SHARE = False
-    assert claims(third.pk) == third.pk
+    monkeypatch.undo()
+    assert claims(fourth.pk) == fourth.pk
