@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
 from experiments.scheduling.fair_share import Policy, Standing, Waiting, claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import queue_standing, recent_use, running_jobs
+from experiments.selectors.fair_share import jobs_on_queue, queue_standing, recent_use, running_jobs
 from experiments.services.audit import audit_record
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.queueing import trial_tasks_enqueue
@@ -145,35 +145,31 @@ JOB_ORDER_WINDOW = 200
 
 
 def job_next_in_line(*, kind, pk: int) -> int:
-    """Which job of `kind` a message for job `pk` claims. Each queued job has a message of its own, so a
-    message is a free slot of its queue: among the kind's jobs queued there, the one whose team is furthest
-    below its share (then the team that used the queue least lately, then the oldest job) takes it, as
-    trials do. `pk` itself when one team queued them all (broker order) or its own team comes first. A
-    spent message (its job no longer queued) goes to the next in line, or to the oldest job held by a quota
-    (which then polls): the job it was sent for may have taken another's message."""
-    named = kind.table.objects.select_related(*kind.send_related).filter(pk=pk).first()
-    if not settings.FAIR_SHARE or named is None:
+    """Which job of `kind` a message for the queued job `pk` claims: among the kind's jobs queued on its
+    queue, the one whose team is furthest below its share (then the team that used the queue least lately,
+    then the oldest job), as trials do; `pk` itself when it is not queued (the claim drops the message),
+    when one team queued them all (broker order), or when its own team comes first. The caller sends `pk`
+    a message of its own when another job took this one (services/jobs.job_claim)."""
+    if not settings.FAIR_SHARE:
         return pk
-    waiting = named.status == JobStatus.QUEUED
-    queued = list(kind.table.objects.filter(status=JobStatus.QUEUED).order_by("created", "pk")
-                  .values_list("pk", kind.team, "created")[:JOB_ORDER_WINDOW])
-    if waiting and len({team for _, team, _ in queued}) < 2:
+    rows = kind.table.objects.select_related(*kind.send_related).annotate(team_of=F(kind.team))
+    named = rows.filter(pk=pk, status=JobStatus.QUEUED).first()
+    if named is None:
         return pk
     queue = kind.queue_of(named)
-    rows = kind.table.objects.select_related(*kind.send_related).in_bulk([job for job, _, _ in queued])
-    here = [Waiting(job, team, "normal", created) for job, team, created in queued  # a job's id for the study's
-            if job in rows and kind.queue_of(rows[job]) == queue]
-    if not here or (waiting and len({w.team_id for w in here}) < 2):
+    base = queue.removesuffix(JAX_SUFFIX)
+    queued = jobs_on_queue(kind, base).filter(status=JobStatus.QUEUED).values_list("pk", flat=True)
+    here = [row for row in rows.filter(pk__in=queued).order_by("created", "pk")[:JOB_ORDER_WINDOW]
+            if kind.queue_of(row) == queue]  # the backend too (a JAX study's jobs run on cpu-jax)
+    teams = {row.team_of for row in here}
+    if len(teams) < 2:
         return pk
-    standing = queue_standing(queue=queue.removesuffix(JAX_SUFFIX), backend=queue_backend(queue),
-                              kinds=JOB_KINDS.values())
-    standing.waiting = here
-    standing.usage = recent_use(queue.removesuffix(JAX_SUFFIX), {w.team_id for w in here}, standing.now)
+    standing = queue_standing(queue=base, backend=queue_backend(queue), kinds=JOB_KINDS.values())
+    # Waiting holds a study's id for trials; here the job's (the same ordering).
+    standing.waiting = [Waiting(row.pk, row.team_of, "normal", row.created) for row in here]
+    standing.usage = recent_use(base, teams, standing.now)
     order = claim_order(standing)
-    if waiting:
-        mine = next((w.team_id for w in here if w.study_id == pk), None)
-        return order[0].study_id if order and order[0].team_id != mine else pk
-    return order[0].study_id if order else here[0].study_id
+    return order[0].study_id if order and order[0].team_id != named.team_of else pk
 
 
 class PolicyError(ValueError):

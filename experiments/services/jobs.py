@@ -56,9 +56,17 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
     and it carries what the worker needs (the kind's claim_related and prepare). With several teams' jobs
     queued, the row claimed is the one fair share puts first, not always `pk` (services/fair_share.py)."""
     first = job_next_in_line(kind=kind, pk=pk)
-    row = _claim(kind, first, worker_host)
-    if row is LOST_RACE and first != pk:  # another worker took the job in line: this message's own job, then
-        row = _claim(kind, pk, worker_host)
+    if first != pk:
+        row = _claim(kind, first, worker_host)
+        if row is not None and row is not LOST_RACE:
+            # This message served another team's job: the job it was sent for gets one of its own (and its
+            # resend clock starts again), so every queued job keeps a message and none is spent twice.
+            named = kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED)
+            for job in named:
+                job_send(kind=kind, row=job)
+            return row
+        # Another worker took the job in line first, or a quota holds it (and polls it): this message's own job.
+    row = _claim(kind, pk, worker_host)
     return None if row is LOST_RACE else row
 
 

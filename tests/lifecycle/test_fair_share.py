@@ -186,6 +186,12 @@ def test_between_teams_level_now_the_one_that_used_the_queue_least_lately_goes_f
     assert claim(a).trial.study_id == b.pk, "A is older, but used the queue for 9 more minutes lately"
 
 
+def _last_sent(job):
+    """When the job's message was last sent (each send moves it on)."""
+    job.refresh_from_db()
+    return job.last_sent
+
+
 def _retrains(study, user, count: int) -> list:
     """`count` retrains of the study queued, oldest first (one completed trial each)."""
     from experiments.services.trained_models import trained_models_request
@@ -208,8 +214,11 @@ def test_a_job_message_claims_the_job_of_the_team_furthest_below_its_share(team_
         return jobs.job_claim(kind=kind, pk=pk, worker_host="h").pk
 
     assert claims(first.pk) == first.pk, "both teams hold nothing: the oldest job, its own message"
+    sent = _last_sent(second)
     assert claims(second.pk) == other.pk, "acme holds a slot, globex none: globex's job takes acme's message"
-    assert claims(other.pk) == second.pk, "globex's own message, its job running: the next in line takes it"
+    assert _last_sent(second) > sent, "the job the message was sent for gets one of its own"
+    assert jobs.job_claim(kind=kind, pk=other.pk, worker_host="h") is None, "globex's own message finds it running"
+    assert claims(second.pk) == second.pk, "one slot each: the older job"
     fourth = _retrains(team_study(acme), alice, 1)[0]
     monkeypatch.setattr(jobs, "job_next_in_line", lambda kind, pk: other.pk)  # as read before another worker took it
     assert claims(third.pk) == third.pk, "the race for the job in line lost: the message's own job"
