@@ -23,9 +23,13 @@ def _names(team_ids, study_ids):
             dict(Study.objects.filter(pk__in=study_ids).values_list("pk", "name")))
 
 
+JOB_WAITS = ("Waiting for a free slot: a kind's jobs go to the team furthest below its share first, then the "
+             "oldest.")
+
+
 def _jobs(kinds, queue: str) -> tuple[list[dict], list[dict]]:
-    """The jobs (retrains, re-runs, predictions, ...) running on the queue, and those waiting with a
-    reason (their team's quota): they hold and wait for the same slots as trials."""
+    """The jobs (retrains, re-runs, predictions, ...) running on the queue, and those waiting, oldest first,
+    each with its reason (its team's quota, or a slot): they hold and wait for the same slots as trials."""
     running, held = [], []
     for kind in kinds:
         rows = jobs_on_queue(kind, queue)
@@ -33,10 +37,11 @@ def _jobs(kinds, queue: str) -> tuple[list[dict], list[dict]]:
         for pk, team_id, started in (rows.filter(status=JobStatus.RUNNING)
                                      .values_list("pk", kind.team, Coalesce("attempt_started", "started"))):
             running.append({"job": f"{kind.label} {pk}", "team_id": team_id, "started": started})
-        for pk, team_id, created, wait in (rows.filter(status=JobStatus.QUEUED).exclude(queue_wait="")
+        for pk, team_id, created, wait in (rows.filter(status=JobStatus.QUEUED)
                                            .values_list("pk", kind.team, "created", "queue_wait")):
-            held.append({"job": f"{kind.label} {pk}", "team_id": team_id, "since": created, "reason": wait})
-    return running, held
+            held.append({"job": f"{kind.label} {pk}", "team_id": team_id, "since": created,
+                         "reason": wait or JOB_WAITS})
+    return running, sorted(held, key=lambda job: job["since"])
 
 
 def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = False, now=None) -> dict:

@@ -149,6 +149,8 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
                                 hyperparameters={"units": 8}, score=0.9, best_epoch=2)
     first, second = (trained_models_request(study=study, user=alice, trials=[done], method="retrain")[0]
                      for _ in range(2))
+    waiting = {w["job"]: w["reason"] for w in token_client(alice).get("/api/v1/queues/cpu/").json()["waiting"]}
+    assert waiting[f"model {first.pk}"].startswith("Waiting for a free slot") and f"model {second.pk}" in waiting
     TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=2)
     models = JOB_KINDS["models"]
     assert job_claim(kind=models, pk=first.pk, worker_host="w") is not None
