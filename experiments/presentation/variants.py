@@ -68,3 +68,8 @@ def variant_panel(variants, *, queue_is_live) -> dict:
         "made_variants": (made := [variant for variant in variants if variant.status == JobStatus.COMPLETED]),
         "tflite_made": any(variant.is_tflite for variant in made),
     }
+
+
+def made_by(model, variant) -> str:
+    """What a registry version or a prediction runs, for its message: the model, or one of its variants."""
+    return f"the {variant.get_method_display()} variant of {model}" if variant is not None else str(model)

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.predictions import PredictionForm
 from experiments.models import PredictionJob
+from experiments.presentation.variants import made_by
 from experiments.selectors.artifacts import artifact_iter_chunks
 from experiments.selectors.predictions import team_prediction
 from experiments.selectors.trained_models import team_models
@@ -57,8 +58,7 @@ def prediction_new(request):
 
 
 def _queued(job) -> str:
-    made_by = f"the {job.variant.get_method_display()} variant of {job.model}" if job.variant_id else str(job.model)
-    return f"Queued prediction {job.pk}: {job.rows} rows with {made_by}."
+    return f"Queued prediction {job.pk}: {job.rows} rows with {made_by(job.model, job.variant)}."
 
 
 @require_POST

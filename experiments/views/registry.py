@@ -7,6 +7,7 @@ from django.views.decorators.http import require_POST
 
 from experiments.forms.registry import AliasForm, AliasRemoveForm, RegisterForm, RollbackForm
 from experiments.models import RegisteredModel
+from experiments.presentation.variants import made_by
 from experiments.selectors.registry import registered_model_detail, team_registered_model, team_registered_models
 from experiments.services.registry import (
     RegistryError,
@@ -99,6 +100,7 @@ def model_register(request, model_id: int):
     except RegistryError as exc:
         messages.error(request, str(exc))
         return redirect("model_detail", model_id=model.id)
-    made_from = f"The {version.variant.get_method_display()} variant of {model}" if version.variant_id else str(model)
+    made_from = made_by(model, version.variant)
+    made_from = made_from[:1].upper() + made_from[1:] if version.variant_id else made_from  # a sentence's start
     messages.success(request, f"{made_from} is now version {version.version} of {version.registered_model.name}.")
     return redirect("registry_detail", registered_model_id=version.registered_model_id)
