@@ -24,9 +24,10 @@ epoch 27 anywhere in the run (all seeds, all methods).
 
 Pruners: per seed one stream of configurations (drawn from the space with numpy); every method takes them in the
 same order until it spent BUDGET epochs (28 configurations × 27 epochs, so without pruning exactly the first 28,
-"the pool"; a method that prunes goes on with the stream's next configurations). Settings: PruningSettings defaults
-(startup_trials 5, warmup_epochs 1, min_trials 1, min_epochs 1, reduction_factor 3) with pruner median,
-successive_halving (ASHA) or the multi-objective pareto pruner (points: best-so-far value, second objective).
+"the pool"; a method that prunes goes on with the stream's next configurations). Settings: the defaults a study of
+each pruner gets (pruning_options.defaults_for: warmup_epochs 1, min_trials 1, min_epochs 1, reduction_factor 3;
+startup_trials 5 for median, 0 for successive_halving (ASHA) and the multi-objective pareto pruner, whose points
+are the best-so-far value and the second objective).
 
 Hyperband: both oracles with max_epochs 27, factor 3, HYPERBAND_ITERATIONS (2) iterations (750 epochs, the same
 schedule for both), seed workers.tuners.oracle.tuner_seed(seed), driven create_trial / update_trial / end_trial. A
@@ -115,8 +116,9 @@ def best_so_far(values: list[float]) -> list[float]:
 
 
 def settings_for(method: str) -> PruningSettings:
-    return {"none": PruningSettings(), "median": PruningSettings(pruner="median"),
-            "asha": PruningSettings(pruner="successive_halving"), "pareto": PruningSettings(pruner="pareto")}[method]
+    """Each pruner with the defaults a study of it gets (pruning_options.defaults_for)."""
+    pruner = {"none": "none", "median": "median", "asha": "successive_halving", "pareto": "pareto"}[method]
+    return PruningSettings.for_pruner(pruner)
 
 
 class Stream:

@@ -159,7 +159,8 @@ class StudyInput(StrictSerializer):
     top_k = serializers.IntegerField(required=False, min_value=1, max_value=20,
                                      help_text="Best trials taken from each study in seed_from (default 3).")
     pruner = serializers.ChoiceField(choices=list(PRUNERS), required=False, help_text="Default: none.")
-    pruning_startup_trials = serializers.IntegerField(required=False)
+    pruning_startup_trials = serializers.IntegerField(
+        required=False, help_text="Default: 5 for median and percentile, 0 for successive_halving and pareto.")
     pruning_warmup_epochs = serializers.IntegerField(required=False)
     pruning_min_trials = serializers.IntegerField(required=False)
     pruning_percentile = serializers.FloatField(required=False, help_text="The percentile pruner's share kept.")

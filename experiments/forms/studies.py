@@ -23,11 +23,11 @@ from experiments.tuning.compute_options import BACKEND_NAMES, BACKENDS
 from experiments.tuning.hypermodel_catalog import BUILTIN, hypermodel_entries, hypermodels_for_kind
 from experiments.tuning.objectives import COST_METRICS, ObjectiveError, cost_help, parse_constraints, parse_objectives
 from experiments.tuning.pruning_options import APPLIES as PRUNING_APPLIES
-from experiments.tuning.pruning_options import DEFAULTS as PRUNING_DEFAULTS
 from experiments.tuning.pruning_options import EXPLAINED as PRUNERS_EXPLAINED
 from experiments.tuning.pruning_options import LIMITS as PRUNING_LIMITS
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
 from experiments.tuning.pruning_options import SETTINGS as PRUNING_SETTINGS
+from experiments.tuning.pruning_options import defaults_for
 from experiments.tuning.pruning_options import model_field as pruning_field
 from experiments.tuning.reproducibility import fresh_seed
 from experiments.tuning.search_space import SearchSpaceError, validate_search_space
@@ -139,7 +139,8 @@ class StudyForm(FormChecks, forms.ModelForm):
                                              "overhead on small models and TPUs; callbacks see every epoch.",
                       "devices_per_trial": "1, or N accelerators of one host with MirroredStrategy (GPU/CPU "
                                            "queues), or the whole TPU with TPUStrategy on the TPU queue.",
-                      "pruning_startup_trials": "No trial is pruned until this many trials completed.",
+                      "pruning_startup_trials": "No trial is pruned until this many trials completed (by default 5 for "
+                                                "median and percentile, 0 for successive halving and Pareto).",
                       "pruning_warmup_epochs": "No trial is pruned before it trained more epochs than this.",
                       "pruning_min_trials": "A trial is judged at an epoch only when at least this many finished "
                                             "trials reached it.",
@@ -216,6 +217,11 @@ class StudyForm(FormChecks, forms.ModelForm):
         self.pruning_field_names = [name for name in PRUNING_FIELDS if name != "pruner"]
         self.pruning_applies = {pruner: [pruning_field(name) for name in names]
                                 for pruner, names in PRUNING_APPLIES.items()}
+        # A setting's default depends on the pruner chosen: the page (pruning_form.js) fills it in from
+        # pruning_defaults, clean() fills in what is left empty, and the API does not send the model's default.
+        self.pruning_defaults = {pruner: {pruning_field(name): defaults_for(pruner)[name] for name in PRUNING_SETTINGS
+                                          if name != "pruner"} for pruner in PRUNING_APPLIES}
+        self.fields[pruning_field("startup_trials")].initial = None  # the one whose default is the pruner's
 
     def _objective_metric_widget(self) -> None:
         """A select of the metrics a built-in hypermodel reports on the chosen dataset's task; free
@@ -309,12 +315,13 @@ class StudyForm(FormChecks, forms.ModelForm):
                 data[name] = default
         # The settings the chosen pruner does not read are hidden on the page: they keep their defaults.
         applies = PRUNING_APPLIES.get(data.get("pruner") or "none", ())
+        defaults = defaults_for(data.get("pruner"))
         for name in PRUNING_SETTINGS:
             key = pruning_field(name)
             if name == "pruner" or (key in self.errors and (name in applies or self.refuse_unused)):
                 continue  # a bad value someone can see (or sent through the API) is refused, not replaced
             if name not in applies or data.get(key) is None:
-                data[key] = PRUNING_DEFAULTS[name]
+                data[key] = defaults[name]
                 self.errors.pop(key, None)
         if not data.get("pruner"):
             data["pruner"] = "none"

@@ -19,6 +19,8 @@ from experiments.tuning.compute_options import BACKENDS, compute_errors
 from experiments.tuning.hypermodel_catalog import BUILTIN, backend_mismatch, hypermodels_for_kind
 from experiments.tuning.objectives import ObjectiveError, objective_errors, parse_constraints, parse_objectives
 from experiments.tuning.pruning_options import MODEL_FIELDS as PRUNING_FIELDS
+from experiments.tuning.pruning_options import defaults_for as pruner_defaults
+from experiments.tuning.pruning_options import model_field as pruning_field
 from experiments.tuning.pruning_options import pruning_errors
 from experiments.tuning.search_space import validate_search_space
 from experiments.tuning.space_values import grid_size
@@ -228,6 +230,8 @@ def study_create(*, team: Team, user, dataset: Dataset, name: str, hypermodel: s
             raise StudyError(too_many)
     if options.get("stop_min_delta") is None:
         options.pop("stop_min_delta", None)  # empty: the column's default, 0
+    for setting, value in pruner_defaults(options.get("pruner")).items():
+        options.setdefault(pruning_field(setting), value)  # the chosen pruner's, not the column's (startup_trials)
     return Study.objects.create(team=team, created_by=user, dataset=dataset, name=name.strip(),
                                 hypermodel=hypermodel, search_space=rows, seeds=seeds, **options)
 

@@ -62,9 +62,24 @@ class PruningSettings:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def for_pruner(cls, pruner: str, **given) -> "PruningSettings":
+        """`pruner` with its own defaults (defaults_for) where `given` is silent."""
+        return cls(**{**defaults_for(pruner), **given})
+
 
 SETTINGS = tuple(f.name for f in fields(PruningSettings))
 DEFAULTS = PruningSettings().as_dict()
+# The rung pruners start judging at once, as Optuna's successive halving does (bootstrap_count 0): a rung keeps
+# the best 1/r of the few trials it has, and five startup trials trained in full cost more than they protect
+# (benchmarks/search_cost: epochs to the pool's best, ASHA 0.86 -> 0.55 of no pruning on the real family; to 98 %
+# of the hypervolume, Pareto 0.81 -> 0.72; no target missed more often). Median and percentile keep Optuna's 5.
+PRUNER_DEFAULTS = {pruner: {**DEFAULTS, "pruner": pruner, "startup_trials": 0} for pruner in RUNG_PRUNERS}
+
+
+def defaults_for(pruner: str | None) -> dict:
+    """The settings a study of `pruner` gets for those it does not give."""
+    return dict(PRUNER_DEFAULTS.get(pruner or "none", {**DEFAULTS, "pruner": pruner or "none"}))
 
 
 def model_field(name: str) -> str:
@@ -79,7 +94,8 @@ def pruning_errors(*, tuner: str | None = None, epochs=None, **values) -> dict[s
     """{Study field: message} for every rule the settings break; empty when they all hold.
     `values` are keyed by Study field (pruner, pruning_warmup_epochs, ...); absent ones are
     the defaults."""
-    given = {name: values.get(model_field(name), DEFAULTS[name]) for name in SETTINGS}
+    defaults = defaults_for(values.get("pruner"))
+    given = {name: values.get(model_field(name), defaults[name]) for name in SETTINGS}
     errors = {}
     pruner = given["pruner"]
     if pruner not in PRUNERS:
@@ -136,6 +152,7 @@ def describe(settings: PruningSettings) -> str:
     else:
         rule = (f"median, after a warm-up of {settings.warmup_epochs} "
                 f"epoch{'s' if settings.warmup_epochs != 1 else ''}")
-    return (f"{rule}; from {settings.startup_trials} completed trial{'s' if settings.startup_trials != 1 else ''} "
-            f"on, when at least {settings.min_trials} finished trial{'s' if settings.min_trials != 1 else ''} "
-            "reached the epoch")
+    start = (f"from {settings.startup_trials} completed trial{'s' if settings.startup_trials != 1 else ''} on"
+             if settings.startup_trials else "from the first trials on")
+    return (f"{rule}; {start}, when at least {settings.min_trials} finished "
+            f"trial{'s' if settings.min_trials != 1 else ''} reached the epoch")

@@ -22,6 +22,7 @@ def test_a_study_is_created_with_a_pruner_and_shows_its_settings(alice_api, acme
     study = response.json()
     assert (study["pruner"], study["pruning_min_epochs"], study["pruning_reduction_factor"]) == (
         "successive_halving", 2, 2)
+    assert study["pruning_startup_trials"] == 0  # a rung pruner's default: it judges from the first trials on
     assert study["pruning_saved"] == {"pruned": 0, "epochs": 0, "device_epochs": 0, "devices": 1,
                                       "unit": "CPU-epochs"}
 

@@ -27,8 +27,16 @@ def test_the_form_shows_the_settings_of_the_chosen_pruner_and_saves_them(live_se
     pruner.select_option("percentile")
     assert visible(page) == ["startup_trials", "warmup_epochs", "min_trials", "percentile"]
     assert "best P %" in page.locator("#pruner-explained").inner_text()
+    startup = page.locator("#id_pruning_startup_trials")
+    assert startup.input_value() == "5"
     pruner.select_option("successive_halving")
     assert visible(page) == ["startup_trials", "min_trials", "min_epochs", "reduction_factor"]
+    assert startup.input_value() == "0"  # a rung pruner's own default: it judges from the first trials on
+    pruner.select_option("median")
+    assert startup.input_value() == "5"
+    startup.fill("3")  # typed by the user: kept whichever pruner comes next
+    pruner.select_option("successive_halving")
+    assert startup.input_value() == "3"
 
     page.locator("#id_tuner").select_option("hyperband")
     assert "Hyperband already stops weak trials early" in page.locator("#pruner-explained").inner_text()
@@ -40,5 +48,6 @@ def test_the_form_shows_the_settings_of_the_chosen_pruner_and_saves_them(live_se
     page.get_by_role("button", name="Save without starting").click()
     page.wait_for_url("**/studies/*/")
     study = Study.objects.get(name="halving")
-    assert (study.pruner, study.pruning_reduction_factor, study.pruning_percentile) == ("successive_halving", 2, 25.0)
+    assert (study.pruner, study.pruning_reduction_factor, study.pruning_percentile, study.pruning_startup_trials) == (
+        "successive_halving", 2, 25.0, 3)
     assert page.locator("#study-pruning").inner_text().startswith("Successive halving (ASHA): rungs at epochs 1 × 2^k")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from experiments.tuning.pruning_options import PruningSettings, describe, pruning_errors
+from experiments.tuning.pruning_options import PruningSettings, defaults_for, describe, pruning_errors
 
 
 def errors(**values):
@@ -63,3 +63,12 @@ def test_the_study_page_line_names_the_rule():
     assert describe(PruningSettings(pruner="median")).startswith("median, after a warm-up of 1 epoch;")
     assert "best 1/3" in describe(PruningSettings(pruner="successive_halving"))
     assert "best 25 %" in describe(PruningSettings(pruner="percentile"))
+
+
+def test_each_pruner_has_its_own_defaults_and_the_study_page_says_when_it_starts():
+    assert defaults_for("median")["startup_trials"] == 5 and defaults_for(None)["pruner"] == "none"
+    asha = PruningSettings.for_pruner("successive_halving")
+    assert (asha.pruner, asha.startup_trials, asha.reduction_factor) == ("successive_halving", 0, 3)
+    assert PruningSettings.for_pruner("pareto", startup_trials=2).startup_trials == 2  # a given value wins
+    assert describe(asha).endswith("; from the first trials on, when at least 1 finished trial reached the epoch")
+    assert "from 5 completed trials on" in describe(PruningSettings.for_pruner("median"))

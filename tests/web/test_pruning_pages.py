@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from experiments.models import Artifact, Study, TrainedModel, Trial
 from experiments.services.artifacts import artifact_create
+from experiments.services.studies import study_create
 from tests.integration.helpers import TINY_SPACE
 from tests.web.pages import json_script, page_text, shows
 from tests.web.pruning_rows import seed_pruning_study
@@ -49,6 +50,24 @@ def test_a_study_saved_without_pruning_settings_does_not_prune(alice_client, acm
     assert "pruning-savings" not in page_text(page)
 
 
+@pytest.mark.parametrize(("pruner", "startup"), [("median", 5), ("percentile", 5), ("successive_halving", 0)])
+def test_a_setting_left_out_takes_the_chosen_pruners_default(alice_client, acme_dataset, pruner, startup):
+    # The rung pruners judge from the first trials on; median and percentile wait for 5 completed.
+    assert _post(alice_client, _form(acme_dataset, pruner=pruner)).status_code == 302
+    assert Study.objects.get().pruning_startup_trials == startup
+
+
+def test_a_study_created_by_the_service_gets_its_pruners_defaults_too(acme, alice, acme_dataset):
+    # The admin, fixtures and any caller without the form: the pruner's default, not the column's.
+    study = study_create(team=acme, user=alice, dataset=acme_dataset, name="halving", hypermodel="dense",
+                         search_space=TINY_SPACE, pruner="successive_halving")
+    assert (study.pruning_startup_trials, study.pruning_reduction_factor) == (0, 3)
+    given = study_create(team=acme, user=alice, dataset=acme_dataset, name="given", hypermodel="dense",
+                         search_space=TINY_SPACE, pruner="pareto", pruning_startup_trials=4,
+                         extra_objectives=[{"metric": "params", "direction": "min"}])
+    assert given.pruning_startup_trials == 4
+
+
 def test_settings_the_chosen_pruner_does_not_read_keep_their_defaults(alice_client, acme_dataset):
     # The page hides (and does not send) them; a client that sends them anyway changes nothing.
     response = _post(alice_client, _form(acme_dataset, pruner="median", pruning_percentile=500,
@@ -84,6 +103,8 @@ def test_the_form_tells_the_page_which_settings_each_pruner_reads(alice_client, 
     response = alice_client.get(reverse("study_new"))
     applies = json_script(response, "pruning-applies")
     assert applies["none"] == []
+    defaults = json_script(response, "pruning-defaults")
+    assert defaults["median"]["pruning_startup_trials"] == 5 and defaults["pareto"]["pruning_startup_trials"] == 0
     assert applies["percentile"] == ["pruning_startup_trials", "pruning_warmup_epochs", "pruning_min_trials",
                                      "pruning_percentile"]
     assert "pruning_reduction_factor" in applies["successive_halving"]
