@@ -88,62 +88,53 @@ def _hand_over_if_stopping(task) -> None:
 @shared_task(name=RUN_TRIAL_TASK, **JOB_TASK)
 def run_trial(self, study_id: int) -> str:
     _hand_over_if_stopping(self)
-    from workers.jobs.trials import run_next_trial
+    from workers.jobs.slots import run_wakeup
 
     with stop_at_epoch_end_on_sigterm():
-        return run_next_trial(study_id=study_id, task_id=self.request.id or "eager",
-                              worker_name=self.request.hostname or "")
+        return run_wakeup(study_id=study_id, task_id=self.request.id or "eager",
+                          worker_name=self.request.hostname or "")
 
 
-def _run_job(task, run, **ids) -> str:
-    """What every job kind's task does: hand a message back if the worker is stopping, else run
-    the kind's job (workers/jobs/runner.py), stopping at its next step or epoch end on SIGTERM."""
+def _run_job(task, kind_name: str, pk: int) -> str:
+    """What every job kind's task does: hand a message back if the worker is stopping, else run the
+    work fair share puts first (workers/jobs/slots.py), stopping at its next step or epoch end on SIGTERM."""
     _hand_over_if_stopping(task)
+    from workers.jobs.slots import run_job_message
+
     with stop_at_epoch_end_on_sigterm():
-        return run(**ids)
+        return run_job_message(kind_name=kind_name, pk=pk, task_id=task.request.id or "eager",
+                               worker_name=task.request.hostname or "")
 
 
 # One task per job kind, named by its row of JOB_KINDS (the only place the names are written).
 @shared_task(name=JOB_KINDS["models"].task, **JOB_TASK)
 def make_trained_model(self, model_pk: int) -> str:
-    from workers.jobs.trained_models import make_trained_model as run
-
-    return _run_job(self, run, model_pk=model_pk)
+    return _run_job(self, "models", model_pk)
 
 
 @shared_task(name=JOB_KINDS["reruns"].task, **JOB_TASK)
 def rerun_trial(self, rerun_pk: int) -> str:
-    from workers.jobs.reruns import rerun_trial as run
-
-    return _run_job(self, run, rerun_pk=rerun_pk)
+    return _run_job(self, "reruns", rerun_pk)
 
 
 @shared_task(name=JOB_KINDS["conversions"].task, **JOB_TASK)
 def convert_model(self, conversion_pk: int) -> str:
-    from workers.jobs.conversions import convert_model as run
-
-    return _run_job(self, run, conversion_pk=conversion_pk)
+    return _run_job(self, "conversions", conversion_pk)
 
 
 @shared_task(name=JOB_KINDS["serving_exports"].task, **JOB_TASK)
 def export_serving(self, export_pk: int) -> str:
-    from workers.jobs.serving_exports import export_serving as run
-
-    return _run_job(self, run, export_pk=export_pk)
+    return _run_job(self, "serving_exports", export_pk)
 
 
 @shared_task(name=JOB_KINDS["variants"].task, **JOB_TASK)
 def quantize_model(self, variant_pk: int) -> str:
-    from workers.jobs.variants import quantize_model as run
-
-    return _run_job(self, run, variant_pk=variant_pk)
+    return _run_job(self, "variants", variant_pk)
 
 
 @shared_task(name=JOB_KINDS["predictions"].task, **JOB_TASK)
 def predict_batch(self, prediction_pk: int) -> str:
-    from workers.jobs.predictions import predict_batch as run
-
-    return _run_job(self, run, prediction_pk=prediction_pk)
+    return _run_job(self, "predictions", prediction_pk)
 
 
 @shared_task(name="workers.tasks.reap", ignore_result=True)

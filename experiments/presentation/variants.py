@@ -70,6 +70,8 @@ def variant_panel(variants, *, queue_is_live) -> dict:
     }
 
 
-def made_by(model, variant) -> str:
+def made_by(model, variant, *, sentence_start: bool = False) -> str:
     """What a registry version or a prediction runs, for its message: the model, or one of its variants."""
-    return f"the {variant.get_method_display()} variant of {model}" if variant is not None else str(model)
+    if variant is None:
+        return str(model)
+    return f"{'The' if sentence_start else 'the'} {variant.get_method_display()} variant of {model}"

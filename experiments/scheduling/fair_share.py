@@ -1,6 +1,6 @@
-"""The order in which studies waiting on one queue get its free slots: the team furthest below its
-share first (slots held / weight; between teams level on that, the one that used the queue least
-lately), then the study's priority, then its age; a team at a quota waits."""
+"""The order in which the work waiting on one queue (studies' trials and jobs alike) gets its free
+slots: the team furthest below its share first (slots held / weight; between teams level on that,
+the one that used the queue least lately), then the priority, then the age; a team at a quota waits."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,12 +10,18 @@ PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
 
 @dataclass(frozen=True)
 class Waiting:
-    """A running study on the queue with a free slot it asked for (a wake-up in flight)."""
+    """A running study on the queue with a free slot it asked for (a wake-up in flight), or a queued
+    job (`kind`: its JOB_KINDS name; jobs have normal priority)."""
 
-    study_id: int
+    study_id: int  # the study's id, or the job's pk
     team_id: int
     priority: str
     since: datetime
+    kind: str = ""  # "" for a study
+
+    @property
+    def job(self) -> tuple[str, int] | None:
+        return (self.kind, self.study_id) if self.kind else None
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,13 @@ def quota_reason(standing: Standing, team_id: int) -> str | None:
 
 
 def claim_order(standing: Standing) -> list[Waiting]:
-    """The waiting studies whose team is under its quotas, in the order they get slots."""
+    """The waiting studies and jobs whose team is under its quotas, in the order they get slots."""
 
     def key(study: Waiting):
         weight = max(standing.policy(study.team_id).weight, 1e-9)
         share = standing.held.get(study.team_id, 0) / weight
         used = standing.usage.get(study.team_id, 0.0) / weight
-        return share, used, PRIORITY_RANK.get(study.priority, 1), study.since, study.study_id
+        return share, used, PRIORITY_RANK.get(study.priority, 1), study.since, study.kind, study.study_id
 
     eligible = [s for s in standing.waiting if quota_reason(standing, s.team_id) is None]
     return sorted(eligible, key=key)
@@ -87,8 +93,8 @@ def wait_reason(standing: Standing, study: Waiting, head: Waiting) -> str:
         return (f"Waiting: {standing.queue.upper()} slots go first to teams further below their share; "
                 "it starts when one frees and its team is next.")
     if head.priority != study.priority:
-        return "Waiting: the team's higher-priority studies on this queue go first."
-    return "Waiting: the team's older studies on this queue go first."
+        return "Waiting: the team's higher-priority work on this queue goes first."
+    return "Waiting: the team's older work on this queue goes first."
 
 
 @dataclass(frozen=True)

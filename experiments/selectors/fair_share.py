@@ -1,26 +1,28 @@
 """One queue's standing for the claim path and the queue page: the slots each team holds, the
-studies waiting for one, and the teams' policies and device-hours this month."""
+studies and jobs waiting for one, and the teams' policies and device-hours this month."""
 
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, Q, Sum, Value
+from django.db.models import CharField, Count, DateTimeField, DurationField, ExpressionWrapper, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
 from experiments.scheduling.fair_share import Policy, Standing, Waiting, month_start
 from experiments.states import JobStatus, StudyStatus, TrialStatus
-from experiments.tuning.compute_options import JAX_SUFFIX
+from experiments.tuning.compute_options import JAX_SUFFIX, task_queue
 
 
-def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None) -> Standing:
+def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None,
+                   queued_jobs_wait: bool = True) -> Standing:
     """Slots are counted on the accelerator queue (both backends' workers share its devices and its
     quotas), the running jobs of `kinds` (services/job_kinds.py's JOB_KINDS, given by the caller)
-    holding them as trials do; the waiting studies are those a worker of `backend` can run: a wake-up
-    in flight and a free slot (`asking` with a free slot counts as waiting without a wake-up counted).
-    The running studies in one query, the running jobs in another, the policies in a third; with
-    several teams waiting, their recent use."""
+    holding them as trials do; the waiting are what a worker of `backend` can run: the studies with a
+    wake-up in flight and a free slot (`asking` with a free slot counts as waiting without a wake-up
+    counted) and, unless `queued_jobs_wait` is False (a caller that reads only the slots held), the
+    queued jobs of `kinds`. The running studies in one query, the running jobs in another, the queued
+    ones in a third, the policies in a fourth; with several teams waiting, their recent use."""
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
     studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
@@ -34,6 +36,8 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
             standing.waiting.append(Waiting(study_id, team_id, priority, started or created))
     for team_id, running in running_jobs(kinds=kinds, queue=queue).items():
         standing.held[team_id] = standing.held.get(team_id, 0) + running
+    if queued_jobs_wait:
+        standing.waiting += queued_jobs(kinds=kinds, queue=queue, backend=backend)
     teams = {w.team_id for w in standing.waiting}
     if len(teams) > 1:
         standing.usage = recent_use(queue, teams, now)
@@ -86,6 +90,51 @@ def running_jobs(*, kinds, queue: str, team_ids=None) -> dict[int, int]:
     for team_id, n in counts[0].union(*counts[1:], all=True):
         held[team_id] = held.get(team_id, 0) + n
     return held
+
+
+# How many queued jobs of a queue a claim reads to order them (the oldest): a bound on one claim's
+# work however many are queued (those beyond it wait their turn in the window).
+JOB_ORDER_WINDOW = 500
+
+
+def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
+    """The queued jobs of `kinds` that a worker of `backend` on the accelerator `queue` runs, oldest
+    first, every kind in one query. What decides a row's backend is read with it (its study's backend,
+    or its own queue column); only a row the query cannot place (an ensemble's, which runs where its
+    members trained) is loaded to ask its kind."""
+    kinds = list(kinds)
+    if not kinds:
+        return []
+    target = task_queue(queue, backend)
+    parts = []
+    for number, kind in enumerate(kinds):
+        if kind.queue_column is not None:
+            hint = F(kind.queue_column)
+        elif kind.study is not None:
+            hint = F(f"{kind.study}__backend")
+        else:
+            hint = Value(None, output_field=CharField())
+        # Annotations only, in the order selected: the union's columns line up by position.
+        parts.append(jobs_on_queue(kind, queue).filter(status=JobStatus.QUEUED).order_by()
+                     .annotate(job_kind=Value(number), job_pk=F("pk"), job_team=F(kind.team),
+                               job_created=F("created"), job_hint=hint)
+                     .values_list("job_kind", "job_pk", "job_team", "job_created", "job_hint"))
+    rows = parts[0].union(*parts[1:], all=True).order_by("job_created", "job_pk")[:JOB_ORDER_WINDOW]
+    waiting = []
+    for number, pk, team_id, created, hint in rows:
+        kind = kinds[number]
+        if kind.queue_column is not None:
+            runs_on = hint
+        elif kind.study is None:
+            runs_on = kind.queue
+        elif hint:
+            runs_on = task_queue(queue, hint)
+        else:
+            row = kind.table.objects.select_related(*kind.send_related).filter(pk=pk).first()
+            runs_on = None if row is None else kind.queue_of(row)
+        if runs_on == target:
+            waiting.append(Waiting(pk, team_id, "normal", created, kind=kind.name))
+    return waiting
 
 
 def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:

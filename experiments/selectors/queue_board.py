@@ -23,25 +23,16 @@ def _names(team_ids, study_ids):
             dict(Study.objects.filter(pk__in=study_ids).values_list("pk", "name")))
 
 
-JOB_WAITS = ("Waiting for a free slot: a kind's jobs go to the team furthest below its share first, then the "
-             "oldest.")
-
-
-def _jobs(kinds, queue: str) -> tuple[list[dict], list[dict]]:
-    """The jobs (retrains, re-runs, predictions, ...) running on the queue, and those waiting, oldest first,
-    each with its reason (its team's quota, or a slot): they hold and wait for the same slots as trials."""
-    running, held = [], []
+def _running_jobs(kinds, queue: str) -> list[dict]:
+    """The jobs (retrains, re-runs, predictions, ...) running on the queue: they hold the same slots
+    as trials (the queued ones wait in the same claim order, queue_standing)."""
+    running = []
     for kind in kinds:
-        rows = jobs_on_queue(kind, queue)
         # Since its current attempt started (a job handed back and claimed again runs anew).
-        for pk, team_id, started in (rows.filter(status=JobStatus.RUNNING)
+        for pk, team_id, started in (jobs_on_queue(kind, queue).filter(status=JobStatus.RUNNING)
                                      .values_list("pk", kind.team, Coalesce("attempt_started", "started"))):
             running.append({"job": f"{kind.label} {pk}", "team_id": team_id, "started": started})
-        for pk, team_id, created, wait in (rows.filter(status=JobStatus.QUEUED)
-                                           .values_list("pk", kind.team, "created", "queue_wait")):
-            held.append({"job": f"{kind.label} {pk}", "team_id": team_id, "since": created,
-                         "reason": wait or JOB_WAITS})
-    return running, sorted(held, key=lambda job: job["since"])
+    return running
 
 
 def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = False, now=None) -> dict:
@@ -53,7 +44,8 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
         standing.waiting += other.waiting
     running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
                    .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
-    running_jobs, held_jobs = _jobs(kinds, queue)
+    running_jobs = _running_jobs(kinds, queue)
+    labels = {kind.name: kind.label for kind in kinds}
     durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
                                           duration_seconds__isnull=False)
                      .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
@@ -64,18 +56,23 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     slots = sum(slots_by_backend.values())
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
-    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies,
-                             *(j["team_id"] for j in held_jobs)},
-                            {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting)})
+    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
+                            {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting if not w.kind)})
 
     def shown(team_id: int) -> bool:
         return site_admin or (team is not None and team_id == team.id)
 
-    def named(row: dict, team_id: int, study_id: int) -> dict:
+    def named(row: dict, team_id: int, study_id: int | None) -> dict:
         visible = shown(team_id)
         return {"job": None, **row, "team": teams.get(team_id) if visible else None,
                 "mine": team is not None and team_id == team.id, "study_id": study_id if visible else None,
                 "study": studies.get(study_id) if visible else None}
+
+    def waiting_row(w, row: dict) -> dict:
+        """A study, or a job (its kind and number, to its own team)."""
+        job = f"{labels[w.kind]} {w.study_id}" if w.kind and shown(w.team_id) else None
+        return named({**row, "priority": w.priority, "since": w.since, "job": job}, w.team_id,
+                     None if w.kind else w.study_id)
 
     frees = sorted(max(r["started"] + timedelta(seconds=typical), now) for r in running) if typical else []
     busy = len(running) + len(running_jobs)
@@ -91,16 +88,10 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
         else:
             start = None
         reason = "Next for a free slot." if position == 0 else wait_reason(standing, w, order[0])
-        waiting.append(named({"position": position + 1, "priority": w.priority, "since": w.since,
-                              "reason": reason, "estimated_start": start}, w.team_id, w.study_id))
+        waiting.append(waiting_row(w, {"position": position + 1, "reason": reason, "estimated_start": start}))
     for w in held_back:
-        waiting.append(named({"position": None, "priority": w.priority, "since": w.since,
-                              "reason": quota_reason(standing, w.team_id), "estimated_start": None},
-                             w.team_id, w.study_id))
-    for j in held_jobs:
-        waiting.append(named({"position": None, "priority": "normal", "since": j["since"], "reason": j["reason"],
-                              "estimated_start": None, "job": j["job"] if shown(j["team_id"]) else None},
-                             j["team_id"], None))
+        waiting.append(waiting_row(w, {"position": None, "reason": quota_reason(standing, w.team_id),
+                                       "estimated_start": None}))
     weights = {tid: standing.policy(tid).weight for tid in {*standing.held, *(w.team_id for w in standing.waiting)}}
     total = sum(weights.values()) or 1
     team_rows = []

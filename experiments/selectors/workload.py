@@ -105,7 +105,7 @@ def scaling_counts(*, queue: str, kinds, delivery_queue: str) -> dict:
         n_started=Count("trials__trial_id", distinct=True),
     )
     # Demand a team's quota holds back is not demand a new worker could serve.
-    standing = queue_standing(queue=accelerator, backend=backend, kinds=kinds)
+    standing = queue_standing(queue=accelerator, backend=backend, kinds=kinds, queued_jobs_wait=False)
     room = {}
     for study in studies:
         team = study.team_id

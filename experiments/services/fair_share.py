@@ -1,6 +1,6 @@
-"""Fair share in the claim path: a wake-up is a free slot of its queue, and the slot goes to the
-study that experiments/scheduling orders first, whichever study the wake-up named. The named study
-keeps its place by sending its wake-up again; a study held by a quota keeps one wake-up polling."""
+"""Fair share in the claim path: a wake-up or a job's message is a free slot of its queue, and the
+slot goes to the study or job that experiments/scheduling orders first, whichever one the message
+named. The named one keeps its place by a message sent again; one held by a quota keeps one polling."""
 
 from dataclasses import dataclass
 
@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
 from experiments.scheduling.fair_share import Policy, Standing, Waiting, claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import jobs_on_queue, queue_standing, recent_use, running_jobs
+from experiments.selectors.fair_share import queue_standing, running_jobs
 from experiments.services.audit import audit_record
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.queueing import trial_tasks_enqueue
@@ -23,7 +23,8 @@ from experiments.tuning.compute_options import DEFAULT_BACKEND, JAX_SUFFIX, queu
 
 @dataclass(frozen=True)
 class Route:
-    """Where a slot offered to `asking` goes: `target` (None: to nobody now, `asking` waits)."""
+    """Where a slot offered to `asking` goes: `target` (None: to nobody now, `asking` waits), or
+    `job` (kind name, pk), a queued job first in line."""
 
     asking: int
     target: int | None
@@ -32,6 +33,7 @@ class Route:
     # Teams with a concurrency quota on the queue, as read (None: not read, check every team): only
     # their claims take the policy row's lock.
     quota_teams: frozenset | None = None
+    job: tuple[str, int] | None = None
 
     def may_hold_quota(self, team_id: int) -> bool:
         return self.quota_teams is None or team_id in self.quota_teams
@@ -59,6 +61,11 @@ def slot_route(*, study_id: int) -> Route:
     if not order:
         return Route(study_id, None, wait=blocked or "", quota_teams=quota_teams)
     head = order[0]
+    if head.job is not None and head.team_id == me.team_id:
+        return Route(study_id, study_id, quota_teams=quota_teams)  # a team's own jobs and trials: broker order
+    if head.job is not None:
+        return Route(study_id, None, wait=blocked or wait_reason(standing, me, head), fallback=not blocked,
+                     quota_teams=quota_teams, job=head.job)
     if head.study_id == study_id:
         return Route(study_id, study_id, quota_teams=quota_teams)
     return Route(study_id, head.study_id, wait=blocked or wait_reason(standing, me, head), fallback=not blocked,
@@ -136,40 +143,29 @@ def job_quota_locked(*, team_id: int, queue: str) -> str | None:
     quotas = Q(max_concurrent__isnull=False) | Q(device_hours_per_month__isnull=False)
     if TeamQueuePolicy.objects.select_for_update().filter(quotas, team_id=team_id, queue=queue).first() is None:
         return None
-    standing = queue_standing(queue=queue, backend=DEFAULT_BACKEND, kinds=JOB_KINDS.values())
+    standing = queue_standing(queue=queue, backend=DEFAULT_BACKEND, kinds=JOB_KINDS.values(), queued_jobs_wait=False)
     return quota_reason(standing, team_id)
 
 
-# How many of a kind's queued rows the job claim path reads to order them (oldest first).
-JOB_ORDER_WINDOW = 200
-
-
-def job_next_in_line(*, kind, pk: int) -> int:
-    """Which job of `kind` a message for the queued job `pk` claims: among the kind's jobs queued on its
-    queue, the one whose team is furthest below its share (then the team that used the queue least lately,
-    then the oldest job), as trials do; `pk` itself when it is not queued (the claim drops the message),
-    when one team queued them all (broker order), or when its own team comes first. The caller sends `pk`
-    a message of its own when another job took this one (services/jobs.job_claim)."""
+def job_next_in_line(*, kind, pk: int) -> Waiting | None:
+    """What a message for the queued job `pk` of `kind` serves: the study or job of its queue that fair
+    share orders first (jobs and trials of every kind in one order) when that is another team's, or
+    None for its own job (its team first, not queued, beyond the window read, or fair share off). The
+    caller claims that one and sends `pk` a message of its own (services/jobs.job_claim)."""
     if not settings.FAIR_SHARE:
-        return pk
-    rows = kind.table.objects.select_related(*kind.send_related).annotate(team_of=F(kind.team))
-    named = rows.filter(pk=pk, status=JobStatus.QUEUED).first()
+        return None
+    named = kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED).first()
     if named is None:
-        return pk
+        return None
     queue = kind.queue_of(named)
-    base = queue.removesuffix(JAX_SUFFIX)
-    queued = jobs_on_queue(kind, base).filter(status=JobStatus.QUEUED).values_list("pk", flat=True)
-    here = [row for row in rows.filter(pk__in=queued).order_by("created", "pk")[:JOB_ORDER_WINDOW]
-            if kind.queue_of(row) == queue]  # the backend too (a JAX study's jobs run on cpu-jax)
-    teams = {row.team_of for row in here}
-    if len(teams) < 2:
-        return pk
-    standing = queue_standing(queue=base, backend=queue_backend(queue), kinds=JOB_KINDS.values())
-    # Waiting holds a study's id for trials; here the job's (the same ordering).
-    standing.waiting = [Waiting(row.pk, row.team_of, "normal", row.created) for row in here]
-    standing.usage = recent_use(base, teams, standing.now)
+    standing = queue_standing(queue=queue.removesuffix(JAX_SUFFIX), backend=queue_backend(queue),
+                              kinds=JOB_KINDS.values())
+    me = next((w for w in standing.waiting if w.job == (kind.name, pk)), None)
+    if me is None:
+        return None
     order = claim_order(standing)
-    return order[0].study_id if order and order[0].team_id != named.team_of else pk
+    # Between a team's own jobs and trials, broker order (its oldest study first among its trials, slot_route).
+    return order[0] if order and order[0].team_id != me.team_id else None
 
 
 class PolicyError(ValueError):

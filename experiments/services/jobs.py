@@ -2,6 +2,7 @@
 table of services/job_kinds.py (docs/design/job-lifecycle.md)."""
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -12,7 +13,7 @@ from django.utils import timezone
 
 from experiments.models.jobs import Job
 from experiments.services.fair_share import job_next_in_line, job_quota_locked
-from experiments.services.job_kinds import JobKind
+from experiments.services.job_kinds import JOB_KINDS, JobKind
 from experiments.services.queueing import job_task_enqueue
 from experiments.services.resends import resend_due
 from experiments.states import JOB_MOVES, JobStatus, sources
@@ -50,24 +51,43 @@ def job_move(*, kind: JobKind, pk: int, target: str, attempt: int | None = None,
     return bool(rows.update(status=target, **fields))
 
 
-def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
+@dataclass(frozen=True)
+class StudyTurn:
+    """A job's message offered its slot to a study first in line: the worker claims that study's trial
+    (services/trial_claims.claim_offered_trial), else, when it has none to give, the job itself (job_claim_own)."""
+
+    study_id: int
+
+
+def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | StudyTurn | None:
     """QUEUED -> RUNNING for exactly one worker, as a new attempt; None when someone else has it
     (or it is not queued). The returned row's `attempts` is the fence every later write passes,
-    and it carries what the worker needs (the kind's claim_related and prepare). With several teams' jobs
-    queued, the row claimed is the one fair share puts first, not always `pk` (services/fair_share.py)."""
+    and it carries what the worker needs (the kind's claim_related and prepare) and its kind
+    (`job_kind`). The message's slot goes where fair share puts it first (services/fair_share.py):
+    another job, of any kind, claimed here, or a study's trial (StudyTurn)."""
     first = job_next_in_line(kind=kind, pk=pk)
-    if first != pk:
-        row = _claim(kind, first, worker_host)
+    if first is not None and first.job is None:
+        return StudyTurn(first.study_id)
+    if first is not None:
+        row = _claim(JOB_KINDS[first.kind], first.study_id, worker_host)
         if row is not None and row is not LOST_RACE:
-            # This message served another team's job: the job it was sent for gets one of its own (and its
-            # resend clock starts again), so every queued job keeps a message and none is spent twice.
-            named = kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED)
-            for job in named:
-                job_send(kind=kind, row=job)
+            job_send_again(kind=kind, pk=pk)
             return row
         # Another worker took the job in line first, or a quota holds it (and polls it): this message's own job.
+    return job_claim_own(kind=kind, pk=pk, worker_host=worker_host)
+
+
+def job_claim_own(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
+    """job_claim of exactly this job, whatever fair share would put first (a slot offered to it)."""
     row = _claim(kind, pk, worker_host)
     return None if row is LOST_RACE else row
+
+
+def job_send_again(*, kind: JobKind, pk: int) -> None:
+    """This message served other work: the job it was sent for gets one of its own (and its resend
+    clock starts again), so every queued job keeps a message and none is spent twice."""
+    for job in kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED):
+        job_send(kind=kind, row=job)
 
 
 LOST_RACE = object()  # the conditional UPDATE found the job no longer queued
@@ -86,6 +106,7 @@ def _claim(kind: JobKind, pk: int, worker_host: str):
         if kind.reset is not None:
             kind.reset(pk)
     row = kind.table.objects.select_related(*kind.claim_related).get(pk=pk)
+    row.job_kind = kind
     return kind.prepare(row) if kind.prepare is not None else row
 
 

@@ -20,6 +20,8 @@ from experiments.services.fair_share import (
     slot_wait,
     team_quota_locked,
 )
+from experiments.services.job_kinds import JOB_KINDS, JobKind
+from experiments.services.jobs import job_claim_own, job_send_again
 from experiments.services.notifications import notify_study_ended
 from experiments.services.preemption import trial_resume_forget
 from experiments.services.studies import study_device_budget_spent, study_locked, study_move, study_wake
@@ -195,27 +197,49 @@ def _claim_locked(study: Study, oracles: Oracles, oracle, claimant: Claimant, co
 
 
 def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim:
-    """A wake-up arrived: its queue's free slot goes to the study fair share orders first (this
-    one, or another whose trial the worker then trains), if that study has a trial to give."""
+    """A wake-up arrived: its queue's free slot goes to the study or job fair share orders first (this
+    study; another whose trial the worker then trains; a queued job it then runs, Claim("job")), if that
+    one has work to give."""
     started = perf_counter()  # before the lock: waiting for it is part of a claim's latency
     route = slot_route(study_id=study_id)
-    if route.target is None:
+    if route.job is not None:
+        kind, pk = route.job
+        row = job_claim_own(kind=JOB_KINDS[kind], pk=pk, worker_host=claimant.worker_host)
+        if row is not None:
+            _pass_on(route)
+            return Claim("job", job=row)
+    elif route.target is None:
         slot_wait(route)
         return Claim("waiting")
-    if route.redirected:
+    elif route.redirected:
         claim = _claim(route.target, claimant, oracles, started, wakeup=False, route=route)
         if claim.status == "running":
-            try:
-                slot_pass_on(route)
-            except DatabaseError:
-                # The claim has committed: never claim again on a retry. The reaper sends the
-                # wake-up the study then lacks.
-                log.warning("study %s: its wake-up was not passed on", study_id, exc_info=True)
+            _pass_on(route)
             return claim
-        if not route.fallback:
-            slot_wait(route)
-            return Claim("waiting")
+    if route.target != study_id and not route.fallback:
+        slot_wait(route)
+        return Claim("waiting")
     return _claim(study_id, claimant, oracles, started, wakeup=True, route=route)
+
+
+def claim_offered_trial(*, study_id: int, claimant: Claimant, oracles: Oracles, kind: JobKind, pk: int) -> Claim:
+    """A message for the job `pk` of `kind` offered its slot to this study, first in line
+    (services/jobs.StudyTurn): a trial claimed without spending a wake-up of the study, and the job
+    gets a message of its own; nothing changes when the study has no trial to give."""
+    started = perf_counter()
+    claim = _claim(study_id, claimant, oracles, started, wakeup=False, route=Route(study_id, study_id))
+    if claim.status == "running":
+        job_send_again(kind=kind, pk=pk)
+    return claim
+
+
+def _pass_on(route: Route) -> None:
+    try:
+        slot_pass_on(route)
+    except DatabaseError:
+        # The claim has committed: never claim again on a retry. The reaper sends the wake-up the
+        # study then lacks.
+        log.warning("study %s: its wake-up was not passed on", route.asking, exc_info=True)
 
 
 def _claim(study_id: int, claimant: Claimant, oracles: Oracles, started: float, *, wakeup: bool,

@@ -50,9 +50,12 @@ class Claimant:
 
 @dataclass
 class Claim:
-    status: str  # "running" | "idle" | "stopped" | "waiting" (its team's quota, or fair share, holds it)
+    # "running" | "idle" | "stopped" | "waiting" (its team's quota, or fair share, holds it) |
+    # "job" (fair share gave the slot to a queued job, claimed: `job`, its kind in job.job_kind)
+    status: str
     trial: Trial | None = None
     values: dict = field(default_factory=dict)
+    job: object = None
 
 
 @dataclass

@@ -100,7 +100,6 @@ def model_register(request, model_id: int):
     except RegistryError as exc:
         messages.error(request, str(exc))
         return redirect("model_detail", model_id=model.id)
-    made_from = made_by(model, version.variant)
-    made_from = made_from[:1].upper() + made_from[1:] if version.variant_id else made_from  # a sentence's start
+    made_from = made_by(model, version.variant, sentence_start=True)
     messages.success(request, f"{made_from} is now version {version.version} of {version.registered_model.name}.")
     return redirect("registry_detail", registered_model_id=version.registered_model_id)

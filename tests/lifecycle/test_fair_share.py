@@ -9,12 +9,13 @@ import pytest
 from django.utils import timezone
 
 from experiments.models import Study, TeamQueuePolicy, Trial
+from experiments.scheduling.fair_share import Waiting
 from experiments.services import studies
 from experiments.services.datasets import dataset_create_bundled
 from experiments.services.trial_oracle import Claimant
 from tests.integration.helpers import saved_study
+from tests.lifecycle.test_trial_runs import ORACLES, finish, fresh
 from tests.lifecycle.test_trial_runs import claim as claim_as
-from tests.lifecycle.test_trial_runs import finish, fresh
 
 _tuners = itertools.count()
 
@@ -192,6 +193,12 @@ def _last_sent(job):
     return job.last_sent
 
 
+def _idle(study):
+    """A running study that waits for no slot (no wake-up in flight): only jobs wait on the queue."""
+    Study.objects.filter(pk=study.pk).update(wakeups_pending=0)
+    return fresh(study)
+
+
 def _retrains(study, user, count: int) -> list:
     """`count` retrains of the study queued, oldest first (one completed trial each)."""
     from experiments.services.trained_models import trained_models_request
@@ -207,8 +214,8 @@ def test_a_job_message_claims_the_job_of_the_team_furthest_below_its_share(team_
     from experiments.services.job_kinds import JOB_KINDS
 
     kind = JOB_KINDS["models"]
-    first, second, third = _retrains(team_study(acme), alice, 3)
-    (other,) = _retrains(team_study(globex), charlie, 1)  # queued last
+    first, second, third = _retrains(_idle(team_study(acme)), alice, 3)
+    (other,) = _retrains(_idle(team_study(globex)), charlie, 1)  # queued last
 
     def claims(pk):
         return jobs.job_claim(kind=kind, pk=pk, worker_host="h").pk
@@ -219,9 +226,58 @@ def test_a_job_message_claims_the_job_of_the_team_furthest_below_its_share(team_
     assert _last_sent(second) > sent, "the job the message was sent for gets one of its own"
     assert jobs.job_claim(kind=kind, pk=other.pk, worker_host="h") is None, "globex's own message finds it running"
     assert claims(second.pk) == second.pk, "one slot each: the older job"
-    fourth = _retrains(team_study(acme), alice, 1)[0]
-    monkeypatch.setattr(jobs, "job_next_in_line", lambda kind, pk: other.pk)  # as read before another worker took it
+    fourth = _retrains(_idle(team_study(acme)), alice, 1)[0]
+    in_line = Waiting(other.pk, globex.pk, "normal", other.created, kind="models")
+    monkeypatch.setattr(jobs, "job_next_in_line", lambda kind, pk: in_line)  # as read before another worker took it
     assert claims(third.pk) == third.pk, "the race for the job in line lost: the message's own job"
     settings.FAIR_SHARE = False
     monkeypatch.undo()
     assert claims(fourth.pk) == fourth.pk
+
+
+def test_a_wakeup_gives_its_slot_to_another_teams_job_first_and_keeps_its_place(team_study, acme, globex, alice,
+                                                                                 charlie):
+    """Trials and jobs wait in one order: acme holds a slot, globex's retrain holds none, so acme's
+    next wake-up runs globex's job (claimed for the worker), and acme's study asks again."""
+    a = team_study(acme, parallelism=4)
+    assert claim(a).trial.study_id == a.pk
+    (job,) = _retrains(_idle(team_study(globex)), charlie, 1)
+    sent = fresh(a).wakeups_pending
+    got = claim(a)
+    assert got.status == "job" and (got.job.pk, got.job.job_kind.name) == (job.pk, "models")
+    job.refresh_from_db()
+    assert job.status == "running" and job.attempts == 1
+    a = fresh(a)
+    assert a.wakeups_pending == sent, "acme's wake-up was sent again: it keeps asking for its slot"
+    assert "further below their share" in a.queue_wait
+    assert claim(a).trial.study_id == a.pk, "one slot each, nothing of globex's waits: acme's trial"
+    (own,) = _retrains(_idle(team_study(acme)), alice, 1)
+    assert claim(a).trial.study_id == a.pk, "a team's own job does not take its study's wake-up (broker order)"
+    own.refresh_from_db()
+    assert own.status == "queued"
+
+
+def test_a_job_message_gives_its_slot_to_another_teams_study_first(team_study, acme, globex, alice, charlie):
+    """acme holds a slot (a running retrain): the message of its next retrain serves globex's waiting
+    study, whose trial is claimed without spending its wake-up; the retrain gets a message of its own.
+    When that study has no trial to give, the message's own job is claimed."""
+    from experiments.services import jobs
+    from experiments.services.job_kinds import JOB_KINDS
+    from experiments.services.trial_claims import claim_offered_trial
+
+    kind = JOB_KINDS["models"]
+    running, queued = _retrains(_idle(team_study(acme)), alice, 2)
+    assert jobs.job_claim(kind=kind, pk=running.pk, worker_host="h").pk == running.pk
+    b = team_study(globex, parallelism=2)
+    turn = jobs.job_claim(kind=kind, pk=queued.pk, worker_host="h")
+    assert turn == jobs.StudyTurn(b.pk)
+    sent = _last_sent(queued)
+    got = claim_offered_trial(study_id=b.pk, claimant=next_claimant(), oracles=ORACLES, kind=kind, pk=queued.pk)
+    assert got.status == "running" and got.trial.study_id == b.pk
+    assert fresh(b).wakeups_pending == 2, "the study's own wake-ups are still in flight"
+    assert _last_sent(queued) > sent and queued.status == "queued", "the retrain keeps a message of its own"
+    b.status = Study.Status.CANCELLED
+    Study.objects.filter(pk=b.pk).update(status=Study.Status.CANCELLED)
+    got = claim_offered_trial(study_id=b.pk, claimant=next_claimant(), oracles=ORACLES, kind=kind, pk=queued.pk)
+    assert got.status != "running" and _last_sent(queued) == queued.last_sent, "no trial: no message sent"
+    assert jobs.job_claim_own(kind=kind, pk=queued.pk, worker_host="h").pk == queued.pk

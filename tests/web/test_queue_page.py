@@ -141,7 +141,7 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
         client, alice, alice_client, acme, busy_queue):
     """Acme (quota 2) runs a trial and a retrain: its third slot's job, a second retrain, waits."""
     from experiments.services.job_kinds import JOB_KINDS
-    from experiments.services.jobs import job_claim
+    from experiments.services.jobs import job_claim_own
     from experiments.services.trained_models import trained_models_request
 
     study = busy_queue["Acme"]
@@ -149,12 +149,14 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
                                 hyperparameters={"units": 8}, score=0.9, best_epoch=2)
     first, second = (trained_models_request(study=study, user=alice, trials=[done], method="retrain")[0]
                      for _ in range(2))
-    waiting = {w["job"]: w["reason"] for w in token_client(alice).get("/api/v1/queues/cpu/").json()["waiting"]}
-    assert waiting[f"model {first.pk}"].startswith("Waiting for a free slot") and f"model {second.pk}" in waiting
+    waiting = {w["job"]: w for w in token_client(alice).get("/api/v1/queues/cpu/").json()["waiting"]}
+    # In the one claim order of trials and jobs, the older retrain first.
+    assert 0 < waiting[f"model {first.pk}"]["position"] < waiting[f"model {second.pk}"]["position"]
+    assert waiting[f"model {second.pk}"]["reason"].startswith("Waiting")
     TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=2)
     models = JOB_KINDS["models"]
-    assert job_claim(kind=models, pk=first.pk, worker_host="w") is not None
-    assert job_claim(kind=models, pk=second.pk, worker_host="w") is None
+    assert job_claim_own(kind=models, pk=first.pk, worker_host="w") is not None
+    assert job_claim_own(kind=models, pk=second.pk, worker_host="w") is None
     board = token_client(alice).get("/api/v1/queues/cpu/").json()
     assert {t["team"]: t["held"] for t in board["teams"]}["Acme"] == 2
     assert f"model {first.pk}" in [r["job"] for r in board["running"]]

@@ -12,7 +12,7 @@ from experiments.services.artifacts import ArtifactKind, artifact_create_from_pa
 from experiments.services.connections import with_db_retry
 from experiments.services.conversions import conversion_complete
 from experiments.services.job_kinds import JOB_KINDS
-from workers.jobs.runner import JobRun, host_environment, run_job
+from workers.jobs.runner import JobRun, JobWork, host_environment
 
 
 class ConversionImpossible(TuneboardError):
@@ -59,5 +59,8 @@ def _work(run: JobRun) -> bool:
         return False
 
 
+WORK = JobWork(_work, environment=host_environment)
+
+
 def convert_model(*, conversion_pk: int) -> str:
-    return run_job(JOB_KINDS["conversions"], conversion_pk, _work, environment=host_environment)
+    return WORK.run(JOB_KINDS["conversions"], conversion_pk)

@@ -20,7 +20,7 @@ from experiments.services.connections import connection_close, with_db_retry
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.predictions import prediction_complete, prediction_progress
 from workers.host.shutdown import stop_requested
-from workers.jobs.runner import JobRun, host_environment, run_job
+from workers.jobs.runner import JobRun, JobWork, host_environment
 from workers.trial_stops import TrialCancelled
 
 log = logging.getLogger(__name__)
@@ -204,5 +204,8 @@ def _work(run: JobRun) -> bool:
         return False  # cancelled or requeued while the files were written
 
 
+WORK = JobWork(_work, environment=host_environment)
+
+
 def predict_batch(*, prediction_pk: int) -> str:
-    return run_job(JOB_KINDS["predictions"], prediction_pk, _work, environment=host_environment)
+    return WORK.run(JOB_KINDS["predictions"], prediction_pk)

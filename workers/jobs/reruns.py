@@ -10,7 +10,7 @@ from experiments.services.connections import with_db_retry
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.trial_reruns import rerun_complete, rerun_record_epoch
 from workers.host.shutdown import stop_requested
-from workers.jobs.runner import JobRun, run_job
+from workers.jobs.runner import JobRun, JobWork
 from workers.training.configurations import run_environment, train_configuration, trial_spec
 from workers.training.model_building import study_hyperparameters
 
@@ -39,5 +39,8 @@ def _work(run: JobRun) -> bool:
                          environment=run.environment, duration_seconds=result.duration_seconds)
 
 
+WORK = JobWork(_work, environment=dict)  # {} until the run's is known
+
+
 def rerun_trial(*, rerun_pk: int) -> str:
-    return run_job(JOB_KINDS["reruns"], rerun_pk, _work, environment=dict)  # {} until the run's is known
+    return WORK.run(JOB_KINDS["reruns"], rerun_pk)

@@ -1,6 +1,7 @@
 """The one lifecycle every job kind but trials runs on a worker (claim, hand back when stopping,
 heartbeat, work, fenced completion, failure with its reason, memory released), so the kinds'
-modules hold only their work and cannot drift apart again. The kinds: services/job_kinds.py's JOB_KINDS."""
+modules hold only their work (a JobWork) and cannot drift apart again. The kinds: services/job_kinds.py's
+JOB_KINDS; which work a task's message runs (fair share's pick): workers/jobs/slots.py."""
 
 import logging
 import socket
@@ -14,7 +15,7 @@ from experiments.services.connections import connections_close_expired, with_db_
 from experiments.services.jobs import (
     JobKind,
     job_add_device_time,
-    job_claim,
+    job_claim_own,
     job_fail,
     job_heartbeat,
     job_hold_devices,
@@ -79,30 +80,47 @@ def _hold_devices(kind: JobKind, row, attempt: int) -> tuple[str, int]:
     return held
 
 
+@dataclass(frozen=True)
+class JobWork:
+    """A kind's own part of a run: `work(run)` returns whether its completion was accepted (False:
+    this attempt no longer owns the row, and the work removed what it made); `keras`: the work loads
+    Keras, whose memory is released after it; `environment()`: what a failure records from the start."""
+
+    work: Callable[[JobRun], bool]
+    keras: bool = True
+    environment: Callable[[], dict] | None = None
+
+    def run(self, kind: JobKind, pk: int) -> str:
+        return run_job(kind, pk, self.work, keras=self.keras, environment=self.environment)
+
+
 def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bool = True,
             environment: Callable[[], dict] | None = None) -> str:
-    """Claim the job `pk` of `kind` and run `work(run)`, which returns whether its completion was
-    accepted (False: this attempt no longer owns the row, and the work removed what it made).
-    The work raises TrialCancelled to stop (a fenced write refused, or the worker stopping at the
-    next step or epoch end): a stopping worker hands the job back without a lost attempt.
-    Any other exception fails the job with its reason. `keras`: the work loads Keras, whose
-    memory is released after it; `environment()`: what a failure records from the start."""
+    """Claim the job `pk` of `kind` itself, whatever fair share would put first (a command or a test
+    runs it here and now; a task's message goes through workers/jobs/slots.py), and run it."""
     connections_close_expired()
-    row = with_db_retry(job_claim, kind=kind, pk=pk, worker_host=socket.gethostname())
+    row = with_db_retry(job_claim_own, kind=kind, pk=pk, worker_host=socket.gethostname())
     if row is None:
         return "nothing to do"  # a duplicated delivery, or another worker has it
-    pk, attempt = row.pk, row.attempts  # fair share may have handed this message another team's job
+    return run_claimed(row, JobWork(work, keras, environment))
+
+
+def run_claimed(row, job: JobWork) -> str:
+    """Run the claimed job `row` (its kind in row.job_kind). The work raises TrialCancelled to stop
+    (a fenced write refused, or the worker stopping at the next step or epoch end): a stopping worker
+    hands the job back without a lost attempt. Any other exception fails the job with its reason."""
+    kind, pk, attempt = row.job_kind, row.pk, row.attempts
     if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
         return "released"  # claimed as its worker began to stop: another worker runs it
     devices = _hold_devices(kind, row, attempt)
     run = JobRun(kind=kind, row=row, attempt=attempt, started=time.monotonic(),
-                 environment=environment() if environment else None, devices=devices)
+                 environment=job.environment() if job.environment else None, devices=devices)
     heartbeat = Heartbeat(lambda: job_heartbeat(kind=kind, pk=pk, attempt=attempt),
                           settings.TRIAL_HEARTBEAT_SECONDS, name=f"heartbeat-{kind.name}-{pk}")
     heartbeat.start()
     with job_log(kind=kind.name, job_id=pk, attempt=attempt) as captured:
         try:
-            return "completed" if work(run) else "superseded"  # refused: requeued or cancelled while it worked
+            return "completed" if job.work(run) else "superseded"  # refused: requeued or cancelled while it worked
         except TrialCancelled:
             if stop_requested() and with_db_retry(job_release, kind=kind, pk=pk, attempt=attempt):
                 return "released"  # its worker is shutting down: another one runs it
@@ -116,7 +134,7 @@ def run_job(kind: JobKind, pk: int, work: Callable[[JobRun], bool], *, keras: bo
         finally:
             heartbeat.stop()
             _add_device_time(run)
-            if keras:
+            if job.keras:
                 import keras as keras_module
 
                 release_memory(keras_module, trial_seconds=run.seconds())

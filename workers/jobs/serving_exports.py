@@ -7,7 +7,7 @@ from experiments.services.connections import with_db_retry
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.serving_exports import serving_export_complete, serving_export_write
 from experiments.serving.layout import LayoutSuperseded
-from workers.jobs.runner import JobRun, host_environment, run_job
+from workers.jobs.runner import JobRun, JobWork, host_environment
 from workers.trial_stops import TrialCancelled
 
 
@@ -22,5 +22,8 @@ def _work(run: JobRun) -> bool:
                          environment=run.environment, duration_seconds=run.seconds())
 
 
+WORK = JobWork(_work, keras=False, environment=host_environment)
+
+
 def export_serving(*, export_pk: int) -> str:
-    return run_job(JOB_KINDS["serving_exports"], export_pk, _work, keras=False, environment=host_environment)
+    return WORK.run(JOB_KINDS["serving_exports"], export_pk)

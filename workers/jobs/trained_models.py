@@ -21,7 +21,7 @@ from workers.host.environment import environment_record
 from workers.host.shutdown import stop_requested
 from workers.host.versions import package_versions
 from workers.hypermodels.base import DataInfo
-from workers.jobs.runner import JobRun, run_job
+from workers.jobs.runner import JobRun, JobWork
 from workers.training.dataset_cache import load_dataset
 from workers.training.fitting import describe, detect_best_epoch, train_on_train_and_validation
 from workers.training.inference import evaluate
@@ -129,5 +129,8 @@ def _work(run: JobRun) -> bool:
         return False
 
 
+WORK = JobWork(_work)
+
+
 def make_trained_model(*, model_pk: int) -> str:
-    return run_job(JOB_KINDS["models"], model_pk, _work)
+    return WORK.run(JOB_KINDS["models"], model_pk)

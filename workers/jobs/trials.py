@@ -7,6 +7,7 @@ import os
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from experiments.selectors.training_inputs import study_for_training, trial_resu
 from experiments.services.artifacts import ArtifactKind, artifact_create_from_path
 from experiments.services.connections import connections_close_expired, with_db_retry
 from experiments.services.queueing import trial_tasks_enqueue
-from experiments.services.trial_claims import claim_trial, finish_trial
+from experiments.services.trial_claims import claim_offered_trial, claim_trial, finish_trial
 from experiments.services.trial_epochs import StudyPruning, trial_heartbeat, trial_record_epoch
 from experiments.services.trial_oracle import Claimant, Outcome
 from workers.host.compute import keras_backend
@@ -140,13 +141,23 @@ def _train_logged(study, trial, hp, spec, captured) -> Outcome:
         release_memory(keras, trial_seconds=time.monotonic() - started)
 
 
-def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str:
+def _claimants(task_id: str, worker_name: str) -> Callable[[], Claimant]:
+    host, claims = socket.gethostname(), itertools.count()
+
+    def claimant() -> Claimant:
+        return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
+                        worker_name=worker_name)
+
+    return claimant
+
+
+def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "",
+                   run_claimed_job: Callable[[object], str] | None = None) -> str:
     """Claim a trial of the study and train it; while trials are short, finish each one and
     claim the next under the same lock, for up to settings.CONTINUE_SECONDS, then hand the slot back
-    to the broker (so other studies on the queue get their turn)."""
+    to the broker (so other studies on the queue get their turn). When fair share gives the slot to a
+    queued job instead, `run_claimed_job(row)` runs it (workers/jobs/slots.py)."""
     connections_close_expired()
-    host = socket.gethostname()
-    claims = itertools.count()
     study = study_for_training(study_id=study_id)
     if study.backend != keras_backend():
         # Only a worker started around its queue check gets here: hand the wake-up, still
@@ -155,16 +166,28 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
                     study_id, study.backend, keras_backend(), study.task_queue)
         trial_tasks_enqueue(study_id=study_id, queue=study.task_queue)
         return "misrouted"
-
-    def claimant() -> Claimant:
-        return Claimant(tuner_id=f"{host}:{os.getpid()}:{task_id}:{next(claims)}", worker_host=host,
-                        worker_name=worker_name)
-
+    claimant = _claimants(task_id, worker_name)
     claim = with_db_retry(claim_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES)
+    if claim.status == "job":
+        return run_claimed_job(claim.job)
     if claim.trial is not None and claim.trial.study_id != study_id:
         # Fair share gave this wake-up's slot to another study of the queue: train its trial.
-        study_id = claim.trial.study_id
-        study = study_for_training(study_id=study_id)
+        study = study_for_training(study_id=claim.trial.study_id)
+    return _train_claimed(study, claim, claimant)
+
+
+def run_offered_trial(*, study_id: int, kind, pk: int, task_id: str, worker_name: str = "") -> str | None:
+    """A message for the job `pk` of `kind` offered its slot to this study, first in line: train the
+    trial it gives (and the next ones, as run_next_trial does); None when it gives none."""
+    connections_close_expired()
+    study = study_for_training(study_id=study_id)
+    claimant = _claimants(task_id, worker_name)
+    claim = with_db_retry(claim_offered_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES, kind=kind,
+                          pk=pk)
+    return _train_claimed(study, claim, claimant) if claim.status == "running" else None
+
+
+def _train_claimed(study, claim, claimant: Callable[[], Claimant]) -> str:
     deadline = time.monotonic() + settings.CONTINUE_SECONDS
     status = claim.status
     while claim is not None and claim.status == "running":
@@ -173,5 +196,5 @@ def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "") -> str
         keep_going = (time.monotonic() < deadline and outcome.status in ("completed", "pruned")
                       and not stop_requested())
         claim = with_db_retry(finish_trial, trial_pk=claim.trial.pk, outcome=outcome, oracles=ORACLES,
-                              study_id=study_id, next_claimant=claimant() if keep_going else None).claim
+                              study_id=study.id, next_claimant=claimant() if keep_going else None).claim
     return status

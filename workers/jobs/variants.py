@@ -11,7 +11,7 @@ from experiments.services.artifacts import ArtifactKind, artifact_create_from_pa
 from experiments.services.connections import with_db_retry
 from experiments.services.job_kinds import JOB_KINDS
 from experiments.services.variants import variant_complete
-from workers.jobs.runner import JobRun, host_environment, run_job
+from workers.jobs.runner import JobRun, JobWork, host_environment
 from workers.training.dataset_cache import load_dataset
 
 
@@ -52,5 +52,8 @@ def _work(run: JobRun) -> bool:
             raise
 
 
+WORK = JobWork(_work, environment=host_environment)
+
+
 def quantize_model(*, variant_pk: int) -> str:
-    return run_job(JOB_KINDS["variants"], variant_pk, _work, environment=host_environment)
+    return WORK.run(JOB_KINDS["variants"], variant_pk)
