@@ -181,6 +181,7 @@ def trial(spec: dict) -> dict:
     django.setup()
     import keras
 
+    import workers.jobs.slots
     import workers.jobs.trials  # as the worker child does at start (workers/tasks.py): not paid by its first trial
 
     keras.ops.convert_to_tensor([0.0])  # the backend's devices initialised, as after a worker's first trial
@@ -200,7 +201,7 @@ def trial(spec: dict) -> dict:
     if spec.get("barrier"):
         _wait_for_all(spec["barrier"], spec["parties"])
     started = time.time()
-    status = workers.jobs.trials.run_next_trial(study_id=spec["study_id"], task_id=f"bench-{os.getpid()}",
+    status = workers.jobs.slots.run_wakeup(study_id=spec["study_id"], task_id=f"bench-{os.getpid()}",
                                            worker_name=f"bench@{os.uname().nodename}")
     return {"status": status, "started": started, "ended": time.time(), "epoch_cpu_ends": cpu_ends,
             "backend": keras.backend.backend()}

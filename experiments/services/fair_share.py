@@ -53,16 +53,16 @@ def slot_route(*, study_id: int) -> Route:
         return Route(study_id, study_id)
     standing = queue_standing(queue=place[0], backend=place[1], kinds=JOB_KINDS.values(), asking=study_id)
     quota_teams = frozenset(team for team, p in standing.policies.items() if p.max_concurrent is not None)
-    me = next((w for w in standing.waiting if w.study_id == study_id), None)
+    me = next((w for w in standing.waiting if w.study_id == study_id and not w.kind), None)
     if me is None:
         return Route(study_id, study_id, quota_teams=quota_teams)  # every slot busy: the claim drops the duplicate
     blocked = quota_reason(standing, me.team_id)
     order = claim_order(standing) if settings.FAIR_SHARE else ([] if blocked else [me])
+    # Between a team's own jobs and its trials, broker order: its jobs are not in its wake-ups' way.
+    order = [w for w in order if not (w.kind and w.team_id == me.team_id)]
     if not order:
         return Route(study_id, None, wait=blocked or "", quota_teams=quota_teams)
     head = order[0]
-    if head.job is not None and head.team_id == me.team_id:
-        return Route(study_id, study_id, quota_teams=quota_teams)  # a team's own jobs and trials: broker order
     if head.job is not None:
         return Route(study_id, None, wait=blocked or wait_reason(standing, me, head), fallback=not blocked,
                      quota_teams=quota_teams, job=head.job)
@@ -163,9 +163,9 @@ def job_next_in_line(*, kind, pk: int) -> Waiting | None:
     me = next((w for w in standing.waiting if w.job == (kind.name, pk)), None)
     if me is None:
         return None
-    order = claim_order(standing)
-    # Between a team's own jobs and trials, broker order (its oldest study first among its trials, slot_route).
-    return order[0] if order and order[0].team_id != me.team_id else None
+    # Between a team's own jobs and its trials, broker order: its other work is not in this message's way.
+    order = [w for w in claim_order(standing) if w.team_id != me.team_id or w is me]
+    return order[0] if order and order[0] is not me else None
 
 
 class PolicyError(ValueError):

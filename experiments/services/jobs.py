@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
@@ -69,7 +69,7 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | StudyTurn | 
     if first is not None and first.job is None:
         return StudyTurn(first.study_id)
     if first is not None:
-        row = _claim(JOB_KINDS[first.kind], first.study_id, worker_host)
+        row = _claim(JOB_KINDS[first.kind], first.study_id, worker_host, own_message=False)
         if row is not None and row is not LOST_RACE:
             job_send_again(kind=kind, pk=pk)
             return row
@@ -77,26 +77,32 @@ def job_claim(*, kind: JobKind, pk: int, worker_host: str) -> Job | StudyTurn | 
     return job_claim_own(kind=kind, pk=pk, worker_host=worker_host)
 
 
-def job_claim_own(*, kind: JobKind, pk: int, worker_host: str) -> Job | None:
-    """job_claim of exactly this job, whatever fair share would put first (a slot offered to it)."""
-    row = _claim(kind, pk, worker_host)
+def job_claim_own(*, kind: JobKind, pk: int, worker_host: str, own_message: bool = True) -> Job | None:
+    """job_claim of exactly this job, whatever fair share would put first. `own_message`: the message
+    being handled is this job's (False: a slot another message offered; a quota that holds the job
+    then leaves its own message to poll, and sends none)."""
+    row = _claim(kind, pk, worker_host, own_message=own_message)
     return None if row is LOST_RACE else row
 
 
 def job_send_again(*, kind: JobKind, pk: int) -> None:
-    """This message served other work: the job it was sent for gets one of its own (and its resend
-    clock starts again), so every queued job keeps a message and none is spent twice."""
-    for job in kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED):
-        job_send(kind=kind, row=job)
+    """This message served other work, already claimed: the job it was sent for gets one of its own (and
+    its resend clock starts again), so every queued job keeps a message and none is spent twice. Never
+    raises: a retry would claim again; a send that failed is the reaper's to make."""
+    try:
+        for job in kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED):
+            job_send(kind=kind, row=job)
+    except DatabaseError:
+        log.warning("%s %s: its message was not sent again", kind.label, pk, exc_info=True)
 
 
 LOST_RACE = object()  # the conditional UPDATE found the job no longer queued
 
 
-def _claim(kind: JobKind, pk: int, worker_host: str):
+def _claim(kind: JobKind, pk: int, worker_host: str, *, own_message: bool = True):
     now = timezone.now()
     with transaction.atomic():
-        if _quota_held(kind, pk, now):
+        if _quota_held(kind, pk, now, poll=own_message):
             return None
         if not kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.RUNNING, attempts=F("attempts") + 1, worker_host=worker_host, heartbeat=now,
@@ -110,11 +116,11 @@ def _claim(kind: JobKind, pk: int, worker_host: str):
     return kind.prepare(row) if kind.prepare is not None else row
 
 
-def _quota_held(kind: JobKind, pk: int, now) -> bool:
+def _quota_held(kind: JobKind, pk: int, now, *, poll: bool = True) -> bool:
     """The job's team is at a quota on the accelerator queue its work runs on: the job stays QUEUED
-    saying why, its message is spent and one is sent again QUOTA_POLL_SECONDS later, as a held study
-    asks again (one message in flight per held job; the reaper's resend stays for a lost one).
-    Checked under the team's policy-row lock, as trials are."""
+    saying why and, with `poll` (the message handled is its own), its message is spent and one is sent
+    again QUOTA_POLL_SECONDS later, as a held study asks again (one message in flight per held job; the
+    reaper's resend stays for a lost one). Checked under the team's policy-row lock, as trials are."""
     row = kind.table.objects.select_related(*kind.send_related).filter(pk=pk, status=JobStatus.QUEUED).first()
     if row is None:
         return False
@@ -123,6 +129,9 @@ def _quota_held(kind: JobKind, pk: int, now) -> bool:
     reason = job_quota_locked(team_id=team_id, queue=queue.removesuffix(JAX_SUFFIX))
     if reason is None:
         return False
+    if not poll:
+        kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queue_wait=reason)
+        return True
     kind.table.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queue_wait=reason, last_sent=now)
     job_task_enqueue(kind=kind, pk=pk, queue=queue, countdown=settings.QUOTA_POLL_SECONDS,
                      unsent=_unsent(kind, pk))

@@ -1,5 +1,5 @@
 """Preemption, on the queues TUNEBOARD_PREEMPT_QUEUES names: when every slot of a queue is busy and
-the study first in fair-share order waits, one running trial of a team over its share is asked to
+the study or job first in fair-share order waits, one running trial of a team over its share is asked to
 stop at its next epoch end (Trial.preempted); the worker keeps its weights and state, hands it back
 without penalty, and its next attempt goes on from that epoch (docs/design/fair-share.md)."""
 
@@ -61,8 +61,9 @@ def _preempt_one(queue: str, backend: str, slots: int, now) -> int:
         return 0
     asked = Trial.objects.filter(pk=victim, status=TrialStatus.RUNNING, preempted__isnull=True).update(preempted=now)
     if asked:
-        log.info("trial %s asked to stop at its next epoch end for study %s (queue %s)", victim,
-                 order[0].study_id, task_queue(queue, backend))
+        head = order[0]
+        log.info("trial %s asked to stop at its next epoch end for %s %s (queue %s)", victim,
+                 head.kind or "study", head.study_id, task_queue(queue, backend))
     return asked
 
 

@@ -204,7 +204,7 @@ def claim_trial(*, study_id: int, claimant: Claimant, oracles: Oracles) -> Claim
     route = slot_route(study_id=study_id)
     if route.job is not None:
         kind, pk = route.job
-        row = job_claim_own(kind=JOB_KINDS[kind], pk=pk, worker_host=claimant.worker_host)
+        row = job_claim_own(kind=JOB_KINDS[kind], pk=pk, worker_host=claimant.worker_host, own_message=False)
         if row is not None:
             _pass_on(route)
             return Claim("job", job=row)
@@ -227,7 +227,10 @@ def claim_offered_trial(*, study_id: int, claimant: Claimant, oracles: Oracles, 
     (services/jobs.StudyTurn): a trial claimed without spending a wake-up of the study, and the job
     gets a message of its own; nothing changes when the study has no trial to give."""
     started = perf_counter()
-    claim = _claim(study_id, claimant, oracles, started, wakeup=False, route=Route(study_id, study_id))
+    try:
+        claim = _claim(study_id, claimant, oracles, started, wakeup=False, route=Route(study_id, study_id))
+    except Study.DoesNotExist:
+        return Claim("stopped")  # deleted since the route was read
     if claim.status == "running":
         job_send_again(kind=kind, pk=pk)
     return claim

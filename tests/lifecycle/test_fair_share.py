@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from experiments.models import Study, TeamQueuePolicy, Trial
+from experiments.models import Study, TeamQueuePolicy, TrainedModel, Trial
 from experiments.scheduling.fair_share import Waiting
 from experiments.services import studies
 from experiments.services.datasets import dataset_create_bundled
@@ -252,6 +252,7 @@ def test_a_wakeup_gives_its_slot_to_another_teams_job_first_and_keeps_its_place(
     assert "further below their share" in a.queue_wait
     assert claim(a).trial.study_id == a.pk, "one slot each, nothing of globex's waits: acme's trial"
     (own,) = _retrains(_idle(team_study(acme)), alice, 1)
+    TrainedModel.objects.filter(pk=own.pk).update(created=timezone.now() - timedelta(days=1))  # older than A
     assert claim(a).trial.study_id == a.pk, "a team's own job does not take its study's wake-up (broker order)"
     own.refresh_from_db()
     assert own.status == "queued"
@@ -276,8 +277,25 @@ def test_a_job_message_gives_its_slot_to_another_teams_study_first(team_study, a
     assert got.status == "running" and got.trial.study_id == b.pk
     assert fresh(b).wakeups_pending == 2, "the study's own wake-ups are still in flight"
     assert _last_sent(queued) > sent and queued.status == "queued", "the retrain keeps a message of its own"
-    b.status = Study.Status.CANCELLED
     Study.objects.filter(pk=b.pk).update(status=Study.Status.CANCELLED)
+    sent = _last_sent(queued)
     got = claim_offered_trial(study_id=b.pk, claimant=next_claimant(), oracles=ORACLES, kind=kind, pk=queued.pk)
-    assert got.status != "running" and _last_sent(queued) == queued.last_sent, "no trial: no message sent"
+    assert got.status != "running" and _last_sent(queued) == sent, "no trial: no message sent"
     assert jobs.job_claim_own(kind=kind, pk=queued.pk, worker_host="h").pk == queued.pk
+
+
+def test_another_teams_job_held_by_a_quota_at_the_claim_sends_no_message_and_the_wakeup_claims(
+        team_study, acme, globex, alice, charlie, monkeypatch):
+    """The route (read without a lock) put globex's job first, but its quota filled meanwhile: the job
+    stays queued saying why, with no poll of its own sent (its own message polls), and acme claims."""
+    from experiments.services import jobs
+
+    a = team_study(acme, parallelism=4)
+    assert claim(a).trial.study_id == a.pk
+    (job,) = _retrains(_idle(team_study(globex)), charlie, 1)
+    sent = _last_sent(job)
+    monkeypatch.setattr(jobs, "job_quota_locked", lambda team_id, queue: "Waiting: the team's quota")
+    got = claim(a)
+    assert got.status == "running" and got.trial.study_id == a.pk
+    job.refresh_from_db()
+    assert (job.status, job.queue_wait, job.last_sent) == ("queued", "Waiting: the team's quota", sent)

@@ -151,8 +151,8 @@ def _claimants(task_id: str, worker_name: str) -> Callable[[], Claimant]:
     return claimant
 
 
-def run_next_trial(*, study_id: int, task_id: str, worker_name: str = "",
-                   run_claimed_job: Callable[[object], str] | None = None) -> str:
+def run_next_trial(*, study_id: int, task_id: str, run_claimed_job: Callable[[object], str],
+                   worker_name: str = "") -> str:
     """Claim a trial of the study and train it; while trials are short, finish each one and
     claim the next under the same lock, for up to settings.CONTINUE_SECONDS, then hand the slot back
     to the broker (so other studies on the queue get their turn). When fair share gives the slot to a
@@ -180,11 +180,12 @@ def run_offered_trial(*, study_id: int, kind, pk: int, task_id: str, worker_name
     """A message for the job `pk` of `kind` offered its slot to this study, first in line: train the
     trial it gives (and the next ones, as run_next_trial does); None when it gives none."""
     connections_close_expired()
-    study = study_for_training(study_id=study_id)
     claimant = _claimants(task_id, worker_name)
     claim = with_db_retry(claim_offered_trial, study_id=study_id, claimant=claimant(), oracles=ORACLES, kind=kind,
                           pk=pk)
-    return _train_claimed(study, claim, claimant) if claim.status == "running" else None
+    if claim.status != "running":
+        return None
+    return _train_claimed(study_for_training(study_id=study_id), claim, claimant)
 
 
 def _train_claimed(study, claim, claimant: Callable[[], Claimant]) -> str:
