@@ -120,6 +120,16 @@ def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
                                job_created=F("created"), job_hint=hint)
                      .values_list("job_kind", "job_pk", "job_team", "job_created", "job_hint"))
     rows = parts[0].union(*parts[1:], all=True).order_by("job_created", "job_pk")[:JOB_ORDER_WINDOW]
+    rows = list(rows)
+    unplaced: dict[int, list[int]] = {}  # kind number -> its rows the query could not place
+    for number, pk, _team_id, _created, hint in rows:
+        if kinds[number].queue_column is None and kinds[number].study is not None and not hint:
+            unplaced.setdefault(number, []).append(pk)
+    placed = {}
+    for number, pks in unplaced.items():  # one query a kind (an ensemble's queue is cached: job_kinds.model_queue)
+        kind = kinds[number]
+        for row in kind.table.objects.select_related(*kind.send_related).filter(pk__in=pks):
+            placed[number, row.pk] = kind.queue_of(row)
     waiting = []
     for number, pk, team_id, created, hint in rows:
         kind = kinds[number]
@@ -127,11 +137,8 @@ def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
             runs_on = hint
         elif kind.study is None:
             runs_on = kind.queue
-        elif hint:
-            runs_on = task_queue(queue, hint)
         else:
-            row = kind.table.objects.select_related(*kind.send_related).filter(pk=pk).first()
-            runs_on = None if row is None else kind.queue_of(row)
+            runs_on = task_queue(queue, hint) if hint else placed.get((number, pk))
         if runs_on == target:
             waiting.append(Waiting(pk, team_id, "normal", created, kind=kind.name))
     return waiting

@@ -58,15 +58,29 @@ class JobKind:
     on_fail: Callable[[int, str], None] | None = None  # (pk, error) in the transaction that failed it
 
 
+# An ensemble's members never change: each process works out its queue once (fair share reads the
+# queue of every queued job on each claim). Keyed with its creation time too: SQLite may give a
+# deleted row's id to the next one.
+_ensemble_queues: dict[tuple, str] = {}
+
+
 def model_queue(model: TrainedModel) -> str:
     """Single models train where their study ran; ensembles (no study) on the CPU queue, of JAX
     workers when every member comes from a JAX study (so a fleet without TensorFlow builds them)."""
     if model.study_id:
         return model.study.task_queue
+    key = (model.pk, model.created)
+    if key in _ensemble_queues:
+        return _ensemble_queues[key]
     members = model.members.select_related("model__study", "trial__study")
     backends = {(member.trial.study if member.trial_id else member.model.study).backend
                 if member.trial_id or member.model.study_id else DEFAULT_BACKEND for member in members}
-    return task_queue(ENSEMBLE_QUEUE, backends.pop()) if len(backends) == 1 else ENSEMBLE_QUEUE
+    queue = task_queue(ENSEMBLE_QUEUE, backends.pop()) if len(backends) == 1 else ENSEMBLE_QUEUE
+    if members and model.pk is not None:  # a model being built has no members yet
+        if len(_ensemble_queues) > 10_000:
+            _ensemble_queues.clear()
+        _ensemble_queues[key] = queue
+    return queue
 
 
 def model_on_jax(model: TrainedModel) -> bool:

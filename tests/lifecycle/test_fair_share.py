@@ -299,3 +299,30 @@ def test_another_teams_job_held_by_a_quota_at_the_claim_sends_no_message_and_the
     assert got.status == "running" and got.trial.study_id == a.pk
     job.refresh_from_db()
     assert (job.status, job.queue_wait, job.last_sent) == ("queued", "Waiting: the team's quota", sent)
+
+
+def test_queued_ensembles_wait_on_their_members_backend_each_worked_out_once(acme, alice, django_assert_num_queries):
+    """An ensemble follows no study: its queue (cpu, or cpu-jax when every member trained on JAX) is read
+    from its members, once a process; the claim path then reads all queued jobs in two queries."""
+    from experiments.selectors.fair_share import queued_jobs
+    from experiments.services.ensembles import ensemble_create
+    from experiments.services.job_kinds import JOB_KINDS
+    from tests.web.registry_rows import registrable
+
+    iris = dataset_create_bundled(team=acme, user=alice, bundled_name="iris")
+
+    def ensemble(backend):
+        study = saved_study(acme, alice, iris, name=f"{backend} {Study.objects.count()}", hypermodel="dense",
+                            backend=backend)
+        return ensemble_create(team=acme, user=alice, method="nelder_mead",
+                               members=[registrable(acme, alice, study, n) for n in (1, 2)]).pk
+
+    on_jax = [ensemble("jax") for _ in range(3)]
+    on_tf = ensemble("tensorflow")
+
+    def waiting(backend):
+        return [w.study_id for w in queued_jobs(kinds=JOB_KINDS.values(), queue="cpu", backend=backend)]
+
+    assert waiting("jax") == on_jax and waiting("tensorflow") == [on_tf]
+    with django_assert_num_queries(2):  # every kind in one UNION, the study-less rows in one more
+        assert waiting("jax") == on_jax
