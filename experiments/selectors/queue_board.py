@@ -46,6 +46,9 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
                    .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
     running_jobs = _running_jobs(kinds, queue)
     labels = {kind.name: kind.label for kind in kinds}
+    # A job claimed between the two reads is running, not waiting: listed once.
+    started = {job["job"] for job in running_jobs}
+    standing.waiting = [w for w in standing.waiting if not (w.kind and f"{labels[w.kind]} {w.study_id}" in started)]
     durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
                                           duration_seconds__isnull=False)
                      .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])

@@ -167,3 +167,30 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
     client.force_login(User.objects.get(username="charlie"))
     board = client.get("/queues/cpu/").content.decode()
     assert f"Model {first.pk}" not in board and f"Model {second.pk}" not in board, "another team's jobs unnamed"
+
+
+def test_a_job_claimed_while_the_board_is_read_is_listed_once(alice, acme, busy_queue, monkeypatch):
+    """The standing (the waiting) and the running jobs are two reads: a retrain claimed between them
+    shows as running only, not also as waiting."""
+    from experiments.selectors import queue_board as board_module
+    from experiments.services.job_kinds import JOB_KINDS
+    from experiments.services.jobs import job_claim_own
+    from experiments.services.trained_models import trained_models_request
+
+    study = busy_queue["Acme"]
+    done = Trial.objects.create(study=study, trial_id="9", number=9, status=Trial.Status.COMPLETED,
+                                hyperparameters={"units": 8}, score=0.9, best_epoch=2)
+    (job,) = trained_models_request(study=study, user=alice, trials=[done], method="retrain")
+    read = board_module.queue_standing
+
+    def then_claimed(**kwargs):
+        standing = read(**kwargs)
+        job_claim_own(kind=JOB_KINDS["models"], pk=job.pk, worker_host="w")  # a worker takes it now
+        return standing
+
+    monkeypatch.setattr(board_module, "queue_standing", then_claimed)
+    board = board_module.queue_board(queue="cpu", team=acme, kinds=JOB_KINDS.values())
+    assert f"model {job.pk}" in [r["job"] for r in board["running"]]
+    assert f"model {job.pk}" not in [w["job"] for w in board["waiting"]]
+    assert [w["position"] for w in board["waiting"] if w["position"] is not None] == list(
+        range(1, 1 + sum(w["position"] is not None for w in board["waiting"])))
