@@ -87,6 +87,15 @@ def claim_order(standing: Standing) -> list[Waiting]:
     return sorted(eligible, key=key)
 
 
+def claim_order_for(standing: Standing, asking: Waiting) -> list[Waiting]:
+    """claim_order as seen by the message of `asking` (a study's wake-up or a job's message): its
+    own team's work keeps broker order between jobs and trials, so of that team only `asking` and,
+    when `asking` is a study, the team's other studies stay in line (a team's jobs are not in its
+    wake-ups' way, nor its trials in its jobs')."""
+    return [w for w in claim_order(standing)
+            if w.team_id != asking.team_id or w == asking or not (w.kind or asking.kind)]
+
+
 def wait_reason(standing: Standing, study: Waiting, head: Waiting) -> str:
     """Why `study` waits while `head` gets the slot, in words for its page."""
     if head.team_id != study.team_id:

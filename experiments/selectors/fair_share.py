@@ -13,6 +13,11 @@ from experiments.scheduling.fair_share import Policy, Standing, Waiting, month_s
 from experiments.states import JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import JAX_SUFFIX, task_queue
 
+# The trials of a study that need no slot again: running or ended for good (a lost one retried up to
+# max_retries_per_trial times, a handed-back one always; oracle.py's fail and release).
+SETTLED = (Q(trials__status__in=(TrialStatus.RUNNING, TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.PRUNED))
+           | Q(trials__status=TrialStatus.LOST, trials__attempt__gt=F("max_retries_per_trial")))
+
 
 def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None,
                    queued_jobs_wait: bool = True) -> Standing:
@@ -26,13 +31,17 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
     studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
-               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING))).order_by()
+               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
+                         settled=Count("trials__trial_id", distinct=True, filter=SETTLED)).order_by()
                .values_list("id", "team_id", "priority", "started", "created", "backend", "parallelism",
-                            "wakeups_pending", "running"))
-    for study_id, team_id, priority, started, created, on, parallelism, pending, running in studies:
+                            "wakeups_pending", "running", "settled", "max_trials"))
+    for study_id, team_id, priority, started, created, on, parallelism, pending, running, settled, budget in studies:
         if running:
             standing.held[team_id] = standing.held.get(team_id, 0) + running
-        if on == backend and running < parallelism and (pending > 0 or study_id == asking):
+        # A study whose every trial has started (none left to retry) has no trial to give a slot,
+        # however many wake-ups are still on their way: it neither waits on the page nor draws a
+        # slot or a preemption away from work that can use it.
+        if on == backend and running < parallelism and settled < budget and (pending > 0 or study_id == asking):
             standing.waiting.append(Waiting(study_id, team_id, priority, started or created))
     for team_id, running in running_jobs(kinds=kinds, queue=queue).items():
         standing.held[team_id] = standing.held.get(team_id, 0) + running

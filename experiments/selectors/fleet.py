@@ -54,7 +54,9 @@ def fleet_live(*, now=None) -> dict[str, dict]:
     (one query): the runs' CPU % and RSS summed, and per GPU index its latest figures. Of every
     team's runs alike, and naming none: the fleet is shared, its use is not a secret, whose it is is."""
     now = now or timezone.now()
-    fresh = now - timedelta(seconds=3 * max(settings.SYSTEM_SAMPLE_SECONDS, settings.JOB_LOG_FLUSH_SECONDS))
+    # Three intervals, and never under 10 s: on a busy host a flush runs late, and a run whose
+    # latest sample is a few seconds old is still running (its log says so until it ends).
+    fresh = now - timedelta(seconds=max(10, 3 * max(settings.SYSTEM_SAMPLE_SECONDS, settings.JOB_LOG_FLUSH_SECONDS)))
     latest = JobSample.objects.filter(log=OuterRef("pk")).order_by("-at").values("values")[:1]
     logs = (JobLog.objects.filter(running=True, updated__gte=fresh).exclude(worker="")
             .annotate(latest=Subquery(latest, output_field=JSONField())).values("worker", "latest"))

@@ -6,6 +6,7 @@ from datetime import timedelta
 from statistics import mean
 
 from django.db.models.functions import Coalesce
+from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
@@ -31,7 +32,7 @@ def _running_jobs(kinds, queue: str) -> list[dict]:
         # Since its current attempt started (a job handed back and claimed again runs anew).
         for pk, team_id, started in (jobs_on_queue(kind, queue).filter(status=JobStatus.RUNNING)
                                      .values_list("pk", kind.team, Coalesce("attempt_started", "started"))):
-            running.append({"job": f"{kind.label} {pk}", "team_id": team_id, "started": started})
+            running.append({"key": (kind.name, pk), "team_id": team_id, "started": started})
     return running
 
 
@@ -45,10 +46,10 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
                    .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
     running_jobs = _running_jobs(kinds, queue)
-    labels = {kind.name: kind.label for kind in kinds}
+    kinds_by_name = {kind.name: kind for kind in kinds}
     # A job claimed between the two reads is running, not waiting: listed once.
-    started = {job["job"] for job in running_jobs}
-    standing.waiting = [w for w in standing.waiting if not (w.kind and f"{labels[w.kind]} {w.study_id}" in started)]
+    started = {job["key"] for job in running_jobs}
+    standing.waiting = [w for w in standing.waiting if w.job not in started]
     durations = list(Trial.objects.filter(status=TrialStatus.COMPLETED, study__queue=queue,
                                           duration_seconds__isnull=False)
                      .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
@@ -67,14 +68,19 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
 
     def named(row: dict, team_id: int, study_id: int | None) -> dict:
         visible = shown(team_id)
-        return {"job": None, **row, "team": teams.get(team_id) if visible else None,
+        return {"job": None, "job_url": None, **row, "team": teams.get(team_id) if visible else None,
                 "mine": team is not None and team_id == team.id, "study_id": study_id if visible else None,
                 "study": studies.get(study_id) if visible else None}
 
+    def job_fields(key: tuple[str, int] | None, team_id: int) -> dict:
+        """A job's kind and number and its page, to its own team (or a site admin)."""
+        if key is None or not shown(team_id):
+            return {"job": None, "job_url": None}
+        kind, pk = kinds_by_name[key[0]], key[1]
+        return {"job": f"{kind.label} {pk}", "job_url": reverse(kind.page, args=[pk]) if kind.page else None}
+
     def waiting_row(w, row: dict) -> dict:
-        """A study, or a job (its kind and number, to its own team)."""
-        job = f"{labels[w.kind]} {w.study_id}" if w.kind and shown(w.team_id) else None
-        return named({**row, "priority": w.priority, "since": w.since, "job": job}, w.team_id,
+        return named({**row, "priority": w.priority, "since": w.since, **job_fields(w.job, w.team_id)}, w.team_id,
                      None if w.kind else w.study_id)
 
     frees = sorted(max(r["started"] + timedelta(seconds=typical), now) for r in running) if typical else []
@@ -112,7 +118,7 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
             "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
                                "number": r["number"] if shown(r["study__team_id"]) else None,
                                "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running]
-            + [named({"trial_pk": None, "number": None, "since": j["started"],
-                      "job": j["job"] if shown(j["team_id"]) else None}, j["team_id"], None) for j in running_jobs],
+            + [named({"trial_pk": None, "number": None, "since": j["started"], **job_fields(j["key"], j["team_id"])},
+                     j["team_id"], None) for j in running_jobs],
             "waiting": waiting, "teams": team_rows}
 

@@ -11,7 +11,14 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from experiments.models import Study, Team, TeamQueuePolicy, Trial
-from experiments.scheduling.fair_share import Policy, Standing, Waiting, claim_order, quota_reason, wait_reason
+from experiments.scheduling.fair_share import (
+    Policy,
+    Standing,
+    Waiting,
+    claim_order_for,
+    quota_reason,
+    wait_reason,
+)
 from experiments.selectors.fair_share import queue_standing, running_jobs
 from experiments.services.audit import audit_record
 from experiments.services.job_kinds import JOB_KINDS
@@ -57,9 +64,7 @@ def slot_route(*, study_id: int) -> Route:
     if me is None:
         return Route(study_id, study_id, quota_teams=quota_teams)  # every slot busy: the claim drops the duplicate
     blocked = quota_reason(standing, me.team_id)
-    order = claim_order(standing) if settings.FAIR_SHARE else ([] if blocked else [me])
-    # Between a team's own jobs and its trials, broker order: its jobs are not in its wake-ups' way.
-    order = [w for w in order if not (w.kind and w.team_id == me.team_id)]
+    order = claim_order_for(standing, me) if settings.FAIR_SHARE else ([] if blocked else [me])
     if not order:
         return Route(study_id, None, wait=blocked or "", quota_teams=quota_teams)
     head = order[0]
@@ -163,9 +168,8 @@ def job_next_in_line(*, kind, pk: int) -> Waiting | None:
     me = next((w for w in standing.waiting if w.job == (kind.name, pk)), None)
     if me is None:
         return None
-    # Between a team's own jobs and its trials, broker order: its other work is not in this message's way.
-    order = [w for w in claim_order(standing) if w.team_id != me.team_id or w is me]
-    return order[0] if order and order[0] is not me else None
+    order = claim_order_for(standing, me)
+    return order[0] if order and order[0] != me else None
 
 
 class PolicyError(ValueError):

@@ -56,6 +56,7 @@ class JobKind:
     prepare: Callable[[Job], Job] | None = None  # what a claim adds to the row the worker gets
     on_lost: Callable[[Job, bool], None] | None = None  # (row, requeued) once the reaper moved it
     on_fail: Callable[[int, str], None] | None = None  # (pk, error) in the transaction that failed it
+    page: str | None = None  # the URL name of a row's own page (its pk the one argument), if it has one
 
 
 # An ensemble's members never change: each process works out its queue once (fair share reads the
@@ -121,7 +122,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             queue_of=model_queue, study="study", queue=ENSEMBLE_QUEUE, send_related=("study",),
             claim_related=("study", "trial__checkpoint", "dataset__arrays", "dataset__upload", "team"),
             reset=lambda pk: TrainedModelEpoch.objects.filter(model_id=pk).delete(),
-            on_lost=_model_lost, on_fail=_model_failed),
+            on_lost=_model_lost, on_fail=_model_failed, page="model_detail"),
     JobKind(name="reruns", label="re-run", table=TrialRerun, task="workers.tasks.rerun_trial",
             team="trial__study__team_id",
             queue_of=lambda rerun: rerun.trial.study.task_queue, study="trial__study",
@@ -141,7 +142,8 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             queue_of=lambda job: model_queue(job.model), study="model__study", queue=ENSEMBLE_QUEUE,
             send_related=("model__study",),
             claim_related=("model__dataset", "model__team", "inputs", "variant__artifact"),
-            reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file),
+            reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file,
+            page="prediction_detail"),
     JobKind(name="variants", label="quantized variant", table=ModelVariant, task="workers.tasks.quantize_model",
             team="model__team_id", queue_of=lambda variant: variant.queue, queue_column="queue",
             claim_related=("model__dataset", "model__team"), prepare=_with_keras_file),

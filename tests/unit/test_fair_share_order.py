@@ -8,6 +8,7 @@ from experiments.scheduling.fair_share import (
     Standing,
     Waiting,
     claim_order,
+    claim_order_for,
     next_month_start,
     preemption_victim,
     quota_reason,
@@ -80,3 +81,16 @@ def test_no_slot_moves_back_and_forth_between_two_teams():
     assert preemption_victim(running=[running(1, 1)], held={1: 1}, head=waiting(30, 2), weights={}, slots=1) is None
     three = [running(1, 1, minute=0), running(2, 1, minute=1), running(3, 2, minute=2)]
     assert preemption_victim(running=three, held={1: 2, 2: 1}, head=waiting(30, 2), weights={}, slots=3) is None
+
+
+def test_a_message_sees_its_own_teams_jobs_and_trials_in_broker_order():
+    """A study's wake-up is not held back by its team's jobs, nor a job's message by its team's trials
+    or other jobs; another team's work, and the team's own studies to a study, keep their places."""
+    job = Waiting(7, 1, "normal", NOW.replace(hour=8), kind="models")
+    other_job = Waiting(8, 1, "normal", NOW.replace(hour=8, minute=5), kind="predictions")
+    older_study, study = waiting(10, 1, minutes_ago=30), waiting(11, 1)
+    theirs = Waiting(9, 2, "normal", NOW.replace(hour=7), kind="models")
+    standing = Standing("gpu", NOW, held={1: 1}, waiting=[study, older_study, other_job, job, theirs])
+    assert claim_order_for(standing, study) == [theirs, older_study, study]
+    assert claim_order_for(standing, job) == [theirs, job]
+    assert claim_order_for(standing, other_job) == [theirs, other_job]

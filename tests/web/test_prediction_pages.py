@@ -149,7 +149,7 @@ def test_an_upload_stores_the_parsed_inputs_and_queues_a_job_shown_on_its_page(a
         # In the model's feature order, whatever the file's column order.
         np.testing.assert_allclose(npz["x"][0], [5.1, 3.5, 1.4, 0.2], rtol=1e-6)
     page = page_text(alice_client.get(response.url))
-    assert "0 / 3 rows" in page and "waiting for a worker" in page
+    assert "0 / 3 rows" in page and "waiting for a worker" in page and "its place in the CPU queue" in page
     assert "Recent predictions" in page_text(alice_client.get(reverse("model_detail", args=[acme_model.id])))
 
 

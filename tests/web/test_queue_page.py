@@ -162,8 +162,13 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
     assert f"model {first.pk}" in [r["job"] for r in board["running"]]
     (held,) = [w for w in board["waiting"] if w["job"] == f"model {second.pk}"]
     assert held["position"] is None and "quota of 2 concurrent trials or jobs" in held["reason"]
+    board_page = alice_client.get("/queues/cpu/").content.decode()
+    assert f'<a href="/models/{first.pk}/">Model {first.pk}</a>' in board_page, "a running job links to its page"
+    assert f'<a href="/models/{second.pk}/">Model {second.pk}</a>' in board_page, "so does a waiting one"
     page = alice_client.get(f"/models/{second.pk}/").content.decode()
     assert 'id="queue-wait"' in page and "quota of 2 concurrent trials or jobs on the CPU queue" in page
+    assert '<a href="/queues/cpu/" id="queue-place">its place in the CPU queue</a>' in page
+    assert 'id="queue-place"' not in alice_client.get(f"/models/{first.pk}/").content.decode(), "running: no place"
     client.force_login(User.objects.get(username="charlie"))
     board = client.get("/queues/cpu/").content.decode()
     assert f"Model {first.pk}" not in board and f"Model {second.pk}" not in board, "another team's jobs unnamed"
@@ -194,3 +199,23 @@ def test_a_job_claimed_while_the_board_is_read_is_listed_once(alice, acme, busy_
     assert f"model {job.pk}" not in [w["job"] for w in board["waiting"]]
     assert [w["position"] for w in board["waiting"] if w["position"] is not None] == list(
         range(1, 1 + sum(w["position"] is not None for w in board["waiting"])))
+
+
+def test_a_study_with_every_trial_started_does_not_wait_for_a_slot(alice, busy_queue):
+    """Wake-ups still on their way do not make a study whose trials have all started (none left to
+    retry) wait: it is not listed and draws no slot; a lost trial it will retry keeps it waiting."""
+    from experiments.selectors.fair_share import queue_standing
+
+    acme = busy_queue["Acme"]
+
+    def waiting():
+        return {w.study_id for w in queue_standing(queue="cpu", backend="tensorflow").waiting}
+
+    assert acme.pk in waiting()
+    Study.objects.filter(pk=acme.pk).update(max_trials=2)
+    Trial.objects.create(study=acme, trial_id="1", number=2, attempt=1, status=Trial.Status.LOST)
+    assert acme.pk in waiting(), "its lost trial runs again (max_retries_per_trial 1)"
+    Trial.objects.create(study=acme, trial_id="1", number=3, attempt=2, status=Trial.Status.LOST)
+    assert acme.pk not in waiting() and busy_queue["Globex"].pk in waiting()
+    board = token_client(alice).get("/api/v1/queues/cpu/").json()
+    assert [w["position"] for w in board["waiting"]] == [1] and board["waiting"][0]["study"] is None
