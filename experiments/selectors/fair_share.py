@@ -13,10 +13,12 @@ from experiments.scheduling.fair_share import Policy, Standing, Waiting, month_s
 from experiments.states import JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import JAX_SUFFIX, task_queue
 
-# The trials of a study that need no slot again: running or ended for good (a lost one retried up to
-# max_retries_per_trial times, a handed-back one always; oracle.py's fail and release).
+# The trials of a study that need no slot again: running or ended for good. A lost one ends for good
+# only when its tuner has said so (KerasTuner marks it FAILED once its retries are spent; the attempt
+# number cannot tell, as preempted and handed-back attempts count no retry); one not yet told, or
+# handed back, runs again.
 SETTLED = (Q(trials__status__in=(TrialStatus.RUNNING, TrialStatus.COMPLETED, TrialStatus.FAILED, TrialStatus.PRUNED))
-           | Q(trials__status=TrialStatus.LOST, trials__attempt__gt=F("max_retries_per_trial")))
+           | Q(trials__status=TrialStatus.LOST, trials__kt_state__status="FAILED"))
 
 
 def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None,

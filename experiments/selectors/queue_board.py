@@ -73,11 +73,13 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
                 "study": studies.get(study_id) if visible else None}
 
     def job_fields(key: tuple[str, int] | None, team_id: int) -> dict:
-        """A job's kind and number and its page, to its own team (or a site admin)."""
+        """A job's kind and number, to its own team (or a site admin), and its page to its own team
+        (the only one that may open it)."""
         if key is None or not shown(team_id):
             return {"job": None, "job_url": None}
         kind, pk = kinds_by_name[key[0]], key[1]
-        return {"job": f"{kind.label} {pk}", "job_url": reverse(kind.page, args=[pk]) if kind.page else None}
+        own = team is not None and team_id == team.id
+        return {"job": f"{kind.label} {pk}", "job_url": reverse(kind.page, args=[pk]) if kind.page and own else None}
 
     def waiting_row(w, row: dict) -> dict:
         return named({**row, "priority": w.priority, "since": w.since, **job_fields(w.job, w.team_id)}, w.team_id,
@@ -113,7 +115,7 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
                           "max_concurrent": policy.max_concurrent,
                           "device_hours_per_month": policy.device_hours_per_month,
                           "device_hours_spent": round(standing.device_hours.get(team_id, 0.0), 3)})
-    return {"queue": queue, "slots": slots, "typical_trial_seconds": typical,
+    return {"queue": queue, "now": now, "slots": slots, "typical_trial_seconds": typical,
             "slots_by_backend": slots_by_backend, "site_admin": site_admin,
             "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
                                "number": r["number"] if shown(r["study__team_id"]) else None,

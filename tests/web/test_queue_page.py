@@ -172,6 +172,10 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
     client.force_login(User.objects.get(username="charlie"))
     board = client.get("/queues/cpu/").content.decode()
     assert f"Model {first.pk}" not in board and f"Model {second.pk}" not in board, "another team's jobs unnamed"
+    User.objects.filter(username="charlie").update(is_staff=True)
+    board = client.get("/queues/cpu/").content.decode()
+    assert f"Model {first.pk}" in board and f'href="/models/{first.pk}/"' not in board, \
+        "a site admin sees it named, not linked to a page only its team may open"
 
 
 def test_a_job_claimed_while_the_board_is_read_is_listed_once(alice, acme, busy_queue, monkeypatch):
@@ -205,6 +209,7 @@ def test_a_study_with_every_trial_started_does_not_wait_for_a_slot(alice, busy_q
     """Wake-ups still on their way do not make a study whose trials have all started (none left to
     retry) wait: it is not listed and draws no slot; a lost trial it will retry keeps it waiting."""
     from experiments.selectors.fair_share import queue_standing
+    from experiments.services.trial_oracle import TELL_TUNER
 
     acme = busy_queue["Acme"]
 
@@ -213,9 +218,37 @@ def test_a_study_with_every_trial_started_does_not_wait_for_a_slot(alice, busy_q
 
     assert acme.pk in waiting()
     Study.objects.filter(pk=acme.pk).update(max_trials=2)
-    Trial.objects.create(study=acme, trial_id="1", number=2, attempt=1, status=Trial.Status.LOST)
-    assert acme.pk in waiting(), "its lost trial runs again (max_retries_per_trial 1)"
-    Trial.objects.create(study=acme, trial_id="1", number=3, attempt=2, status=Trial.Status.LOST)
-    assert acme.pk not in waiting() and busy_queue["Globex"].pk in waiting()
+    # Preempted (handed back: no retry counted), then lost twice, the tuner told of the first loss only.
+    Trial.objects.create(study=acme, trial_id="1", number=2, attempt=1, status=Trial.Status.CANCELLED,
+                         kt_state={"status": "RUNNING"}, resume={"epoch": 2})
+    assert acme.pk in waiting(), "a handed-back trial runs again"
+    Trial.objects.create(study=acme, trial_id="1", number=3, attempt=2, status=Trial.Status.LOST,
+                         kt_state={"status": "INVALID"})
+    assert acme.pk in waiting(), "its tuner retries the lost trial (max_retries_per_trial 1)"
+    last = Trial.objects.create(study=acme, trial_id="1", number=4, attempt=3, status=Trial.Status.LOST,
+                                kt_state={"status": "RUNNING", TELL_TUNER: "fail"})
+    assert acme.pk in waiting(), "lost, its tuner not told yet: the next claim tells it and may retry it"
+    Trial.objects.filter(pk=last.pk).update(kt_state={"status": "FAILED"})
+    assert acme.pk not in waiting() and busy_queue["Globex"].pk in waiting(), "its tuner gave it up"
     board = token_client(alice).get("/api/v1/queues/cpu/").json()
     assert [w["position"] for w in board["waiting"]] == [1] and board["waiting"][0]["study"] is None
+
+
+def test_the_estimated_start_says_now_for_a_free_slot_and_how_long_until_a_slot_frees(alice_client, busy_queue):
+    """Two slots held by trials that started 20 s ago, trials taking about 10 minutes: both waiting
+    studies start in about 9 minutes; with two more slots, now."""
+    from experiments.models import Worker
+
+    Trial.objects.filter(status=Trial.Status.RUNNING).update(started=timezone.now() - timezone.timedelta(seconds=20))
+    Trial.objects.create(study=busy_queue["Acme"], trial_id="8", number=8, status=Trial.Status.COMPLETED,
+                         duration_seconds=600, finished=timezone.now())
+    Worker.objects.create(name="w1", hostname="h", pid=1, queues=["cpu"], concurrency=2)
+
+    def waiting_part():
+        return alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')[1]
+
+    part = waiting_part()
+    assert part.count("(in 9\xa0minutes)") == 2 and "<td>now</td>" not in part
+    Worker.objects.filter(name="w1").update(concurrency=4)
+    part = waiting_part()
+    assert part.count("<td>now</td>") == 2 and "(in " not in part
