@@ -51,7 +51,7 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
         standing.waiting += queued_jobs(kinds=kinds, queue=queue, backend=backend)
     teams = {w.team_id for w in standing.waiting}
     if len(teams) > 1:
-        standing.usage = recent_use(queue, teams, now, kinds)
+        standing.usage = recent_use(queue, teams, now)
     hour_quotas = []
     for policy in TeamQueuePolicy.objects.filter(queue=queue):
         standing.policies[policy.team_id] = Policy(policy.weight, policy.max_concurrent, policy.device_hours_per_month)
@@ -175,29 +175,18 @@ def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:
     return hours
 
 
-def recent_use(queue: str, teams: set[int], now, kinds=()) -> dict[int, float]:
-    """Slot-seconds each team's trials and jobs (of `kinds`) held on the queue over the last
-    FAIR_SHARE_WINDOW_SECONDS, in one query: it breaks ties between teams holding equal shares now,
-    so a spare slot goes round instead of to the oldest study's team every time."""
+def recent_use(queue: str, teams: set[int], now) -> dict[int, float]:
+    """Slot-seconds each team's trials held on the queue over the last FAIR_SHARE_WINDOW_SECONDS: it
+    breaks ties between teams holding equal shares now, so a spare slot goes round instead of to the
+    oldest study's team every time."""
     since = now - timedelta(seconds=settings.FAIR_SHARE_WINDOW_SECONDS)
-
-    def held(started: str):
-        return Sum(ExpressionWrapper(Coalesce("finished", Value(now, output_field=DateTimeField()))
-                                     - Greatest(started, Value(since, output_field=DateTimeField())),
-                                     output_field=DurationField()))
-
-    recent = Q(finished__gt=since)
-    parts = [Trial.objects.filter(Q(status=TrialStatus.RUNNING) | recent, study__queue=queue, study__team_id__in=teams)
-             .values_list("study__team_id").annotate(held=held("started")).order_by()]
-    for kind in kinds:  # a job's first start: a hand-back's gap counts, a few seconds at most
-        parts.append(jobs_on_queue(kind, queue).filter(Q(status=JobStatus.RUNNING) | recent, started__isnull=False,
-                                                       **{f"{kind.team}__in": teams})
-                     .values_list(kind.team).annotate(held=held("started")).order_by())
-    use: dict[int, float] = {}
-    for team_id, used in parts[0].union(*parts[1:], all=True):
-        if used is not None:
-            use[team_id] = use.get(team_id, 0.0) + used.total_seconds()
-    return use
+    held = ExpressionWrapper(Coalesce("finished", Value(now, output_field=DateTimeField()))
+                             - Greatest("started", Value(since, output_field=DateTimeField())),
+                             output_field=DurationField())
+    rows = (Trial.objects.filter(Q(status=TrialStatus.RUNNING) | Q(finished__gt=since), study__queue=queue,
+                                 study__team_id__in=teams).values_list("study__team_id")
+            .annotate(held=Sum(held)).order_by())
+    return {team_id: used.total_seconds() for team_id, used in rows if used is not None}
 
 
 def queue_policies(*, queue: str) -> list[tuple[Team, TeamQueuePolicy | None]]:

@@ -187,17 +187,6 @@ def test_between_teams_level_now_the_one_that_used_the_queue_least_lately_goes_f
     assert claim(a).trial.study_id == b.pk, "A is older, but used the queue for 9 more minutes lately"
 
 
-def test_a_teams_jobs_count_in_its_recent_use_as_its_trials_do(team_study, acme, globex, alice):
-    a = team_study(acme, parallelism=3)
-    b = team_study(globex, parallelism=3)
-    assert claim(a).trial.study_id == a.pk and claim(a).trial.study_id == b.pk  # one slot each now
-    now = timezone.now()
-    (retrain,) = _retrains(a, alice, 1)
-    TrainedModel.objects.filter(pk=retrain.pk).update(status="completed", started=now - timedelta(minutes=10),
-                                                      finished=now - timedelta(minutes=1))
-    assert claim(a).trial.study_id == b.pk, "A is older, but its retrain held a slot for 9 minutes lately"
-
-
 def _last_sent(job):
     """When the job's message was last sent (each send moves it on)."""
     job.refresh_from_db()
