@@ -110,13 +110,23 @@ JOB_ORDER_WINDOW = 500
 
 def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
     """The queued jobs of `kinds` that a worker of `backend` on the accelerator `queue` runs, oldest
-    first, every kind in one query. What decides a row's backend is read with it (its study's backend,
-    or its own queue column); only a row the query cannot place (an ensemble's, which runs where its
-    members trained) is loaded to ask its kind."""
+    first."""
+    target = task_queue(queue, backend)
+    return [Waiting(pk, team_id, "normal", created, kind=kind.name)
+            for kind, pk, team_id, created, runs_on in jobs_placed(kinds=kinds, queue=queue, status=JobStatus.QUEUED)
+            if runs_on == target]
+
+
+def jobs_placed(*, kinds, queue: str, status: str) -> list[tuple]:
+    """(kind, pk, team id, since, Celery queue) of the jobs of `kinds` in `status` on the accelerator
+    `queue`, oldest first (since: created when queued, the current attempt's start when running),
+    every kind in one query. What decides a row's Celery queue (and so its backend) is read with it
+    (its study's backend, or its own queue column); only a row the query cannot place (an
+    ensemble's, which runs where its members trained) is loaded to ask its kind."""
     kinds = list(kinds)
     if not kinds:
         return []
-    target = task_queue(queue, backend)
+    since = F("created") if status == JobStatus.QUEUED else Coalesce("attempt_started", "started", "created")
     parts = []
     for number, kind in enumerate(kinds):
         if kind.queue_column is not None:
@@ -126,14 +136,14 @@ def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
         else:
             hint = Value(None, output_field=CharField())
         # Annotations only, in the order selected: the union's columns line up by position.
-        parts.append(jobs_on_queue(kind, queue).filter(status=JobStatus.QUEUED).order_by()
+        parts.append(jobs_on_queue(kind, queue).filter(status=status).order_by()
                      .annotate(job_kind=Value(number), job_pk=F("pk"), job_team=F(kind.team),
-                               job_created=F("created"), job_hint=hint)
-                     .values_list("job_kind", "job_pk", "job_team", "job_created", "job_hint"))
-    rows = parts[0].union(*parts[1:], all=True).order_by("job_created", "job_pk")[:JOB_ORDER_WINDOW]
+                               job_since=since, job_hint=hint)
+                     .values_list("job_kind", "job_pk", "job_team", "job_since", "job_hint"))
+    rows = parts[0].union(*parts[1:], all=True).order_by("job_since", "job_pk")[:JOB_ORDER_WINDOW]
     rows = list(rows)
     unplaced: dict[int, list[int]] = {}  # kind number -> its rows the query could not place
-    for number, pk, _team_id, _created, hint in rows:
+    for number, pk, _team_id, _since, hint in rows:
         if kinds[number].queue_column is None and kinds[number].study is not None and not hint:
             unplaced.setdefault(number, []).append(pk)
     placed = {}
@@ -141,8 +151,8 @@ def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
         kind = kinds[number]
         for row in kind.table.objects.select_related(*kind.send_related).filter(pk__in=pks):
             placed[number, row.pk] = kind.queue_of(row)
-    waiting = []
-    for number, pk, team_id, created, hint in rows:
+    jobs = []
+    for number, pk, team_id, since, hint in rows:
         kind = kinds[number]
         if kind.queue_column is not None:
             runs_on = hint
@@ -150,9 +160,8 @@ def queued_jobs(*, kinds, queue: str, backend: str) -> list[Waiting]:
             runs_on = kind.queue
         else:
             runs_on = task_queue(queue, hint) if hint else placed.get((number, pk))
-        if runs_on == target:
-            waiting.append(Waiting(pk, team_id, "normal", created, kind=kind.name))
-    return waiting
+        jobs.append((kind, pk, team_id, since, runs_on))
+    return jobs
 
 
 def job_device_hours(*, kinds, queue: str, team_ids, now) -> dict[int, float]:

@@ -4,9 +4,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import JSONField, OuterRef, Subquery
+from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import JobLog, JobSample, Study, Team, Trial, Worker
+from experiments.states import JobStatus
 
 
 def queue_slots(*, now=None) -> dict[str, int]:
@@ -31,9 +33,10 @@ def study_capacity(*, study: Study, slots: dict[str, int] | None = None) -> dict
             "effective": min(study.parallelism, available), "limited": 0 < available < study.parallelism}
 
 
-def fleet_rows(*, team: Team, now=None) -> list[dict]:
-    """Every registered worker (the fleet is shared), whether it is alive, the trials of this
-    team it is running, and how many trials of other teams (never which)."""
+def fleet_rows(*, team: Team, kinds=(), now=None) -> list[dict]:
+    """Every registered worker (the fleet is shared), whether it is alive, the trials and jobs (of
+    `kinds`, services/job_kinds.py's JOB_KINDS) of this team it is running, and how many trials and
+    jobs of other teams (never which)."""
     now = now or timezone.now()
     running, others = {}, {}
     for trial in Trial.objects.filter(status=Trial.Status.RUNNING).select_related("study").order_by("number"):
@@ -41,12 +44,62 @@ def fleet_rows(*, team: Team, now=None) -> list[dict]:
             running.setdefault(trial.worker_name, []).append(trial)
         else:
             others[trial.worker_name] = others.get(trial.worker_name, 0) + 1
+    jobs, other_jobs = _jobs_by_worker(kinds, team)
     live = fleet_live(now=now)
     return [
         {"worker": w, "alive": w.is_alive(now), "trials": running.get(w.name, []), "other_teams": others.get(w.name, 0),
-         "live": live.get(w.name)}
+         "jobs": jobs.get(w.name, []), "other_teams_jobs": other_jobs.get(w.name, 0), "live": live.get(w.name)}
         for w in Worker.objects.all()
     ]
+
+
+def _jobs_by_worker(kinds, team: Team) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """The running jobs on each worker: this team's named (kind, pk, label, page), the others counted.
+    A job's worker is that of its current attempt's log (jobs record a host, not a worker)."""
+    kinds_by_name = {kind.name: kind for kind in kinds}
+    attempts: dict[str, dict[tuple[int, int], str]] = {}
+    for name, pk, attempt, worker in (JobLog.objects.filter(running=True, kind__in=kinds_by_name).exclude(worker="")
+                                      .values_list("kind", "job_id", "attempt", "worker")):
+        attempts.setdefault(name, {})[pk, attempt] = worker
+    mine: dict[str, list[dict]] = {}
+    others: dict[str, int] = {}
+    for name, logs in attempts.items():
+        kind = kinds_by_name[name]
+        for pk, team_id, attempt in (kind.table.objects.filter(pk__in={pk for pk, _ in logs}, status=JobStatus.RUNNING)
+                                     .values_list("pk", kind.team, "attempts")):
+            worker = logs.get((pk, attempt))
+            if worker is None:
+                continue  # an earlier attempt's log, left open by a worker that died
+            if team_id == team.id:
+                mine.setdefault(worker, []).append({"kind": name, "id": pk})
+            else:
+                others[worker] = others.get(worker, 0) + 1
+    titles = job_titles([(job["kind"], job["id"]) for rows in mine.values() for job in rows], kinds_by_name)
+    for rows in mine.values():
+        for job in rows:
+            kind = kinds_by_name[job["kind"]]
+            job["label"] = job_label(kind, job["id"], titles)
+            job["url"] = reverse(kind.page, args=[job["id"]]) if kind.page else None
+    return mine, others
+
+
+def job_titles(keys, kinds_by_name) -> dict[tuple[str, int], str]:
+    """The name a person knows each job (kind name, pk) by (a model's name), for the kinds that have
+    one: a query a kind."""
+    titles = {}
+    for name in {kind for kind, _pk in keys}:
+        kind = kinds_by_name[name]
+        if kind.title:
+            pks = [pk for k, pk in keys if k == name]
+            titles.update({(name, pk): title for pk, title in
+                           kind.table.objects.filter(pk__in=pks).values_list("pk", kind.title)})
+    return titles
+
+
+def job_label(kind, pk: int, titles: dict) -> str:
+    """"model 7 (best-mlp)": its kind and number, and its name where it has one."""
+    title = titles.get((kind.name, pk))
+    return f"{kind.label} {pk} ({title})" if title else f"{kind.label} {pk}"
 
 
 def fleet_live(*, now=None) -> dict[str, dict]:

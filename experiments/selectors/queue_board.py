@@ -5,16 +5,16 @@ study (the fleet is shared, whose work it is is not), unless a site admin asks."
 from datetime import timedelta
 from statistics import mean
 
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q
 from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
 from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import jobs_on_queue, queue_standing
-from experiments.selectors.fleet import queue_slots
-from experiments.states import JobStatus, TrialStatus
-from experiments.tuning.compute_options import BACKEND_NAMES, task_queue
+from experiments.selectors.fair_share import SETTLED, jobs_placed, queue_standing
+from experiments.selectors.fleet import job_label, job_titles, queue_slots
+from experiments.states import JobStatus, StudyStatus, TrialStatus
+from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, queue_backend, task_queue
 
 RECENT_TRIALS = 50  # completed trials whose mean duration estimates when a slot frees
 
@@ -24,28 +24,89 @@ def _names(team_ids, study_ids):
             dict(Study.objects.filter(pk__in=study_ids).values_list("pk", "name")))
 
 
-def _running_jobs(kinds, queue: str) -> list[dict]:
-    """The jobs (retrains, re-runs, predictions, ...) running on the queue: they hold the same slots
-    as trials (the queued ones wait in the same claim order, queue_standing)."""
-    running = []
-    for kind in kinds:
-        # Since its current attempt started (a job handed back and claimed again runs anew).
-        for pk, team_id, started in (jobs_on_queue(kind, queue).filter(status=JobStatus.RUNNING)
-                                     .values_list("pk", kind.team, Coalesce("attempt_started", "started"))):
-            running.append({"key": (kind.name, pk), "team_id": team_id, "started": started})
-    return running
+def _mean_seconds(rows) -> dict:
+    """Mean duration per key of (key, seconds) rows."""
+    spans: dict = {}
+    for key, seconds in rows:
+        spans.setdefault(key, []).append(seconds)
+    return {key: mean(values) for key, values in spans.items()}
+
+
+def _expected_ends(running, running_jobs, kinds_by_name, typical, now) -> dict[str, list]:
+    """When each backend's busy slots should free, soonest first: a running trial after its own
+    study's mean trial so far (the queue's recent mean for a study with none done yet), a job after
+    the recent mean of its kind. Studies differ by minutes; one mean for the queue told a study
+    behind long trials it would start soon."""
+    by_study = _mean_seconds(Trial.objects.filter(study_id__in={r["study_id"] for r in running},
+                                                  status=TrialStatus.COMPLETED, duration_seconds__isnull=False)
+                             .values_list("study_id", "duration_seconds"))
+    by_kind = {}
+    for name in {j["key"][0] for j in running_jobs}:
+        recent = (kinds_by_name[name].table.objects.filter(status=JobStatus.COMPLETED, duration_seconds__isnull=False)
+                  .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
+        by_kind[name] = mean(recent) if recent else typical
+    ends: dict[str, list] = {}
+    for backend, started, seconds in ([(r["study__backend"], r["started"], by_study.get(r["study_id"], typical))
+                                       for r in running]
+                                      + [(j["backend"], j["started"], by_kind[j["key"][0]]) for j in running_jobs]):
+        if seconds is not None:
+            ends.setdefault(backend, []).append(max(started + timedelta(seconds=seconds), now))
+    return {backend: sorted(times) for backend, times in ends.items()}
+
+
+def _estimated_starts(order, backend_of, free, ends, typical, now) -> list:
+    """Each waiting row's estimated start, in claim order: a backend's rows take its free slots
+    first (now), then its busy slots as they free (a slot of the other backend never runs them);
+    None where nothing can be said (no trial done on the queue yet, or no slot of its backend)."""
+    starts, seen = [], {}
+    for w in order:
+        backend = backend_of[w]
+        place = seen[backend] = seen.get(backend, -1) + 1
+        if typical is None:
+            starts.append(None)
+        elif place < free.get(backend, 0):
+            starts.append(now)
+        elif ends.get(backend):
+            rounds, index = divmod(place - free.get(backend, 0), len(ends[backend]))
+            starts.append(ends[backend][index] + timedelta(seconds=rounds * typical))
+        else:
+            starts.append(None)
+    return starts
+
+
+def _at_parallelism(queue: str, team: Team | None, site_admin: bool) -> list[dict]:
+    """The viewer's running studies (every team's for a site admin) that have trials left but run
+    as many at once as their parallelism allows: they take no slot, however many are free, and are
+    not listed as waiting; said here so their team knows why."""
+    if team is None and not site_admin:
+        return []
+    studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
+               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
+                         settled=Count("trials__trial_id", distinct=True, filter=SETTLED))
+               .filter(running__gte=F("parallelism"), settled__lt=F("max_trials")).order_by("name"))
+    if not site_admin:
+        studies = studies.filter(team=team)
+    return list(studies.values("id", "name", "running", "parallelism"))
 
 
 def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = False, now=None) -> dict:
     """`kinds`: services/job_kinds.py's JOB_KINDS (a selector does not import services)."""
     now = now or timezone.now()
-    standings = [queue_standing(queue=queue, backend=backend, kinds=kinds, now=now) for backend in BACKEND_NAMES]
-    standing = standings[0]
-    for other in standings[1:]:
-        standing.waiting += other.waiting
-    running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue)
-                   .order_by("started").values("pk", "number", "study_id", "study__team_id", "started"))
-    running_jobs = _running_jobs(kinds, queue)
+    standing, backend_of = None, {}
+    for backend in BACKEND_NAMES:
+        one = queue_standing(queue=queue, backend=backend, kinds=kinds, now=now)
+        backend_of.update({w: backend for w in one.waiting})
+        if standing is None:
+            standing = one
+        else:
+            standing.waiting += one.waiting
+    running = list(Trial.objects.filter(status=TrialStatus.RUNNING, study__queue=queue).order_by("started")
+                   .values("pk", "number", "study_id", "study__team_id", "study__backend", "started"))
+    # The jobs (retrains, re-runs, predictions, ...) running on the queue hold the same slots as trials.
+    running_jobs = [{"key": (kind.name, pk), "team_id": team_id, "started": since, "backend": queue_backend(runs_on)
+                     if runs_on else DEFAULT_BACKEND}
+                    for kind, pk, team_id, since, runs_on in jobs_placed(kinds=kinds, queue=queue,
+                                                                         status=JobStatus.RUNNING)]
     kinds_by_name = {kind.name: kind for kind in kinds}
     # A job claimed between the two reads is running, not waiting: listed once.
     started = {job["key"] for job in running_jobs}
@@ -58,6 +119,9 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     # Each backend's workers take only its studies: a JAX slot never runs a TensorFlow trial.
     slots_by_backend = {backend: live.get(task_queue(queue, backend), 0) for backend in BACKEND_NAMES}
     slots = sum(slots_by_backend.values())
+    busy = {backend: sum(r["study__backend"] == backend for r in running)
+            + sum(j["backend"] == backend for j in running_jobs) for backend in BACKEND_NAMES}
+    free = {backend: max(slots_by_backend[backend] - busy[backend], 0) for backend in BACKEND_NAMES}
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
     teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
@@ -65,6 +129,9 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
 
     def shown(team_id: int) -> bool:
         return site_admin or (team is not None and team_id == team.id)
+
+    jobs = [(j["key"], j["team_id"]) for j in running_jobs] + [(w.job, w.team_id) for w in standing.waiting]
+    titles = job_titles([key for key, team_id in jobs if key and shown(team_id)], kinds_by_name)
 
     def named(row: dict, team_id: int, study_id: int | None) -> dict:
         visible = shown(team_id)
@@ -79,25 +146,17 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
             return {"job": None, "job_url": None}
         kind, pk = kinds_by_name[key[0]], key[1]
         own = team is not None and team_id == team.id
-        return {"job": f"{kind.label} {pk}", "job_url": reverse(kind.page, args=[pk]) if kind.page and own else None}
+        return {"job": job_label(kind, pk, titles),
+                "job_url": reverse(kind.page, args=[pk]) if kind.page and own else None}
 
     def waiting_row(w, row: dict) -> dict:
         return named({**row, "priority": w.priority, "since": w.since, **job_fields(w.job, w.team_id)}, w.team_id,
                      None if w.kind else w.study_id)
 
-    frees = sorted(max(r["started"] + timedelta(seconds=typical), now) for r in running) if typical else []
-    busy = len(running) + len(running_jobs)
+    ends = _expected_ends(running, running_jobs, kinds_by_name, typical, now)
+    starts = _estimated_starts(order, backend_of, free, ends, typical, now)
     waiting = []
-    for position, w in enumerate(order):
-        if typical is None:
-            start = None
-        elif position < max(slots - busy, 0):
-            start = now
-        elif frees and slots:
-            rounds, index = divmod(position - max(slots - busy, 0), max(len(frees), 1))
-            start = frees[index] + timedelta(seconds=rounds * typical)
-        else:
-            start = None
+    for position, (w, start) in enumerate(zip(order, starts, strict=True)):
         reason = "Next for a free slot." if position == 0 else wait_reason(standing, w, order[0])
         waiting.append(waiting_row(w, {"position": position + 1, "reason": reason, "estimated_start": start}))
     for w in held_back:
@@ -122,5 +181,5 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
                                "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running]
             + [named({"trial_pk": None, "number": None, "since": j["started"], **job_fields(j["key"], j["team_id"])},
                      j["team_id"], None) for j in running_jobs],
-            "waiting": waiting, "teams": team_rows}
+            "waiting": waiting, "teams": team_rows, "at_parallelism": _at_parallelism(queue, team, site_admin)}
 

@@ -33,16 +33,18 @@ def invitations_for_user(*, user) -> list[Invitation]:
     return list(rows)
 
 
-def dashboard_data(*, team: Team) -> dict:
-    """Running studies with their progress, the fleet at a glance, the team's best models."""
+def dashboard_data(*, team: Team, kinds=()) -> dict:
+    """Running studies with their progress, the fleet at a glance (a worker running only jobs, of
+    `kinds`, is busy too), the team's best models."""
     running = with_progress(Study.objects.filter(team=team, status=Study.Status.RUNNING).select_related("dataset")
                             .order_by("-started"))
-    fleet = fleet_rows(team=team)
+    fleet = fleet_rows(team=team, kinds=kinds)
     best = team_best_models(team=team)
     return {
         "running_studies": running,
         "fleet": {"alive": sum(1 for r in fleet if r["alive"]), "total": len(fleet),
-                  "busy": sum(1 for r in fleet if r["alive"] and (r["trials"] or r["other_teams"])),
+                  "busy": sum(1 for r in fleet if r["alive"] and (r["trials"] or r["other_teams"] or r["jobs"]
+                                                                    or r["other_teams_jobs"])),
                   "queues": sorted({q for r in fleet if r["alive"] for q in r["worker"].queues})},
         "best_models": best,
     }

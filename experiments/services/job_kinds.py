@@ -57,6 +57,7 @@ class JobKind:
     on_lost: Callable[[Job, bool], None] | None = None  # (row, requeued) once the reaper moved it
     on_fail: Callable[[int, str], None] | None = None  # (pk, error) in the transaction that failed it
     page: str | None = None  # the URL name of a row's own page (its pk the one argument), if it has one
+    title: str | None = None  # the path to the name a person knows a row by ("model 7 (best-mlp)"), if any
 
 
 # An ensemble's members never change: each process works out its queue once (fair share reads the
@@ -122,7 +123,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             queue_of=model_queue, study="study", queue=ENSEMBLE_QUEUE, send_related=("study",),
             claim_related=("study", "trial__checkpoint", "dataset__arrays", "dataset__upload", "team"),
             reset=lambda pk: TrainedModelEpoch.objects.filter(model_id=pk).delete(),
-            on_lost=_model_lost, on_fail=_model_failed, page="model_detail"),
+            on_lost=_model_lost, on_fail=_model_failed, page="model_detail", title="name"),
     JobKind(name="reruns", label="re-run", table=TrialRerun, task="workers.tasks.rerun_trial",
             team="trial__study__team_id",
             queue_of=lambda rerun: rerun.trial.study.task_queue, study="trial__study",
@@ -143,8 +144,15 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             send_related=("model__study",),
             claim_related=("model__dataset", "model__team", "inputs", "variant__artifact"),
             reset=lambda pk: PredictionJob.objects.filter(pk=pk).update(rows_done=0), prepare=_with_keras_file,
-            page="prediction_detail"),
+            page="prediction_detail", title="model__name"),
     JobKind(name="variants", label="quantized variant", table=ModelVariant, task="workers.tasks.quantize_model",
             team="model__team_id", queue_of=lambda variant: variant.queue, queue_column="queue",
             claim_related=("model__dataset", "model__team"), prepare=_with_keras_file),
 )}
+
+
+def queue_place(kind: str, row: Job) -> str | None:
+    """The accelerator queue whose page shows where a queued job waits; None once it is not queued."""
+    if row.status != JobStatus.QUEUED:
+        return None
+    return JOB_KINDS[kind].queue_of(row).removesuffix(JAX_SUFFIX)

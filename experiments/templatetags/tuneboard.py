@@ -4,6 +4,7 @@ from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from experiments.models import ModelFile
 from experiments.presentation import costs, figures, prediction_csv, short_names
@@ -48,6 +49,18 @@ def duration(seconds):
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
+
+
+@register.filter
+def span(earlier, later=None) -> str:
+    """From `earlier` to `later` (now) in words, as timesince says it, but "under a minute" where
+    timesince says "0 minutes" (a page refreshed every few seconds showed that for the first minute)."""
+    if earlier is None or later == "":
+        return "—"
+    later = later or timezone.now()
+    if abs((later - earlier).total_seconds()) < 60:
+        return "under a minute"
+    return timesince(earlier, later)
 
 
 @register.filter

@@ -12,6 +12,7 @@ from experiments.presentation.variants import made_by
 from experiments.selectors.artifacts import artifact_iter_chunks
 from experiments.selectors.predictions import team_prediction
 from experiments.selectors.trained_models import team_models
+from experiments.services.job_kinds import queue_place
 from experiments.services.predictions import PredictionCancelError, prediction_cancel, prediction_request
 from experiments.views.access import editor_required, forbidden, found_or_404, get_model_for_user, team_required
 
@@ -86,7 +87,7 @@ def model_try(request, model_id: int):
         if job is None:
             # 200: htmx swaps only successful answers into the box, and the refusal is what to show there.
             return render(request, "predictions/_try_error.html", {"error": form_message(form)})
-        return render(request, "predictions/_live.html", {"job": job})
+        return render(request, "predictions/_live.html", _live_context(job))
     if job is None:
         messages.error(request, f"Try it: {form_message(form)}")
         return redirect("model_detail", model_id=model.id)
@@ -95,13 +96,17 @@ def model_try(request, model_id: int):
 
 @team_required
 def prediction_detail(request, prediction_id: int):
-    return render(request, "predictions/detail.html", {"job": get_prediction_for_user(request, prediction_id)})
+    return render(request, "predictions/detail.html", _live_context(get_prediction_for_user(request, prediction_id)))
 
 
 @team_required
 def prediction_live(request, prediction_id: int):
     """The part of the job's page (and of the "Try it" box) htmx refreshes while it runs."""
-    return render(request, "predictions/_live.html", {"job": get_prediction_for_user(request, prediction_id)})
+    return render(request, "predictions/_live.html", _live_context(get_prediction_for_user(request, prediction_id)))
+
+
+def _live_context(job) -> dict:
+    return {"job": job, "queue_place": queue_place("predictions", job)}
 
 
 @require_POST

@@ -88,7 +88,8 @@ def switch_team(request):
 @team_required
 def dashboard(request):
     studies = team_recent_studies(team=request.team)
-    return render(request, "dashboard.html", {"studies": studies, **dashboard_data(team=request.team),
+    return render(request, "dashboard.html", {"studies": studies,
+                                              **dashboard_data(team=request.team, kinds=JOB_KINDS.values()),
                                               "invitations": invitations_for_user(user=request.user)})
 
 

@@ -24,7 +24,7 @@ from experiments.selectors.trained_models import (
 )
 from experiments.selectors.trials import study_top_trials
 from experiments.selectors.variants import model_variants
-from experiments.services.job_kinds import CONVERSION_QUEUE, model_on_jax
+from experiments.services.job_kinds import CONVERSION_QUEUE, model_on_jax, queue_place
 from experiments.services.trained_models import (
     ModelCancelError,
     ModelFileUnavailable,
@@ -78,6 +78,7 @@ def _detail_context(model: TrainedModel) -> dict:
     return {
         **model_logs_context(model),
         "model": model, "phases": phases, "files": model_files(model=model), "metric_names": metric_names,
+        "queue_place": queue_place("models", model),
         "members": members, "dominant": dominant,
         "validation": validation,
         "warnings": figures.model_warnings(

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from experiments.models import Study, TrainedModel, Trial, Worker
 from experiments.services.datasets import dataset_create_bundled
+from tests.api.conftest import token_client
 from tests.integration.helpers import saved_study
 from tests.web.pages import page_text
 
@@ -121,6 +122,33 @@ def test_the_workers_page_does_not_name_another_teams_trials(client, charlie, ac
     client.force_login(charlie)
     page = page_text(client.get(reverse("worker_list")))
     assert "acme study" not in page and "1 trial of another team" in page
+
+
+def test_the_workers_page_lists_running_jobs_named_for_their_team_and_counted_for_others(
+        client, alice_client, charlie, acme, alice, acme_study, acme_trial):
+    """A retrain runs on w1 (its second attempt; the first attempt's log, on w2, was left open by a
+    worker that died): Acme sees it by name, linked, on w1 only; Globex sees one job of another team."""
+    from experiments.models import JobLog
+
+    (model,) = _models(acme, alice, acme_study, acme_trial, [0.9], name="best-mlp")
+    TrainedModel.objects.filter(pk=model.pk).update(status="running", attempts=2)
+    for name in ("w1@h", "w2@h"):
+        Worker.objects.create(name=name, hostname="h", pid=1, queues=["cpu"])
+    JobLog.objects.create(kind="models", job_id=model.pk, attempt=1, worker="w2@h")
+    JobLog.objects.create(kind="models", job_id=model.pk, attempt=2, worker="w1@h")
+    rows = alice_client.get(reverse("worker_list")).content.decode().split('class="worker-row"')
+    (w1,) = [row for row in rows if 'data-worker="w1@h"' in row]
+    (w2,) = [row for row in rows if 'data-worker="w2@h"' in row]
+    assert f'<a href="/models/{model.pk}/">model {model.pk} (best-mlp)</a>' in w1
+    assert "best-mlp" not in w2 and "idle" in w2
+    api = {w["name"]: w for w in token_client(alice).get("/api/v1/workers/").json()["results"]}
+    assert api["w1@h"]["jobs"] == [{"kind": "models", "id": model.pk, "label": f"model {model.pk} (best-mlp)"}]
+    assert api["w2@h"]["jobs"] == [] and api["w1@h"]["other_teams_jobs"] == 0
+    client.force_login(charlie)
+    page = page_text(client.get(reverse("worker_list")))
+    assert "best-mlp" not in page and "1 job of another team" in page
+    assert "<strong>2</strong> of 2 workers online, 1 busy" in page_text(client.get(reverse("dashboard"))), \
+        "a worker running only a job is busy"
 
 
 def test_a_dataset_without_models_is_not_offered(alice_client, acme, alice, acme_study, acme_trial):

@@ -149,22 +149,24 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
                                 hyperparameters={"units": 8}, score=0.9, best_epoch=2)
     first, second = (trained_models_request(study=study, user=alice, trials=[done], method="retrain")[0]
                      for _ in range(2))
+    # Named as its team knows it: its number and its name.
+    named = {model.pk: f"model {model.pk} ({model.name})" for model in (first, second)}
     waiting = {w["job"]: w for w in token_client(alice).get("/api/v1/queues/cpu/").json()["waiting"]}
     # In the one claim order of trials and jobs, the older retrain first.
-    assert 0 < waiting[f"model {first.pk}"]["position"] < waiting[f"model {second.pk}"]["position"]
-    assert waiting[f"model {second.pk}"]["reason"].startswith("Waiting")
+    assert 0 < waiting[named[first.pk]]["position"] < waiting[named[second.pk]]["position"]
+    assert waiting[named[second.pk]]["reason"].startswith("Waiting")
     TeamQueuePolicy.objects.create(team=acme, queue="cpu", max_concurrent=2)
     models = JOB_KINDS["models"]
     assert job_claim_own(kind=models, pk=first.pk, worker_host="w") is not None
     assert job_claim_own(kind=models, pk=second.pk, worker_host="w") is None
     board = token_client(alice).get("/api/v1/queues/cpu/").json()
     assert {t["team"]: t["held"] for t in board["teams"]}["Acme"] == 2
-    assert f"model {first.pk}" in [r["job"] for r in board["running"]]
-    (held,) = [w for w in board["waiting"] if w["job"] == f"model {second.pk}"]
+    assert named[first.pk] in [r["job"] for r in board["running"]]
+    (held,) = [w for w in board["waiting"] if w["job"] == named[second.pk]]
     assert held["position"] is None and "quota of 2 concurrent trials or jobs" in held["reason"]
     board_page = alice_client.get("/queues/cpu/").content.decode()
-    assert f'<a href="/models/{first.pk}/">Model {first.pk}</a>' in board_page, "a running job links to its page"
-    assert f'<a href="/models/{second.pk}/">Model {second.pk}</a>' in board_page, "so does a waiting one"
+    assert f'<a href="/models/{first.pk}/">M{named[first.pk][1:]}</a>' in board_page, "a running job links to its page"
+    assert f'<a href="/models/{second.pk}/">M{named[second.pk][1:]}</a>' in board_page, "so does a waiting one"
     page = alice_client.get(f"/models/{second.pk}/").content.decode()
     assert 'id="queue-wait"' in page and "quota of 2 concurrent trials or jobs on the CPU queue" in page
     assert '<a href="/queues/cpu/" id="queue-place">its place in the CPU queue</a>' in page
@@ -199,8 +201,8 @@ def test_a_job_claimed_while_the_board_is_read_is_listed_once(alice, acme, busy_
 
     monkeypatch.setattr(board_module, "queue_standing", then_claimed)
     board = board_module.queue_board(queue="cpu", team=acme, kinds=JOB_KINDS.values())
-    assert f"model {job.pk}" in [r["job"] for r in board["running"]]
-    assert f"model {job.pk}" not in [w["job"] for w in board["waiting"]]
+    assert f"model {job.pk} ({job.name})" in [r["job"] for r in board["running"]]
+    assert not [w for w in board["waiting"] if w["job"] and w["job"].startswith(f"model {job.pk} ")]
     assert [w["position"] for w in board["waiting"] if w["position"] is not None] == list(
         range(1, 1 + sum(w["position"] is not None for w in board["waiting"])))
 
@@ -252,3 +254,42 @@ def test_the_estimated_start_says_now_for_a_free_slot_and_how_long_until_a_slot_
     Worker.objects.filter(name="w1").update(concurrency=4)
     part = waiting_part()
     assert part.count("<td>now</td>") == 2 and "(in " not in part
+
+
+def test_an_estimate_counts_only_slots_of_the_studys_backend_and_each_studys_own_trial_length(
+        alice_client, busy_queue):
+    """Both TensorFlow slots busy and a JAX slot free: the waiting TensorFlow studies do not start
+    now. Globex's trials take 50 s, Acme's 10 minutes: the slot Globex's trial holds frees in under
+    a minute, Acme's in about 9 (one mean for the queue said about 5 for both)."""
+    from experiments.models import Worker
+
+    Trial.objects.filter(status=Trial.Status.RUNNING).update(started=timezone.now() - timezone.timedelta(seconds=20))
+    for name, seconds in (("Acme", 600), ("Globex", 50)):
+        Trial.objects.create(study=busy_queue[name], trial_id="8", number=8, status=Trial.Status.COMPLETED,
+                             duration_seconds=seconds, finished=timezone.now())
+    Worker.objects.create(name="w1", hostname="h", pid=1, queues=["cpu"], concurrency=2)
+    Worker.objects.create(name="w2", hostname="h", pid=2, queues=["cpu-jax"], concurrency=1)
+    running, waiting = alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')
+    assert "<td>now</td>" not in waiting, "a JAX slot never runs a TensorFlow trial"
+    assert waiting.count("(in under a minute)") == 1 and waiting.count("(in 9\xa0minutes)") == 1
+    assert running.count("under a minute ago") == 2, "not \"0 minutes ago\""
+
+
+def test_a_study_at_its_parallelism_says_so_to_its_team_only(alice_client, client, charlie, busy_queue):
+    """Acme's study runs 3 trials, its parallelism: it takes no slot and is not listed as waiting; the
+    page says why, to Acme; Globex's page does not name it."""
+    acme = busy_queue["Acme"]
+    Study.objects.filter(pk=acme.pk).update(max_trials=10)
+    for number in (2, 3):
+        Trial.objects.create(study=acme, trial_id=str(number), number=number, status=Trial.Status.RUNNING)
+    page = alice_client.get("/queues/cpu/").content.decode()
+    (note,) = [part.split("</p>")[0] for part in page.split('id="queue-at-parallelism"')[1:]]
+    assert "acme-search</a> runs 3 trials at once, as many as its parallelism (3) allows" in note
+    assert "acme-search" not in page.split('id="queue-waiting"')[1]
+    client.force_login(charlie)
+    assert "acme-search" not in client.get("/queues/cpu/").content.decode()
+    Study.objects.filter(pk=acme.pk).update(parallelism=4)
+    assert 'id="queue-at-parallelism"' not in alice_client.get("/queues/cpu/").content.decode()
+    Study.objects.filter(pk=acme.pk).update(parallelism=3, max_trials=3)
+    assert 'id="queue-at-parallelism"' not in alice_client.get("/queues/cpu/").content.decode(), \
+        "every trial started: nothing left to wait for"
