@@ -31,8 +31,8 @@ class QueueRunningSerializer(serializers.Serializer):
     study_id = serializers.IntegerField(allow_null=True)
     study = serializers.CharField(allow_null=True)
     trial_pk = serializers.IntegerField(allow_null=True)
-    job = serializers.CharField(allow_null=True, help_text="A job running instead of a trial (\"model 12\", "
-                                                           "\"prediction 3\"); null for a trial or another team's.")
+    job = serializers.CharField(allow_null=True, help_text="A job running instead of a trial (\"model 12 (best-mlp)\", "
+                                                           "\"re-run 3\"); null for a trial or another team's.")
     number = serializers.IntegerField(allow_null=True, help_text="The trial's start order in its study (Trial 3).")
     since = serializers.DateTimeField()
 
@@ -50,6 +50,13 @@ class QueueWaitingSerializer(serializers.Serializer):
     estimated_start = serializers.DateTimeField(allow_null=True)
 
 
+class QueueAtParallelismSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    running = serializers.IntegerField()
+    parallelism = serializers.IntegerField()
+
+
 class QueueSerializer(serializers.Serializer):
     queue = serializers.CharField()
     slots = serializers.IntegerField(help_text="Child processes of the live workers serving it (both backends).")
@@ -58,6 +65,9 @@ class QueueSerializer(serializers.Serializer):
     site_admin = serializers.BooleanField(help_text="Every team's studies are named for a site admin.")
     typical_trial_seconds = serializers.FloatField(allow_null=True)
     teams = QueueTeamSerializer(many=True)
+    at_parallelism = QueueAtParallelismSerializer(
+        many=True, help_text="Your team's running studies (every team's for a site admin) with trials left that run as "
+                             "many at once as their parallelism allows: they take no slot and are not waiting.")
     running = QueueRunningSerializer(many=True)
     waiting = QueueWaitingSerializer(many=True)
 

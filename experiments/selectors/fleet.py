@@ -58,8 +58,11 @@ def _jobs_by_worker(kinds, team: Team) -> tuple[dict[str, list[dict]], dict[str,
     A job's worker is that of its current attempt's log (jobs record a host, not a worker)."""
     kinds_by_name = {kind.name: kind for kind in kinds}
     attempts: dict[str, dict[tuple[int, int], str]] = {}
-    for name, pk, attempt, worker in (JobLog.objects.filter(running=True, kind__in=kinds_by_name).exclude(worker="")
-                                      .values_list("kind", "job_id", "attempt", "worker")):
+    # A running run's log is written to at least every system sample: one quiet for longer is a dead
+    # worker's, left open (the bound also keeps this read on the `updated` index).
+    recent = timezone.now() - timedelta(minutes=15)
+    for name, pk, attempt, worker in (JobLog.objects.filter(running=True, kind__in=kinds_by_name, updated__gte=recent)
+                                      .exclude(worker="").values_list("kind", "job_id", "attempt", "worker")):
         attempts.setdefault(name, {})[pk, attempt] = worker
     mine: dict[str, list[dict]] = {}
     others: dict[str, int] = {}

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
 from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import SETTLED, jobs_placed, queue_standing
+from experiments.selectors.fair_share import SETTLED, jobs_on_queue, jobs_placed, queue_standing
 from experiments.selectors.fleet import job_label, job_titles, queue_slots
 from experiments.states import JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, queue_backend, task_queue
@@ -32,7 +32,7 @@ def _mean_seconds(rows) -> dict:
     return {key: mean(values) for key, values in spans.items()}
 
 
-def _expected_ends(running, running_jobs, kinds_by_name, typical, now) -> dict[str, list]:
+def _expected_ends(queue, running, running_jobs, kinds_by_name, typical, now) -> dict[str, list]:
     """When each backend's busy slots should free, soonest first: a running trial after its own
     study's mean trial so far (the queue's recent mean for a study with none done yet), a job after
     the recent mean of its kind. Studies differ by minutes; one mean for the queue told a study
@@ -42,7 +42,10 @@ def _expected_ends(running, running_jobs, kinds_by_name, typical, now) -> dict[s
                              .values_list("study_id", "duration_seconds"))
     by_kind = {}
     for name in {j["key"][0] for j in running_jobs}:
-        recent = (kinds_by_name[name].table.objects.filter(status=JobStatus.COMPLETED, duration_seconds__isnull=False)
+        # Of this queue, finished in the last 30 days: a bounded read on every refresh of the page.
+        recent = (jobs_on_queue(kinds_by_name[name], queue)
+                  .filter(status=JobStatus.COMPLETED, duration_seconds__isnull=False,
+                          finished__gte=now - timedelta(days=30))
                   .order_by("-finished").values_list("duration_seconds", flat=True)[:RECENT_TRIALS])
         by_kind[name] = mean(recent) if recent else typical
     ends: dict[str, list] = {}
@@ -54,21 +57,23 @@ def _expected_ends(running, running_jobs, kinds_by_name, typical, now) -> dict[s
     return {backend: sorted(times) for backend, times in ends.items()}
 
 
-def _estimated_starts(order, backend_of, free, ends, typical, now) -> list:
+def _estimated_starts(order, backend_of, slots, free, ends, typical, now) -> list:
     """Each waiting row's estimated start, in claim order: a backend's rows take its free slots
-    first (now), then its busy slots as they free (a slot of the other backend never runs them);
-    None where nothing can be said (no trial done on the queue yet, or no slot of its backend)."""
+    first (now), then its busy slots as they free (a slot of the other backend never runs them; of
+    more runs than slots, a dead worker's not reaped yet, the soonest ends count, one a slot);
+    None where nothing can be said (no trial done on the queue yet, or no live slot of its backend)."""
     starts, seen = [], {}
     for w in order:
         backend = backend_of[w]
         place = seen[backend] = seen.get(backend, -1) + 1
-        if typical is None:
+        frees = ends.get(backend, [])[:slots.get(backend, 0)]
+        if typical is None or not slots.get(backend):
             starts.append(None)
         elif place < free.get(backend, 0):
             starts.append(now)
-        elif ends.get(backend):
-            rounds, index = divmod(place - free.get(backend, 0), len(ends[backend]))
-            starts.append(ends[backend][index] + timedelta(seconds=rounds * typical))
+        elif frees:
+            rounds, index = divmod(place - free.get(backend, 0), len(frees))
+            starts.append(frees[index] + timedelta(seconds=rounds * typical))
         else:
             starts.append(None)
     return starts
@@ -153,8 +158,8 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
         return named({**row, "priority": w.priority, "since": w.since, **job_fields(w.job, w.team_id)}, w.team_id,
                      None if w.kind else w.study_id)
 
-    ends = _expected_ends(running, running_jobs, kinds_by_name, typical, now)
-    starts = _estimated_starts(order, backend_of, free, ends, typical, now)
+    ends = _expected_ends(queue, running, running_jobs, kinds_by_name, typical, now)
+    starts = _estimated_starts(order, backend_of, slots_by_backend, free, ends, typical, now)
     waiting = []
     for position, (w, start) in enumerate(zip(order, starts, strict=True)):
         reason = "Next for a free slot." if position == 0 else wait_reason(standing, w, order[0])

@@ -60,7 +60,7 @@ def span(earlier, later=None) -> str:
     later = later or timezone.now()
     if abs((later - earlier).total_seconds()) < 60:
         return "under a minute"
-    return timesince(earlier, later)
+    return timesince(min(earlier, later), max(earlier, later))  # either way round (a clock ahead)
 
 
 @register.filter

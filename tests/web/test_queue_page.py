@@ -273,9 +273,12 @@ def test_an_estimate_counts_only_slots_of_the_studys_backend_and_each_studys_own
     assert "<td>now</td>" not in waiting, "a JAX slot never runs a TensorFlow trial"
     assert waiting.count("(in under a minute)") == 1 and waiting.count("(in 9\xa0minutes)") == 1
     assert running.count("under a minute ago") == 2, "not \"0 minutes ago\""
+    Worker.objects.filter(name="w1").delete()  # its trials run on, not reaped yet: no TensorFlow slot is live
+    waiting = alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')[1]
+    assert "(in " not in waiting and "<td>now</td>" not in waiting, "no live slot of its backend: no estimate"
 
 
-def test_a_study_at_its_parallelism_says_so_to_its_team_only(alice_client, client, charlie, busy_queue):
+def test_a_study_at_its_parallelism_says_so_to_its_team_only(alice, alice_client, client, charlie, busy_queue):
     """Acme's study runs 3 trials, its parallelism: it takes no slot and is not listed as waiting; the
     page says why, to Acme; Globex's page does not name it."""
     acme = busy_queue["Acme"]
@@ -286,6 +289,8 @@ def test_a_study_at_its_parallelism_says_so_to_its_team_only(alice_client, clien
     (note,) = [part.split("</p>")[0] for part in page.split('id="queue-at-parallelism"')[1:]]
     assert "acme-search</a> runs 3 trials at once, as many as its parallelism (3) allows" in note
     assert "acme-search" not in page.split('id="queue-waiting"')[1]
+    assert token_client(alice).get("/api/v1/queues/cpu/").json()["at_parallelism"] == [
+        {"id": acme.pk, "name": "acme-search", "running": 3, "parallelism": 3}]
     client.force_login(charlie)
     assert "acme-search" not in client.get("/queues/cpu/").content.decode()
     Study.objects.filter(pk=acme.pk).update(parallelism=4)
