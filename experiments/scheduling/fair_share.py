@@ -101,6 +101,10 @@ def wait_reason(standing: Standing, study: Waiting, head: Waiting) -> str:
     if head.team_id != study.team_id:
         return (f"Waiting: {standing.queue.upper()} slots go first to teams further below their share; "
                 "it starts when one frees and its team is next.")
+    if head.kind or study.kind:
+        # claim_order_for: between a team's jobs and its trials, broker order decides.
+        return ("Waiting: its team's work on this queue is next; the team's trials and jobs take its turns in "
+                "the order workers pick them up.")
     if head.priority != study.priority:
         return "Waiting: the team's higher-priority work on this queue goes first."
     return "Waiting: the team's older work on this queue goes first."

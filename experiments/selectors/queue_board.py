@@ -2,6 +2,7 @@
 why, with an estimated start; each team's slots, share and quotas. Other teams' rows name no
 study (the fleet is shared, whose work it is is not), unless a site admin asks."""
 
+import heapq
 from datetime import timedelta
 from statistics import mean
 
@@ -58,24 +59,31 @@ def _expected_ends(queue, running, running_jobs, kinds_by_name, typical, now) ->
 
 
 def _estimated_starts(order, backend_of, slots, free, ends, typical, now) -> list:
-    """Each waiting row's estimated start, in claim order: a backend's rows take its free slots
-    first (now), then its busy slots as they free (a slot of the other backend never runs them; of
-    more runs than slots, a dead worker's not reaped yet, the soonest ends count, one a slot);
-    None where nothing can be said (no trial done on the queue yet, or no live slot of its backend)."""
-    starts, seen = [], {}
+    """Each waiting row's estimated start, in claim order: each backend's slots as a heap of the times
+    they free (its free ones now; a busy one at its run's expected end, one past it a moment from now:
+    "now" only for a slot that is free), each row taking the soonest and holding it for the typical
+    trial (so estimates never go back down the list; a slot of the other backend never runs it).
+    Of more runs than slots (a dead worker's not reaped yet) the soonest ends count, one a slot.
+    None where nothing can be said (no live slot of its backend; no free one and no trial done on
+    the queue yet)."""
+    heaps = {}
+    for backend, count in slots.items():
+        soon = now + timedelta(seconds=1)
+        busy = [max(end, soon) for end in ends.get(backend, [])][:max(count - free.get(backend, 0), 0)]
+        heaps[backend] = [now] * free.get(backend, 0) + busy
+        heapq.heapify(heaps[backend])
+    starts = []
     for w in order:
-        backend = backend_of[w]
-        place = seen[backend] = seen.get(backend, -1) + 1
-        frees = ends.get(backend, [])[:slots.get(backend, 0)]
-        if typical is None or not slots.get(backend):
-            starts.append(None)
-        elif place < free.get(backend, 0):
-            starts.append(now)
-        elif frees:
-            rounds, index = divmod(place - free.get(backend, 0), len(frees))
-            starts.append(frees[index] + timedelta(seconds=rounds * typical))
-        else:
-            starts.append(None)
+        heap = heaps.get(backend_of[w])
+        if not heap or (typical is None and heap[0] > now):
+            starts.append(None)  # no live slot; or no trial done on the queue to say when one frees
+            continue
+        if typical is None:
+            starts.append(heapq.heappop(heap))  # a free slot, now
+            continue
+        start = heapq.heappop(heap)
+        heapq.heappush(heap, start + timedelta(seconds=typical))
+        starts.append(start)
     return starts
 
 
@@ -161,8 +169,12 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     ends = _expected_ends(queue, running, running_jobs, kinds_by_name, typical, now)
     starts = _estimated_starts(order, backend_of, slots_by_backend, free, ends, typical, now)
     waiting = []
+    heads = {}  # each backend's first in line: a row waits behind work its slots can run
+    for w in order:
+        heads.setdefault(backend_of[w], w)
     for position, (w, start) in enumerate(zip(order, starts, strict=True)):
-        reason = "Next for a free slot." if position == 0 else wait_reason(standing, w, order[0])
+        head = heads[backend_of[w]]
+        reason = "Next for a free slot." if w == head else wait_reason(standing, w, head)
         waiting.append(waiting_row(w, {"position": position + 1, "reason": reason, "estimated_start": start}))
     for w in held_back:
         waiting.append(waiting_row(w, {"position": None, "reason": quota_reason(standing, w.team_id),

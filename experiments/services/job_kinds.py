@@ -129,11 +129,11 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             queue_of=lambda rerun: rerun.trial.study.task_queue, study="trial__study",
             send_related=("trial__study",),
             claim_related=("trial__study__dataset__arrays", "trial__study__dataset__upload", "trial__study__team"),
-            reset=lambda pk: TrialRerunEpoch.objects.filter(rerun_id=pk).delete()),
+            reset=lambda pk: TrialRerunEpoch.objects.filter(rerun_id=pk).delete(), title="trial__study__name"),
     JobKind(name="conversions", label="conversion", table=ModelConversion, task="workers.tasks.convert_model",
             team="model__team_id",
             queue_of=lambda _row: CONVERSION_QUEUE, queue=CONVERSION_QUEUE,
-            claim_related=("model__team",), prepare=_with_keras_file),
+            claim_related=("model__team",), prepare=_with_keras_file, title="model__name"),
     JobKind(name="serving_exports", label="serving export", table=ServingExport, team="team_id",
             task="workers.tasks.export_serving", queue_of=lambda _row: SERVING_EXPORT_QUEUE,
             queue=SERVING_EXPORT_QUEUE, claim_related=("team",), prepare=_with_plan),
@@ -147,7 +147,7 @@ JOB_KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             page="prediction_detail", title="model__name"),
     JobKind(name="variants", label="quantized variant", table=ModelVariant, task="workers.tasks.quantize_model",
             team="model__team_id", queue_of=lambda variant: variant.queue, queue_column="queue",
-            claim_related=("model__dataset", "model__team"), prepare=_with_keras_file),
+            claim_related=("model__dataset", "model__team"), prepare=_with_keras_file, title="model__name"),
 )}
 
 

@@ -12,6 +12,7 @@ from experiments.scheduling.fair_share import (
     next_month_start,
     preemption_victim,
     quota_reason,
+    wait_reason,
 )
 
 NOW = datetime(2026, 12, 14, 9, 30, tzinfo=UTC)
@@ -94,3 +95,14 @@ def test_a_message_sees_its_own_teams_jobs_and_trials_in_broker_order():
     assert claim_order_for(standing, study) == [theirs, older_study, study]
     assert claim_order_for(standing, job) == [theirs, job]
     assert claim_order_for(standing, other_job) == [theirs, other_job]
+
+
+def test_within_a_team_a_job_behind_a_trial_is_not_told_it_waits_for_older_work():
+    """Between a team's jobs and its trials broker order decides (claim_order_for): the reason says so;
+    between its studies, priority then age."""
+    standing = Standing("cpu", NOW)
+    study, older, job = waiting(10, 1, minutes_ago=9), waiting(11, 1, minutes_ago=20), Waiting(5, 1, "normal", NOW,
+                                                                                              kind="models")
+    assert "in the order workers pick them up" in wait_reason(standing, job, study)
+    assert wait_reason(standing, study, older) == "Waiting: the team's older work on this queue goes first."
+    assert "higher-priority" in wait_reason(standing, study, waiting(12, 1, "high"))

@@ -260,7 +260,8 @@ def test_an_estimate_counts_only_slots_of_the_studys_backend_and_each_studys_own
         alice_client, busy_queue):
     """Both TensorFlow slots busy and a JAX slot free: the waiting TensorFlow studies do not start
     now. Globex's trials take 50 s, Acme's 10 minutes: the slot Globex's trial holds frees in under
-    a minute, Acme's in about 9 (one mean for the queue said about 5 for both)."""
+    a minute (one mean for the queue said about 5 minutes for both); the second in line takes that
+    slot again after the first's trial (the queue's mean, 325 s), before Acme's frees in 9 minutes."""
     from experiments.models import Worker
 
     Trial.objects.filter(status=Trial.Status.RUNNING).update(started=timezone.now() - timezone.timedelta(seconds=20))
@@ -271,7 +272,7 @@ def test_an_estimate_counts_only_slots_of_the_studys_backend_and_each_studys_own
     Worker.objects.create(name="w2", hostname="h", pid=2, queues=["cpu-jax"], concurrency=1)
     running, waiting = alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')
     assert "<td>now</td>" not in waiting, "a JAX slot never runs a TensorFlow trial"
-    assert waiting.count("(in under a minute)") == 1 and waiting.count("(in 9\xa0minutes)") == 1
+    assert waiting.count("(in under a minute)") == 1 and waiting.count("(in 5\xa0minutes)") == 1
     assert running.count("under a minute ago") == 2, "not \"0 minutes ago\""
     Worker.objects.filter(name="w1").delete()  # its trials run on, not reaped yet: no TensorFlow slot is live
     waiting = alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')[1]
@@ -298,3 +299,22 @@ def test_a_study_at_its_parallelism_says_so_to_its_team_only(alice, alice_client
     Study.objects.filter(pk=acme.pk).update(parallelism=3, max_trials=3)
     assert 'id="queue-at-parallelism"' not in alice_client.get("/queues/cpu/").content.decode(), \
         "every trial started: nothing left to wait for"
+
+
+def test_a_trial_past_its_expected_end_frees_its_slot_soon_not_now_and_each_backend_has_its_own_head(
+        alice_client, alice, busy_queue):
+    """Both trials run 20 minutes where trials take 10: no slot is free, so no row says "now" (the slot
+    frees any moment). With Globex's study on JAX, each backend's first in line is next for its slots
+    (not "waiting for the team's older work" behind a study the JAX slot cannot run)."""
+    from experiments.models import Worker
+
+    Trial.objects.filter(status=Trial.Status.RUNNING).update(started=timezone.now() - timezone.timedelta(minutes=20))
+    Trial.objects.create(study=busy_queue["Acme"], trial_id="8", number=8, status=Trial.Status.COMPLETED,
+                         duration_seconds=600, finished=timezone.now())
+    Worker.objects.create(name="w1", hostname="h", pid=1, queues=["cpu"], concurrency=2)
+    waiting = alice_client.get("/queues/cpu/").content.decode().split('id="queue-waiting"')[1]
+    assert "<td>now</td>" not in waiting and waiting.count("(in under a minute)") == 2
+    Study.objects.filter(pk=busy_queue["Globex"].pk).update(backend="jax")
+    Worker.objects.create(name="w2", hostname="h", pid=2, queues=["cpu-jax"], concurrency=1)
+    board = token_client(alice).get("/api/v1/queues/cpu/").json()
+    assert [w["reason"] for w in board["waiting"]] == ["Next for a free slot."] * 2
