@@ -77,31 +77,34 @@ def _jobs_by_worker(kinds, team: Team) -> tuple[dict[str, list[dict]], dict[str,
                 mine.setdefault(worker, []).append({"kind": name, "id": pk})
             else:
                 others[worker] = others.get(worker, 0) + 1
-    titles = job_titles([(job["kind"], job["id"]) for rows in mine.values() for job in rows], kinds_by_name)
+    facts = job_facts([(job["kind"], job["id"]) for rows in mine.values() for job in rows], kinds_by_name)
     for rows in mine.values():
         for job in rows:
             kind = kinds_by_name[job["kind"]]
-            job["label"] = job_label(kind, job["id"], titles)
+            job["label"] = job_label(kind, job["id"], facts)
             job["url"] = reverse(kind.page, args=[job["id"]]) if kind.page else None
     return mine, others
 
 
-def job_titles(keys, kinds_by_name) -> dict[tuple[str, int], str]:
-    """The name a person knows each job (kind name, pk) by (a model's name), for the kinds that have
-    one: a query a kind."""
-    titles = {}
+def job_facts(keys, kinds_by_name) -> dict[tuple[str, int], dict]:
+    """Of each job (kind name, pk): the name a person knows it by (a model's name) and the study it
+    follows, for the kinds that have them: a query a kind."""
+    facts: dict[tuple[str, int], dict] = {}
     for name in {kind for kind, _pk in keys}:
         kind = kinds_by_name[name]
-        if kind.title:
+        columns = [column for column in (kind.title, kind.study and f"{kind.study}_id") if column]
+        if columns:
             pks = [pk for k, pk in keys if k == name]
-            titles.update({(name, pk): title for pk, title in
-                           kind.table.objects.filter(pk__in=pks).values_list("pk", kind.title)})
-    return titles
+            for pk, *values in kind.table.objects.filter(pk__in=pks).values_list("pk", *columns):
+                found = dict(zip(columns, values, strict=True))
+                facts[name, pk] = {"title": found.get(kind.title),
+                                   "study_id": found.get(kind.study and f"{kind.study}_id")}
+    return facts
 
 
-def job_label(kind, pk: int, titles: dict) -> str:
+def job_label(kind, pk: int, facts: dict) -> str:
     """"model 7 (best-mlp)": its kind and number, and its name where it has one."""
-    title = titles.get((kind.name, pk))
+    title = facts.get((kind.name, pk), {}).get("title")
     return f"{kind.label} {pk} ({title})" if title else f"{kind.label} {pk}"
 
 

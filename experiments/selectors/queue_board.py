@@ -13,7 +13,7 @@ from django.utils import timezone
 from experiments.models import Study, Team, Trial
 from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
 from experiments.selectors.fair_share import SETTLED, jobs_on_queue, jobs_placed, queue_standing
-from experiments.selectors.fleet import job_label, job_titles, queue_slots
+from experiments.selectors.fleet import job_facts, job_label, queue_slots
 from experiments.states import JobStatus, StudyStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, queue_backend, task_queue
 
@@ -137,14 +137,14 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     free = {backend: max(slots_by_backend[backend] - busy[backend], 0) for backend in BACKEND_NAMES}
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
-    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
-                            {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting if not w.kind)})
-
     def shown(team_id: int) -> bool:
         return site_admin or (team is not None and team_id == team.id)
 
     jobs = [(j["key"], j["team_id"]) for j in running_jobs] + [(w.job, w.team_id) for w in standing.waiting]
-    titles = job_titles([key for key, team_id in jobs if key and shown(team_id)], kinds_by_name)
+    facts = job_facts([key for key, team_id in jobs if key and shown(team_id)], kinds_by_name)
+    teams, studies = _names({*standing.held, *(w.team_id for w in standing.waiting), *standing.policies},
+                            {*(r["study_id"] for r in running), *(w.study_id for w in standing.waiting if not w.kind),
+                             *(fact["study_id"] for fact in facts.values() if fact["study_id"])})
 
     def named(row: dict, team_id: int, study_id: int | None) -> dict:
         visible = shown(team_id)
@@ -159,7 +159,7 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
             return {"job": None, "job_url": None}
         kind, pk = kinds_by_name[key[0]], key[1]
         own = team is not None and team_id == team.id
-        return {"job": job_label(kind, pk, titles),
+        return {"job": job_label(kind, pk, facts),
                 "job_url": reverse(kind.page, args=[pk]) if kind.page and own else None}
 
     def waiting_row(w, row: dict) -> dict:
@@ -196,7 +196,8 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
             "running": [named({"trial_pk": r["pk"] if shown(r["study__team_id"]) else None,
                                "number": r["number"] if shown(r["study__team_id"]) else None,
                                "since": r["started"]}, r["study__team_id"], r["study_id"]) for r in running]
+            # A running job's study (a retrain's, a prediction's model's) in the Study column, to its team.
             + [named({"trial_pk": None, "number": None, "since": j["started"], **job_fields(j["key"], j["team_id"])},
-                     j["team_id"], None) for j in running_jobs],
+                     j["team_id"], facts.get(j["key"], {}).get("study_id")) for j in running_jobs],
             "waiting": waiting, "teams": team_rows, "at_parallelism": _at_parallelism(queue, team, site_admin)}
 

@@ -161,7 +161,8 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
     assert job_claim_own(kind=models, pk=second.pk, worker_host="w") is None
     board = token_client(alice).get("/api/v1/queues/cpu/").json()
     assert {t["team"]: t["held"] for t in board["teams"]}["Acme"] == 2
-    assert named[first.pk] in [r["job"] for r in board["running"]]
+    (running,) = [r for r in board["running"] if r["job"] == named[first.pk]]
+    assert (running["study"], running["study_id"]) == ("acme-search", study.pk), "a retrain's study, to its team"
     (held,) = [w for w in board["waiting"] if w["job"] == named[second.pk]]
     assert held["position"] is None and "quota of 2 concurrent trials or jobs" in held["reason"]
     board_page = alice_client.get("/queues/cpu/").content.decode()
@@ -174,6 +175,8 @@ def test_jobs_hold_slots_and_a_quota_held_job_says_why_on_the_queue_page_and_its
     client.force_login(User.objects.get(username="charlie"))
     board = client.get("/queues/cpu/").content.decode()
     assert f"Model {first.pk}" not in board and f"Model {second.pk}" not in board, "another team's jobs unnamed"
+    assert "acme-search" not in board and [r["study"] for r in token_client(User.objects.get(username="charlie"))
+                                           .get("/api/v1/queues/cpu/").json()["running"] if not r["mine"]] == [None] * 2
     User.objects.filter(username="charlie").update(is_staff=True)
     board = client.get("/queues/cpu/").content.decode()
     assert f"Model {first.pk}" in board and f'href="/models/{first.pk}/"' not in board, \
