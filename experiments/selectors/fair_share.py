@@ -21,6 +21,13 @@ SETTLED = (Q(trials__status__in=(TrialStatus.RUNNING, TrialStatus.COMPLETED, Tri
            | Q(trials__status=TrialStatus.LOST, trials__kt_state__status="FAILED"))
 
 
+def running_studies(queue: str):
+    """The running studies on the queue, each with its running and settled trials counted."""
+    return (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
+            .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
+                      settled=Count("trials__trial_id", distinct=True, filter=SETTLED)))
+
+
 def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int | None = None,
                    queued_jobs_wait: bool = True) -> Standing:
     """Slots are counted on the accelerator queue (both backends' workers share its devices and its
@@ -32,9 +39,7 @@ def queue_standing(*, queue: str, backend: str, kinds=(), now=None, asking: int 
     ones in a third, the policies in a fourth; with several teams waiting, their recent use."""
     now = now or timezone.now()
     standing = Standing(queue=queue, now=now)
-    studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
-               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
-                         settled=Count("trials__trial_id", distinct=True, filter=SETTLED)).order_by()
+    studies = (running_studies(queue).order_by()
                .values_list("id", "team_id", "priority", "started", "created", "backend", "parallelism",
                             "wakeups_pending", "running", "settled", "max_trials"))
     for study_id, team_id, priority, started, created, on, parallelism, pending, running, settled, budget in studies:

@@ -6,15 +6,15 @@ import heapq
 from datetime import timedelta
 from statistics import mean
 
-from django.db.models import Count, F, Q
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
 from experiments.models import Study, Team, Trial
 from experiments.scheduling.fair_share import claim_order, quota_reason, wait_reason
-from experiments.selectors.fair_share import SETTLED, jobs_on_queue, jobs_placed, queue_standing
+from experiments.selectors.fair_share import jobs_on_queue, jobs_placed, queue_standing, running_studies
 from experiments.selectors.fleet import job_facts, job_label, queue_slots
-from experiments.states import JobStatus, StudyStatus, TrialStatus
+from experiments.states import JobStatus, TrialStatus
 from experiments.tuning.compute_options import BACKEND_NAMES, DEFAULT_BACKEND, queue_backend, task_queue
 
 RECENT_TRIALS = 50  # completed trials whose mean duration estimates when a slot frees
@@ -54,7 +54,7 @@ def _expected_ends(queue, running, running_jobs, kinds_by_name, typical, now) ->
                                        for r in running]
                                       + [(j["backend"], j["started"], by_kind[j["key"][0]]) for j in running_jobs]):
         if seconds is not None:
-            ends.setdefault(backend, []).append(max(started + timedelta(seconds=seconds), now))
+            ends.setdefault(backend, []).append(started + timedelta(seconds=seconds))
     return {backend: sorted(times) for backend, times in ends.items()}
 
 
@@ -93,10 +93,8 @@ def _at_parallelism(queue: str, team: Team | None, site_admin: bool) -> list[dic
     not listed as waiting; said here so their team knows why."""
     if team is None and not site_admin:
         return []
-    studies = (Study.objects.filter(status=StudyStatus.RUNNING, queue=queue)
-               .annotate(running=Count("trials", filter=Q(trials__status=TrialStatus.RUNNING)),
-                         settled=Count("trials__trial_id", distinct=True, filter=SETTLED))
-               .filter(running__gte=F("parallelism"), settled__lt=F("max_trials")).order_by("name"))
+    studies = (running_studies(queue).filter(running__gte=F("parallelism"), settled__lt=F("max_trials"))
+               .order_by("name"))
     if not site_admin:
         studies = studies.filter(team=team)
     return list(studies.values("id", "name", "running", "parallelism"))
@@ -137,6 +135,7 @@ def queue_board(*, queue: str, team: Team | None, kinds=(), site_admin: bool = F
     free = {backend: max(slots_by_backend[backend] - busy[backend], 0) for backend in BACKEND_NAMES}
     order = claim_order(standing)
     held_back = [w for w in standing.waiting if w not in order]
+
     def shown(team_id: int) -> bool:
         return site_admin or (team is not None and team_id == team.id)
 
